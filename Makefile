@@ -1,0 +1,53 @@
+# dlq — see README.md. `make demo` and `make test` work on a fresh machine.
+GO       ?= go
+BIN      := bin/dlq
+BROKERS  := scripts/brokers
+PKGS     := ./...
+# The test servers' addresses and the test password, from scripts/brokers.
+TESTENV   = eval "$$($(BROKERS) env)" && export DLQ_TEST_REQUIRE_BROKERS=1 DLQ_TEST_BIN=$(CURDIR)/$(BIN) AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 &&
+
+.PHONY: build test unit bench lint demo brokers-up brokers-down brokers-status fuzz clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/dlq
+
+# Unit and integration tests against the real servers (started when missing).
+test: brokers-up build
+	$(TESTENV) $(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+# Unit tests only; integration tests skip without the servers.
+unit:
+	$(GO) test -race -count=1 $(PKGS)
+
+# Go benchmarks, then the benchmark commands against the real servers.
+bench: brokers-up build
+	$(TESTENV) $(GO) test -run '^$$' -bench . -benchmem -benchtime 1x $(PKGS)
+	$(TESTENV) for s in scripts/bench/*.sh; do [ -f "$$s" ] && bash "$$s" || exit 1; done
+
+# Short fuzzing of every parser of user input.
+fuzz:
+	for t in $$(grep -rlE '^func Fuzz' --include='*_test.go' . | xargs -n1 dirname | sort -u); do \
+	  for f in $$(grep -hoE '^func Fuzz[A-Za-z0-9_]+' $$t/*_test.go | sed 's/func //'); do \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime 20s $$t || exit 1; done; done
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+# dlq's main job on the embedded sample archive: no broker needed.
+demo: build
+	$(BIN) queues --broker demo:
+	$(BIN) peek --broker demo: --limit 5 orders.dlq
+	$(BIN) stats --broker demo: --group-by reason,source orders.dlq
+
+brokers-up:
+	$(BROKERS) up
+
+brokers-down:
+	$(BROKERS) down
+
+brokers-status:
+	$(BROKERS) status
+
+clean:
+	rm -rf bin

@@ -1,0 +1,75 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error values that adapters wrap their failures in. Test with errors.Is.
+var (
+	// ErrNotFound: a queue, exchange, vhost or message does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: the broker refused because what exists differs from what
+	// was asked (RabbitMQ 406 PRECONDITION_FAILED, SQS QueueAlreadyExists).
+	ErrConflict = errors.New("conflict")
+	// ErrAccessDenied: wrong credentials or missing permission (RabbitMQ 403,
+	// SQS AccessDenied, expired AWS credentials).
+	ErrAccessDenied = errors.New("access denied")
+	// ErrUnreachable: the broker could not be reached (DNS, TCP, TLS).
+	ErrUnreachable = errors.New("unreachable")
+	// ErrBlocked: the broker is refusing publishes (RabbitMQ connection.blocked).
+	ErrBlocked = errors.New("blocked by broker")
+	// ErrUnsafe: the operation would harm messages (for example a peek that
+	// could push a quorum message over its delivery limit); the wrapped text
+	// explains why and names the safe alternative.
+	ErrUnsafe = errors.New("refused as unsafe")
+	// ErrUnsupported: the backend cannot do this for this queue kind.
+	ErrUnsupported = errors.New("not supported")
+	// ErrUnroutable: a mandatory publish was returned (no queue bound).
+	ErrUnroutable = errors.New("unroutable")
+	// ErrReadOnly: a mutation was attempted in read-only mode.
+	ErrReadOnly = errors.New("read-only")
+)
+
+// ErrStop may be returned by a visit function to end a walk early without
+// error.
+var ErrStop = errors.New("stop")
+
+// Error carries one of the values above with a human explanation and, where
+// one exists, the fix. Its Error() is a single lowercase line.
+type Error struct {
+	Kind error  // one of the Err* values
+	Op   string // what was being done: "declare queue `orders`"
+	Msg  string // why, in words; may name the fix
+	Err  error  // the underlying cause, already free of secrets
+}
+
+func (e *Error) Error() string {
+	s := e.Op
+	if e.Msg != "" {
+		if s != "" {
+			s += ": "
+		}
+		s += e.Msg
+	} else if e.Err != nil {
+		if s != "" {
+			s += ": "
+		}
+		s += e.Err.Error()
+	}
+	if s == "" {
+		s = e.Kind.Error()
+	}
+	return s
+}
+
+// Is reports whether target is the error kind.
+func (e *Error) Is(target error) bool { return target == e.Kind }
+
+// Unwrap returns the underlying cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf builds an *Error of the given kind with a formatted explanation.
+func Errorf(kind error, op, format string, args ...any) error {
+	return &Error{Kind: kind, Op: op, Msg: fmt.Sprintf(format, args...)}
+}

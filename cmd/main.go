@@ -1,0 +1,90 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// Main runs dlq with the process's arguments and returns its exit code.
+func Main() ExitCode {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, System(), os.Args[1:])
+}
+
+// Run runs dlq with args on the given streams; the acceptance tests call it.
+func Run(ctx context.Context, ios *IOStreams, args []string) ExitCode {
+	f := NewFactory(ios, args)
+	root := NewRootCmd(f)
+	root.SetArgs(args)
+	root.SetIn(ios.In)
+	root.SetOut(ios.Out)
+	root.SetErr(ios.ErrOut)
+	err := root.ExecuteContext(ctx)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, context.Canceled) {
+		err = errors.Join(err, context.Canceled)
+	}
+	code := exitCodeFor(err)
+	if err != nil {
+		if msg := err.Error(); msg != "" {
+			fmt.Fprintln(ios.ErrOut, "dlq: "+Redact(firstLine(msg)))
+		}
+	}
+	return code
+}
+
+// NewFactory builds the factory with the real broker wiring.
+func NewFactory(ios *IOStreams, args []string) *Factory {
+	f := &Factory{
+		IO:      ios,
+		Options: &GlobalOptions{Timeout: 30 * time.Second},
+		Now:     time.Now,
+		Args:    args,
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	if path := os.Getenv("DLQ_DEBUG_LOG"); path != "" {
+		if fh, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
+			f.Logger = slog.New(slog.NewTextHandler(fh, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		}
+	}
+	wireBrokers(f)
+	return f
+}
+
+func firstLine(s string) string {
+	for i, r := range s {
+		if r == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+// flagErrorf reports bad flags or arguments.
+func flagErrorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+// requireYes refuses a destructive step without a TTY unless --yes was given,
+// and asks on a TTY. what is shown in the question.
+func requireYes(f *Factory, what string) error {
+	if f.Options.Yes {
+		return nil
+	}
+	if !f.IO.CanPrompt() {
+		return flagErrorf("`--yes` required when not running interactively (%s)", what)
+	}
+	ok, err := f.IO.Confirm(what + "?")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return ErrCancelled
+	}
+	return nil
+}

@@ -1,0 +1,53 @@
+package cmd
+
+import (
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// NewRootCmd builds the `dlq` command tree.
+func NewRootCmd(f *Factory) *cobra.Command {
+	o := f.Options
+	root := &cobra.Command{
+		Use:   "dlq",
+		Short: "Operate dead-letter queues on RabbitMQ and Amazon SQS",
+		Long: `dlq inspects, redrives and declares dead-letter queues on RabbitMQ and
+Amazon SQS, and on local archive files.
+
+Brokers are named with --broker (or a context from the config file):
+  amqp://user@host:5672/vhost   amqps://…      RabbitMQ (password from the URL or DLQ_PASSWORD)
+  sqs://                         sqs://REGION  Amazon SQS (AWS config chain; --endpoint-url)
+  file://dead-letters.jsonl[.gz]               an archive written by dlq export
+  demo:                                        the embedded sample archive`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(c *cobra.Command, args []string) error {
+			if o.NoColor {
+				f.IO.SetColor(false)
+			}
+			return nil
+		},
+	}
+	pf := root.PersistentFlags()
+	pf.StringVarP(&o.Broker, "broker", "b", "", "broker URL (amqp://, amqps://, sqs://, file://, demo:) or context name")
+	pf.StringVar(&o.Context, "context", os.Getenv("DLQ_CONTEXT"), "named context from the config file (env DLQ_CONTEXT)")
+	pf.StringVar(&o.ConfigPath, "config", "", "config file (default $XDG_CONFIG_HOME/dlq/config.yaml)")
+	pf.StringVarP(&o.Output, "output", "o", "", "output format: table, json, csv (and others where a command says so)")
+	pf.BoolVar(&o.ReadOnly, "read-only", false, "refuse every command that changes a broker (exit code 4)")
+	pf.BoolVarP(&o.Yes, "yes", "y", false, "answer yes to confirmations (required without a terminal)")
+	pf.BoolVar(&o.NoColor, "no-color", false, "disable colour (also NO_COLOR)")
+	pf.DurationVar(&o.Timeout, "timeout", 30*time.Second, "timeout for connecting and for each broker call")
+	pf.StringVar(&o.Region, "region", "", "AWS region (SQS)")
+	pf.StringVar(&o.Endpoint, "endpoint-url", "", "SQS endpoint URL, for emulators or VPC endpoints")
+	pf.StringVar(&o.MgmtURL, "management-url", "", "RabbitMQ management API URL (default http://HOST:15672)")
+	pf.StringVar(&o.CAFile, "ca-file", "", "CA certificate file for amqps:// and https:// (PEM)")
+	pf.StringVar(&o.CertFile, "cert-file", "", "client certificate for TLS (PEM)")
+	pf.StringVar(&o.KeyFile, "key-file", "", "client key for TLS (PEM)")
+	pf.BoolVar(&o.Insecure, "insecure-skip-verify", false, "do not verify TLS certificates (dangerous)")
+	pf.StringVar(&o.AuditLog, "audit-log", "", "audit log file (default $XDG_STATE_HOME/dlq/audit.jsonl)")
+
+	addCommands(root, f)
+	return root
+}
