@@ -4,7 +4,7 @@ BIN      := bin/dlq
 BROKERS  := scripts/brokers
 PKGS     := ./...
 # The test servers' addresses and the test password, from scripts/brokers.
-TESTENV   = eval "$$($(BROKERS) env)" && export DLQ_TEST_REQUIRE_BROKERS=1 DLQ_TEST_BIN=$(CURDIR)/$(BIN) AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 &&
+TESTENV   = eval "$$($(BROKERS) env)" && eval "$$(DLQ_BROKERS_INSTANCE=fault $(BROKERS) env)" && export DLQ_TEST_REQUIRE_BROKERS=1 DLQ_TEST_BIN=$(CURDIR)/$(BIN) AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 &&
 
 .PHONY: build test unit bench lint demo brokers-up brokers-down brokers-status fuzz clean
 
@@ -40,11 +40,13 @@ demo: build
 	$(BIN) peek --broker demo: --limit 5 orders.dlq
 	$(BIN) stats --broker demo: --group-by reason,source orders.dlq
 
+# The main servers, and a separate "fault" set that the fault tests kill,
+# restart and block without disturbing the rest of the suite.
 brokers-up:
-	$(BROKERS) up
+	$(BROKERS) up & a=$$!; DLQ_BROKERS_INSTANCE=fault $(BROKERS) up & b=$$!; wait $$a && wait $$b
 
 brokers-down:
-	$(BROKERS) down
+	$(BROKERS) down; DLQ_BROKERS_INSTANCE=fault $(BROKERS) down
 
 brokers-status:
 	$(BROKERS) status

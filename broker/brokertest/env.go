@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -111,4 +112,42 @@ func Name(t testing.TB, prefix string) string {
 		s = s[len(s)-74:]
 	}
 	return s
+}
+
+// FaultEnv is the separate set of servers that fault tests may kill, restart
+// and block (scripts/brokers with DLQ_BROKERS_INSTANCE=fault).
+type FaultEnv struct {
+	Rabbit RabbitEnv
+	SQS    SQSEnv
+}
+
+// Fault returns the fault-test servers or skips the test.
+func Fault(t testing.TB) FaultEnv {
+	t.Helper()
+	v := need(t, "DLQ_FAULT_AMQP_URL", "DLQ_FAULT_MGMT_URL", "DLQ_FAULT_PASSWORD", "DLQ_FAULT_SQS_ENDPOINT", "DLQ_FAULT_SQS2_ENDPOINT")
+	reachable(t, v[0])
+	reachable(t, v[3])
+	for k, def := range map[string]string{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"} {
+		if os.Getenv(k) == "" {
+			t.Setenv(k, def)
+		}
+	}
+	script := os.Getenv("DLQ_FAULT_BROKERS_SCRIPT")
+	return FaultEnv{
+		Rabbit: RabbitEnv{AMQPURL: v[0], MgmtURL: v[1], Password: v[2], Script: script},
+		SQS:    SQSEnv{Endpoint: v[3], MoveEndpoint: v[4], Script: script, Dir: os.Getenv("DLQ_FAULT_BROKERS_DIR")},
+	}
+}
+
+// Brokers runs scripts/brokers with args (up, restart-rabbitmq, stop-sqs,
+// rabbitmqctl …) on the fault instance and returns its combined output.
+func (e FaultEnv) Brokers(t testing.TB, args ...string) string {
+	t.Helper()
+	c := exec.Command(e.Rabbit.Script, args...)
+	c.Env = append(os.Environ(), "DLQ_BROKERS_INSTANCE=fault")
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("scripts/brokers %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }

@@ -1,0 +1,115 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// AuditRecord is one line of the audit log: what a mutating command did.
+// It never holds a secret: the command line and broker are redacted.
+type AuditRecord struct {
+	Time        time.Time        `json:"time"`
+	User        string           `json:"user"`
+	Host        string           `json:"host"`
+	Command     string           `json:"command"` // the command line, redacted
+	Action      string           `json:"action"`  // redrive, discard, purge, topology-apply, tui-redrive, …
+	Broker      string           `json:"broker,omitempty"`
+	Source      string           `json:"source,omitempty"`
+	Destination string           `json:"destination,omitempty"`
+	Filter      string           `json:"filter,omitempty"`
+	Transform   string           `json:"transform,omitempty"`
+	Counts      map[string]int64 `json:"counts,omitempty"`
+	IDs         []string         `json:"ids,omitempty"` // message fingerprints
+	Outcome     string           `json:"outcome"`       // ok, partial, failed, cancelled, dry-run
+	Error       string           `json:"error,omitempty"`
+}
+
+// AuditPath is the audit log file: --audit-log, the context's audit_log, or
+// $XDG_STATE_HOME/dlq/audit.jsonl (~/.local/state/dlq/audit.jsonl).
+func (f *Factory) AuditPath() string {
+	if f.Options.AuditLog != "" {
+		return f.Options.AuditLog
+	}
+	if p := os.Getenv("DLQ_AUDIT_LOG"); p != "" {
+		return p
+	}
+	dir := os.Getenv("XDG_STATE_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			home = os.TempDir()
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(dir, "dlq", "audit.jsonl")
+}
+
+// Audit appends rec to the audit log (mode 0600), filling in time, user,
+// host and the redacted command line.
+func (f *Factory) Audit(rec AuditRecord) error {
+	if rec.Time.IsZero() {
+		rec.Time = f.Now().UTC()
+	}
+	if rec.User == "" {
+		if u, err := user.Current(); err == nil {
+			rec.User = u.Username
+		}
+	}
+	if rec.Host == "" {
+		rec.Host, _ = os.Hostname()
+	}
+	if rec.Command == "" {
+		rec.Command = Redact("dlq " + strings.Join(redactArgs(f.Args), " "))
+	}
+	rec.Broker = Redact(rec.Broker)
+	rec.Source = Redact(rec.Source)
+	rec.Destination = Redact(rec.Destination)
+	rec.Error = Redact(rec.Error)
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	path := f.AuditPath()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("audit log %s: %w", path, err)
+	}
+	fh, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("audit log %s: %w: set `--audit-log` to a writable file", path, err)
+	}
+	if _, err := fh.Write(append(line, '\n')); err != nil {
+		fh.Close()
+		return fmt.Errorf("audit log %s: %w", path, err)
+	}
+	if err := fh.Sync(); err != nil {
+		fh.Close()
+		return fmt.Errorf("audit log %s: %w", path, err)
+	}
+	return fh.Close()
+}
+
+// secretFlags take a value that must never be logged.
+var secretFlags = map[string]bool{"--password": true, "--secret-key": true}
+
+// redactArgs hides the values of secret flags and URL passwords in args.
+func redactArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if k, _, ok := strings.Cut(a, "="); ok && secretFlags[k] {
+			out[i] = k + "=xxxxx"
+			continue
+		}
+		out[i] = Redact(a)
+		if secretFlags[a] && i+1 < len(args) {
+			out[i+1] = "xxxxx"
+			i++
+		}
+	}
+	return out
+}
