@@ -1,0 +1,15 @@
+// Package inspect reads dead letters without harming them: it turns each
+// message into one JSON-like document that filters, transforms, statistics
+// and the TUI share, extracts a failure reason, decodes bodies, walks queues
+// through the peek-safety rules of broker.Peeker, aggregates statistics in
+// flat memory, and copies messages into archives.
+//
+// The document of a message (see Document) is
+//
+//	{id, queue, system, headers, properties, attributes, system_attributes,
+//	 death, delivery_count, redelivered, timestamp, age_seconds, size,
+//	 reason, body}
+//
+// where body is the parsed JSON when the (inflated) body is JSON, else the
+// text, else null with body_base64 holding the bytes.
+package inspect
