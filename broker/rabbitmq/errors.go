@@ -1,0 +1,176 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"regexp"
+	"strings"
+	"syscall"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+// translateErr turns an amqp091 or network error into a *broker.Error whose
+// Kind is one of the broker error values, whose Op is op ("declare queue
+// `orders`") and whose text names the fix. It is idempotent: a *broker.Error
+// is returned unchanged, and context errors stay detectable with errors.Is.
+// AMQP reply codes map as follows:
+//
+//	404 NOT_FOUND            ErrNotFound
+//	406 PRECONDITION_FAILED  ErrConflict (inequivalent arguments, unknown delivery tag…)
+//	405 RESOURCE_LOCKED      ErrConflict (exclusive queue of another connection)
+//	403 ACCESS_REFUSED       ErrAccessDenied
+//	530 NOT_ALLOWED          ErrNotFound when something is missing, else ErrAccessDenied
+//	320 CONNECTION_FORCED    ErrUnreachable (closed by an operator or a node stopping)
+//	504 channel closed       ErrUnreachable
+//	540 NOT_IMPLEMENTED      ErrUnsupported (basic.get on a stream…)
+//	506 RESOURCE_ERROR       ErrBlocked
+//	311 CONTENT_TOO_LARGE    ErrUnsupported
+//	312 NO_ROUTE             ErrUnroutable
+func translateErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var be *broker.Error
+	if errors.As(err, &be) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		if op == "" {
+			return err
+		}
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	var ae *amqp.Error
+	if errors.As(err, &ae) {
+		return translateAMQP(op, ae)
+	}
+	if isConnLoss(err) {
+		return &broker.Error{Kind: broker.ErrUnreachable, Op: op, Err: err,
+			Msg: "the connection to the broker was lost (" + connLossText(err) + "): re-run the command; unsettled messages went back to their queues"}
+	}
+	if op == "" {
+		return err
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+var (
+	reNoObject = regexp.MustCompile(`no (queue|exchange) '(.*)' in vhost '(.*)'`)
+)
+
+func translateAMQP(op string, ae *amqp.Error) error {
+	reason := cleanReason(ae.Reason)
+	e := &broker.Error{Op: op, Err: ae}
+	switch ae.Code {
+	case amqp.NotFound:
+		e.Kind = broker.ErrNotFound
+		if m := reNoObject.FindStringSubmatch(reason); m != nil {
+			if m[1] == "queue" {
+				e.Msg = fmt.Sprintf("queue `%s` not found on vhost `%s`: check the queue name, or list queues with `dlq queues`", m[2], m[3])
+			} else {
+				e.Msg = fmt.Sprintf("exchange `%s` not found on vhost `%s`: check the exchange name, or declare it with `dlq topology apply`", m[2], m[3])
+			}
+		} else {
+			e.Msg = reason
+		}
+	case amqp.PreconditionFailed:
+		e.Kind = broker.ErrConflict
+		switch {
+		case strings.Contains(reason, "inequivalent arg"):
+			e.Msg = reason + ": the existing object was declared with other arguments; match them, or delete and re-declare it"
+		case strings.Contains(reason, "unknown delivery tag"):
+			e.Msg = reason + ": the delivery was already settled, or its channel closed and returned it to the queue"
+		default:
+			e.Msg = reason
+		}
+	case amqp.ResourceLocked:
+		e.Kind = broker.ErrConflict
+		e.Msg = reason + ": the queue is exclusive to another connection"
+	case amqp.AccessRefused:
+		e.Kind = broker.ErrAccessDenied
+		e.Msg = reason + ": grant the user permissions on the vhost (`rabbitmqctl set_permissions`) or use another user"
+	case amqp.NotAllowed:
+		if strings.Contains(reason, "not found") {
+			e.Kind = broker.ErrNotFound
+		} else {
+			e.Kind = broker.ErrAccessDenied
+		}
+		e.Msg = reason
+	case amqp.ConnectionForced:
+		e.Kind = broker.ErrUnreachable
+		e.Msg = "the broker closed the connection (" + reason + "): an operator closed it or the node is stopping; re-run the command; unsettled messages went back to their queues"
+	case amqp.ChannelError:
+		e.Kind = broker.ErrUnreachable
+		e.Msg = "the channel or connection to the broker is closed (" + reason + "): re-run the command; unsettled messages went back to their queues"
+	case amqp.NotImplemented:
+		e.Kind = broker.ErrUnsupported
+		e.Msg = reason
+	case amqp.ResourceError:
+		e.Kind = broker.ErrBlocked
+		e.Msg = reason + ": the broker is out of a resource (memory, disk, channels); ask its operator"
+	case amqp.ContentTooLarge:
+		e.Kind = broker.ErrUnsupported
+		e.Msg = reason + ": the message is larger than the broker accepts (`max_message_size`)"
+	case amqp.NoRoute:
+		e.Kind = broker.ErrUnroutable
+		e.Msg = reason + ": no queue is bound for this routing key"
+	case amqp.InvalidPath:
+		e.Kind = broker.ErrNotFound
+		e.Msg = reason + ": check the vhost in `--broker`"
+	default:
+		// Framing, syntax and internal errors: nothing the user can fix but
+		// retrying; keep the broker's words.
+		e.Kind = broker.ErrUnreachable
+		e.Msg = fmt.Sprintf("the broker reported error %d (%s): re-run the command", ae.Code, reason)
+	}
+	return e
+}
+
+// cleanReason drops the "NOT_FOUND - " style prefix RabbitMQ puts before its
+// explanation.
+func cleanReason(r string) string {
+	if i := strings.Index(r, " - "); i > 0 && strings.ToUpper(r[:i]) == r[:i] && !strings.Contains(r[:i], " ") {
+		r = r[i+3:]
+	}
+	if r == "" {
+		return "no reason given"
+	}
+	return r
+}
+
+func isConnLoss(err error) bool {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNREFUSED) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
+}
+
+func connLossText(err error) string {
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "closed by the peer"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "reset by the peer"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return "timed out"
+	}
+	return "network error"
+}
+
+// notFoundQueue is the error for a queue that does not exist.
+func (b *Broker) notFoundQueue(op, name string) error {
+	return &broker.Error{Kind: broker.ErrNotFound, Op: op,
+		Msg: fmt.Sprintf("queue `%s` not found on vhost `%s`: check the queue name, or list queues with `dlq queues`", name, b.vhost)}
+}
