@@ -1,0 +1,601 @@
+package inspect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+// Grouping is one dimension of `--group-by`.
+type Grouping struct {
+	// Kind is reason, source, exchange, routing-key, header, attr, body,
+	// age, day or hour.
+	Kind string
+	// Arg is the header or attribute name, or the body path.
+	Arg string
+
+	path  []string // body: a simple .a.b path, scanned without decoding
+	query *Query   // body: any other jq path, over .body
+}
+
+// Name is the grouping as written ("header:x-tenant").
+func (g Grouping) Name() string {
+	if g.Arg == "" {
+		return g.Kind
+	}
+	return g.Kind + ":" + g.Arg
+}
+
+// GroupKinds lists what `--group-by` accepts.
+const GroupKinds = "reason, source, exchange, routing-key, header:NAME, attr:NAME, body:.json.path, age, day, hour"
+
+var simplePath = regexp.MustCompile(`^(\.[A-Za-z_][A-Za-z0-9_-]*)+$`)
+
+// ParseGroupBy parses a comma-separated `--group-by` list.
+func ParseGroupBy(spec string) ([]Grouping, error) {
+	var out []Grouping
+	seen := map[string]bool{}
+	for _, part := range splitGroupBy(spec) {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		kind, arg, hasArg := strings.Cut(part, ":")
+		kind = strings.ToLower(strings.TrimSpace(kind))
+		g := Grouping{Kind: kind, Arg: arg}
+		switch kind {
+		case "reason", "source", "exchange", "routing-key", "age", "day", "hour":
+			if hasArg {
+				return nil, fmt.Errorf("group %q takes no argument: use %q", part, kind)
+			}
+		case "routing_key", "routingkey":
+			g.Kind = "routing-key"
+		case "header", "attr":
+			if strings.TrimSpace(arg) == "" {
+				return nil, fmt.Errorf("group %q needs a name: use %s:NAME", part, kind)
+			}
+		case "body":
+			arg = strings.TrimSpace(arg)
+			g.Arg = arg
+			switch {
+			case arg == "":
+				return nil, fmt.Errorf("group %q needs a path: use body:.field.subfield", part)
+			case simplePath.MatchString(arg):
+				g.path = strings.Split(arg[1:], ".")
+			default:
+				q, err := Compile(".body | (" + arg + ")")
+				if err != nil {
+					return nil, fmt.Errorf("group %q: %w", part, err)
+				}
+				g.query = q
+			}
+		default:
+			return nil, fmt.Errorf("unknown group %q: use any of %s", part, GroupKinds)
+		}
+		if seen[g.Name()] {
+			continue
+		}
+		seen[g.Name()] = true
+		out = append(out, g)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("empty group list: use any of %s", GroupKinds)
+	}
+	return out, nil
+}
+
+// splitGroupBy splits on commas that are not inside brackets or quotes, so
+// that body:.["a,b"] stays one group.
+func splitGroupBy(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	inStr := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case inStr && c == '\\':
+			i++
+		case c == '"':
+			inStr = !inStr
+		case inStr:
+		case c == '[' || c == '(' || c == '{':
+			depth++
+		case c == ']' || c == ')' || c == '}':
+			depth--
+		case c == ',' && depth == 0:
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
+}
+
+// Placeholders for group values that do not exist.
+const (
+	NoValue    = "(none)"
+	Unknown    = "(unknown)"
+	OtherGroup = "(other)"
+)
+
+// StatsOptions shape an aggregation.
+type StatsOptions struct {
+	// GroupBy defaults to reason.
+	GroupBy []Grouping
+	// Filter selects the messages counted; the others are only read.
+	Filter *Query
+	// Reason overrides Reason (`--reason 'JQ'`); nil uses Reason.
+	Reason ReasonFunc
+	// DupKey is the duplicate key (`--dup-key 'JQ'`); nil uses the message
+	// ID. Null or empty keys are not counted.
+	DupKey *Query
+	// NoDuplicates turns duplicate detection off.
+	NoDuplicates bool
+	// Examples is the number of example IDs kept per group (default 3).
+	Examples int
+	// MaxGroups bounds the number of distinct groups (default 10,000);
+	// messages of further groups are counted in one "(other)" group so that
+	// memory stays bounded.
+	MaxGroups int
+	// Now is the reference time for ages (default time.Now()).
+	Now time.Time
+}
+
+// GroupStats are the counters of one group.
+type GroupStats struct {
+	// Values are the group's values, one per grouping, in GroupBy order.
+	Values []string `json:"-"`
+	// Key maps each grouping's name to its value.
+	Key    map[string]string `json:"key"`
+	Count  int64             `json:"count"`
+	Share  float64           `json:"share"`
+	Bytes  int64             `json:"bytes"`
+	Oldest *time.Time        `json:"oldest,omitempty"`
+	Newest *time.Time        `json:"newest,omitempty"`
+	// OldestAgeSeconds is the age of the oldest message, relative to the
+	// result's Now.
+	OldestAgeSeconds *float64 `json:"oldest_age_seconds,omitempty"`
+	NewestAgeSeconds *float64 `json:"newest_age_seconds,omitempty"`
+	Examples         []string `json:"examples"`
+}
+
+// DuplicateStats reports messages whose duplicate key was seen before.
+type DuplicateStats struct {
+	// Key is the duplicate key expression ("id" for the message ID).
+	Key string `json:"key"`
+	// Messages counts messages whose key had already been seen: a key seen
+	// three times counts two.
+	Messages int64 `json:"messages"`
+	// Examples are up to ten duplicated keys with how often each was seen.
+	Examples []DuplicateExample `json:"examples"`
+	// FalsePositiveRate is the estimated chance that a message was counted
+	// as a duplicate without being one (see Stats).
+	FalsePositiveRate float64 `json:"false_positive_rate"`
+}
+
+// DuplicateExample is one duplicated key. Count is exact from the moment
+// the key was first found duplicated (so it includes the first sighting).
+type DuplicateExample struct {
+	Key   string `json:"key"`
+	Count int64  `json:"count"`
+}
+
+// StatsResult is the outcome of an aggregation.
+type StatsResult struct {
+	Queue   string   `json:"queue"`
+	GroupBy []string `json:"group_by"`
+	// Read counts every message read; Total those that matched the filter.
+	Read   int64      `json:"read"`
+	Total  int64      `json:"total"`
+	Bytes  int64      `json:"bytes"`
+	Oldest *time.Time `json:"oldest,omitempty"`
+	Newest *time.Time `json:"newest,omitempty"`
+	// Groups are sorted by count, largest first, then by key.
+	Groups []GroupStats `json:"groups"`
+	// Folded counts the messages of groups beyond MaxGroups, which were
+	// counted in the "(other)" group.
+	Folded     int64           `json:"folded,omitempty"`
+	Duplicates *DuplicateStats `json:"duplicates,omitempty"`
+	// ReasonErrors counts messages whose `--reason` expression failed (they
+	// are grouped as "(unknown)").
+	ReasonErrors int64     `json:"reason_errors,omitempty"`
+	Now          time.Time `json:"now"`
+}
+
+type group struct {
+	values         []string
+	count, bytes   int64
+	oldest, newest time.Time
+	examples       []string
+}
+
+// Stats aggregates messages in memory that does not grow with their number:
+// one counter set per distinct group (at most MaxGroups, each holding at most
+// Examples IDs), and a fixed 8 MiB Bloom filter (6 probes) for duplicates.
+//
+// Duplicate counting is exact in one direction: a real duplicate is never
+// missed. A new key may be counted as a duplicate without being one with the
+// probability reported in DuplicateStats.FalsePositiveRate, which grows with
+// the number of distinct keys already seen: 1 in 2.5 million after 1,000,000,
+// 1 in 50,000 after 2,000,000, 1 in 450 after 5,000,000, 4% after
+// 10,000,000.
+type Stats struct {
+	opts     StatsOptions
+	groups   map[string]*group
+	other    *group
+	foldedN  int64
+	res      StatsResult
+	bloom    *bloom
+	dupEx    map[string]int64
+	dupOrder []string
+	keyBuf   []byte
+	needDoc  bool
+}
+
+// NewStats starts an aggregation.
+func NewStats(queue string, opts StatsOptions) *Stats {
+	if len(opts.GroupBy) == 0 {
+		opts.GroupBy = []Grouping{{Kind: "reason"}}
+	}
+	if opts.Examples <= 0 {
+		opts.Examples = 3
+	}
+	if opts.MaxGroups <= 0 {
+		opts.MaxGroups = 10000
+	}
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	s := &Stats{opts: opts, groups: make(map[string]*group)}
+	s.res.Queue = queue
+	s.res.Now = opts.Now.UTC()
+	for _, g := range opts.GroupBy {
+		s.res.GroupBy = append(s.res.GroupBy, g.Name())
+		if g.query != nil {
+			s.needDoc = true
+		}
+	}
+	if !opts.NoDuplicates {
+		s.bloom = newBloom(1<<26, 6)
+		s.dupEx = make(map[string]int64)
+		key := "id"
+		if opts.DupKey != nil {
+			key = opts.DupKey.String()
+		}
+		s.res.Duplicates = &DuplicateStats{Key: key, Examples: []DuplicateExample{}}
+	}
+	return s
+}
+
+// deadTime is when a message first died, else when it was published.
+func deadTime(m *broker.Message) time.Time {
+	if m.Death != nil && !m.Death.First.IsZero() {
+		return m.Death.First
+	}
+	return m.Timestamp
+}
+
+// Add counts one message. It returns an error only when a jq expression
+// (filter, duplicate key) fails or ctx ends.
+func (s *Stats) Add(ctx context.Context, m *broker.Message) error {
+	s.res.Read++
+	var doc map[string]any
+	getDoc := func() map[string]any {
+		if doc == nil {
+			doc = DocumentAt(m, s.opts.Now)
+		}
+		return doc
+	}
+	if s.opts.Filter != nil {
+		ok, err := s.opts.Filter.MatchDoc(ctx, getDoc())
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil
+		}
+	}
+	s.res.Total++
+	size := int64(len(m.Body))
+	s.res.Bytes += size
+	t := deadTime(m)
+	if !t.IsZero() {
+		if s.res.Oldest == nil || t.Before(*s.res.Oldest) {
+			tt := t.UTC()
+			s.res.Oldest = &tt
+		}
+		if s.res.Newest == nil || t.After(*s.res.Newest) {
+			tt := t.UTC()
+			s.res.Newest = &tt
+		}
+	}
+
+	key := s.keyBuf[:0]
+	var vals [8]string
+	values := vals[:0]
+	for i, g := range s.opts.GroupBy {
+		v, err := s.value(ctx, g, m, t, getDoc)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			key = append(key, 0)
+		}
+		key = append(key, v...)
+		values = append(values, v)
+	}
+	s.keyBuf = key
+	gr := s.groups[string(key)]
+	if gr == nil {
+		if len(s.groups) >= s.opts.MaxGroups {
+			s.foldedN++
+			if s.other == nil {
+				ov := make([]string, len(values))
+				for i := range ov {
+					ov[i] = OtherGroup
+				}
+				s.other = &group{values: ov}
+			}
+			gr = s.other
+		} else {
+			gr = &group{values: append([]string(nil), values...)}
+			s.groups[string(key)] = gr
+		}
+	}
+	gr.count++
+	gr.bytes += size
+	if !t.IsZero() {
+		if gr.oldest.IsZero() || t.Before(gr.oldest) {
+			gr.oldest = t
+		}
+		if gr.newest.IsZero() || t.After(gr.newest) {
+			gr.newest = t
+		}
+	}
+	if len(gr.examples) < s.opts.Examples {
+		gr.examples = append(gr.examples, m.ID)
+	}
+
+	if s.bloom != nil {
+		var dk string
+		if s.opts.DupKey != nil {
+			v, ok, err := s.opts.DupKey.First(ctx, getDoc())
+			if err != nil {
+				return err
+			}
+			if ok {
+				dk = ValueText(v)
+			}
+		} else {
+			dk = m.ID
+		}
+		if dk != "" {
+			if n, ok := s.dupEx[dk]; ok {
+				s.dupEx[dk] = n + 1
+				s.res.Duplicates.Messages++
+			} else if s.bloom.addSeen(dk) {
+				s.res.Duplicates.Messages++
+				if len(s.dupOrder) < 10 {
+					s.dupEx[dk] = 2
+					s.dupOrder = append(s.dupOrder, dk)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Stats) value(ctx context.Context, g Grouping, m *broker.Message, t time.Time, getDoc func() map[string]any) (string, error) {
+	switch g.Kind {
+	case "reason":
+		r := ""
+		if s.opts.Reason != nil {
+			var err error
+			r, err = s.opts.Reason(ctx, m)
+			if err != nil {
+				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+					return "", err
+				}
+				s.res.ReasonErrors++
+				r = ""
+			}
+		} else {
+			r = Reason(m)
+		}
+		return orDefault(r, Unknown), nil
+	case "source":
+		return orDefault(Source(m), Unknown), nil
+	case "exchange":
+		if m.Death != nil && m.Death.Exchange != "" {
+			return m.Death.Exchange, nil
+		}
+		return orDefault(m.Exchange, NoValue), nil
+	case "routing-key":
+		if m.Death != nil && len(m.Death.RoutingKeys) > 0 {
+			return strings.Join(m.Death.RoutingKeys, ","), nil
+		}
+		return orDefault(m.RoutingKey, NoValue), nil
+	case "header":
+		v, ok := m.Headers[g.Arg]
+		if !ok {
+			return NoValue, nil
+		}
+		return orDefault(clean(ValueText(jqValue(v))), NoValue), nil
+	case "attr":
+		if a, ok := m.Attributes[g.Arg]; ok {
+			if a.BinaryValue != nil {
+				return orDefault(clean(ValueText(jqValue(a.BinaryValue))), NoValue), nil
+			}
+			return orDefault(clean(a.StringValue), NoValue), nil
+		}
+		if v, ok := m.SystemAttributes[g.Arg]; ok {
+			return orDefault(clean(v), NoValue), nil
+		}
+		return NoValue, nil
+	case "body":
+		if g.path != nil {
+			raw := jsonField(jsonBody(m), g.path)
+			if raw == nil {
+				return NoValue, nil
+			}
+			return orDefault(clean(rawText(raw)), NoValue), nil
+		}
+		v, ok, err := g.query.First(ctx, getDoc())
+		if err != nil || !ok {
+			return NoValue, nil
+		}
+		return orDefault(clean(ValueText(v)), NoValue), nil
+	case "age":
+		if t.IsZero() {
+			return Unknown, nil
+		}
+		return AgeBucket(s.opts.Now.Sub(t)), nil
+	case "day":
+		if t.IsZero() {
+			return Unknown, nil
+		}
+		return t.UTC().Format("2006-01-02"), nil
+	case "hour":
+		if t.IsZero() {
+			return Unknown, nil
+		}
+		return t.UTC().Format("2006-01-02T15Z"), nil
+	}
+	return "", fmt.Errorf("unknown group %q", g.Kind)
+}
+
+// AgeBuckets are the values of the age grouping, youngest first.
+var AgeBuckets = []string{"<1m", "<1h", "<1d", "<7d", "older"}
+
+// AgeBucket names the age bucket of d.
+func AgeBucket(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return "<1m"
+	case d < time.Hour:
+		return "<1h"
+	case d < 24*time.Hour:
+		return "<1d"
+	case d < 7*24*time.Hour:
+		return "<7d"
+	default:
+		return "older"
+	}
+}
+
+// Source is the queue a message was dead-lettered from: the death record's
+// queue, else the queue named by an SQS DeadLetterQueueSourceArn; "" when
+// unknown.
+func Source(m *broker.Message) string {
+	if m.Death != nil {
+		if m.Death.Queue != "" {
+			return m.Death.Queue
+		}
+		if m.Death.QueueARN != "" {
+			return arnName(m.Death.QueueARN)
+		}
+	}
+	if arn := m.SystemAttributes["DeadLetterQueueSourceArn"]; arn != "" {
+		return arnName(arn)
+	}
+	return ""
+}
+
+func arnName(arn string) string {
+	if i := strings.LastIndexByte(arn, ':'); i >= 0 {
+		return arn[i+1:]
+	}
+	return arn
+}
+
+// jsonBody returns the body, inflated when its content encoding says so.
+func jsonBody(m *broker.Message) []byte {
+	b := m.Body
+	if m.Properties.ContentEncoding != "" || isGzip(b) {
+		if in, _, err := inflate(strings.ToLower(m.Properties.ContentEncoding), b); err == nil {
+			b = in
+		}
+	}
+	return b
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Result returns the aggregation so far.
+func (s *Stats) Result() StatsResult {
+	r := s.res
+	r.Groups = make([]GroupStats, 0, len(s.groups)+1)
+	add := func(g *group) {
+		gs := GroupStats{
+			Values:   g.values,
+			Key:      make(map[string]string, len(g.values)),
+			Count:    g.count,
+			Bytes:    g.bytes,
+			Examples: append([]string{}, g.examples...),
+		}
+		for i, v := range g.values {
+			gs.Key[r.GroupBy[i]] = v
+		}
+		if r.Total > 0 {
+			gs.Share = math.Round(float64(g.count)/float64(r.Total)*1e6) / 1e6
+		}
+		if !g.oldest.IsZero() {
+			o, n := g.oldest.UTC(), g.newest.UTC()
+			gs.Oldest, gs.Newest = &o, &n
+			oa, na := r.Now.Sub(o).Seconds(), r.Now.Sub(n).Seconds()
+			gs.OldestAgeSeconds, gs.NewestAgeSeconds = &oa, &na
+		}
+		r.Groups = append(r.Groups, gs)
+	}
+	for _, g := range s.groups {
+		add(g)
+	}
+	sort.Slice(r.Groups, func(i, j int) bool {
+		a, b := r.Groups[i], r.Groups[j]
+		if a.Count != b.Count {
+			return a.Count > b.Count
+		}
+		return strings.Join(a.Values, "\x00") < strings.Join(b.Values, "\x00")
+	})
+	if s.other != nil {
+		add(s.other)
+		r.Folded = s.foldedN
+	}
+	if s.res.Duplicates != nil {
+		d := *s.res.Duplicates
+		d.Examples = make([]DuplicateExample, 0, len(s.dupOrder))
+		for _, k := range s.dupOrder {
+			d.Examples = append(d.Examples, DuplicateExample{Key: k, Count: s.dupEx[k]})
+		}
+		d.FalsePositiveRate = s.bloom.falsePositiveRate()
+		r.Duplicates = &d
+	}
+	return r
+}
+
+// CollectStats reads queue through p under its peek-safety rules and
+// aggregates every message. peek.Limit 0 reads the whole queue.
+func CollectStats(ctx context.Context, p broker.Peeker, queue string, peek broker.PeekOptions, opts StatsOptions) (StatsResult, broker.PeekReport, error) {
+	s := NewStats(queue, opts)
+	rep, err := p.Peek(ctx, queue, peek, func(m *broker.Message) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return s.Add(ctx, m)
+	})
+	if errors.Is(err, broker.ErrStop) {
+		err = nil
+	}
+	return s.Result(), rep, err
+}
