@@ -1,0 +1,348 @@
+package rabbitmq
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+// fromDelivery converts a delivery into a broker.Message read from queue.
+// Headers keep their AMQP types (see fromTable), x-death becomes a
+// normalised Death, x-delivery-count the DeliveryCount, and the ID is the
+// stable fingerprint.
+func fromDelivery(queue string, d *amqp.Delivery) *broker.Message {
+	m := &broker.Message{
+		System: broker.RabbitMQ,
+		Queue:  queue,
+		Body:   d.Body,
+		Properties: broker.Properties{
+			ContentType:     d.ContentType,
+			ContentEncoding: d.ContentEncoding,
+			DeliveryMode:    d.DeliveryMode,
+			Priority:        d.Priority,
+			CorrelationID:   d.CorrelationId,
+			ReplyTo:         d.ReplyTo,
+			Expiration:      d.Expiration,
+			MessageID:       d.MessageId,
+			Type:            d.Type,
+			UserID:          d.UserId,
+			AppID:           d.AppId,
+		},
+		Exchange:    d.Exchange,
+		RoutingKey:  d.RoutingKey,
+		Redelivered: d.Redelivered,
+	}
+	if !d.Timestamp.IsZero() {
+		m.Properties.Timestamp = d.Timestamp.UTC()
+	}
+	if len(d.Headers) > 0 {
+		m.Headers = fromTable(d.Headers)
+	}
+	m.Timestamp = m.Properties.Timestamp
+	if m.Timestamp.IsZero() {
+		// The message_interceptors / timestamp plugins stamp this header.
+		if ms, ok := toInt64(m.Headers["timestamp_in_ms"]); ok && ms > 0 {
+			m.Timestamp = time.UnixMilli(ms).UTC()
+		}
+	}
+	if n, ok := toInt64(m.Headers["x-delivery-count"]); ok {
+		m.DeliveryCount = n
+	}
+	if off, ok := toInt64(m.Headers["x-stream-offset"]); ok {
+		m.Position = strconv.FormatInt(off, 10)
+	}
+	m.Death = deathOf(m.Headers)
+	m.ID = broker.Fingerprint(m)
+	return m
+}
+
+// fromTable converts an AMQP table to a map with neutral Go values: tables
+// become map[string]any, arrays []any, amqp.Decimal broker.Decimal, times
+// UTC (so that fingerprints do not depend on the local zone); integer widths
+// (int8…int64, uint8, uint16, uint32), floats, bools, strings, []byte and nil
+// are kept as they are.
+func fromTable(t amqp.Table) map[string]any {
+	if t == nil {
+		return nil
+	}
+	m := make(map[string]any, len(t))
+	for k, v := range t {
+		m[k] = fromValue(v)
+	}
+	return m
+}
+
+func fromValue(v any) any {
+	switch x := v.(type) {
+	case amqp.Table:
+		return fromTable(x)
+	case map[string]any:
+		return fromTable(amqp.Table(x))
+	case []any:
+		a := make([]any, len(x))
+		for i, e := range x {
+			a[i] = fromValue(e)
+		}
+		return a
+	case amqp.Decimal:
+		return broker.Decimal{Scale: x.Scale, Value: x.Value}
+	case time.Time:
+		return x.UTC()
+	default:
+		return v
+	}
+}
+
+// toTable converts neutral header values back to an AMQP table, keeping
+// their types. Go int and uint become int64 (amqp091 would cut an int to 32
+// bits); json.Number becomes int64 or float64. A value no AMQP field type can
+// hold is an error naming the header.
+func toTable(m map[string]any) (amqp.Table, error) {
+	if m == nil {
+		return nil, nil
+	}
+	t := make(amqp.Table, len(m))
+	for k, v := range m {
+		tv, err := toValue(v)
+		if err != nil {
+			return nil, fmt.Errorf("header %q: %w", k, err)
+		}
+		t[k] = tv
+	}
+	return t, nil
+}
+
+func toValue(v any) (any, error) {
+	switch x := v.(type) {
+	case nil, bool, int8, uint8, int16, uint16, int32, uint32, int64, float32, float64, string, []byte:
+		return v, nil
+	case int:
+		return int64(x), nil
+	case uint:
+		if uint64(x) > math.MaxInt64 {
+			return nil, fmt.Errorf("integer %d is too large for an AMQP header", x)
+		}
+		return int64(x), nil
+	case uint64:
+		if x > math.MaxInt64 {
+			return nil, fmt.Errorf("integer %d is too large for an AMQP header", x)
+		}
+		return int64(x), nil
+	case json.Number:
+		if n, err := x.Int64(); err == nil {
+			return n, nil
+		}
+		f, err := x.Float64()
+		if err != nil {
+			return nil, fmt.Errorf("number %q cannot be read", x)
+		}
+		return f, nil
+	case broker.Decimal:
+		return amqp.Decimal{Scale: x.Scale, Value: x.Value}, nil
+	case amqp.Decimal:
+		return x, nil
+	case time.Time:
+		return x, nil
+	case map[string]any:
+		return toTable(x)
+	case amqp.Table:
+		return toTable(map[string]any(x))
+	case []any:
+		a := make([]any, len(x))
+		for i, e := range x {
+			ev, err := toValue(e)
+			if err != nil {
+				return nil, fmt.Errorf("array element %d: %w", i, err)
+			}
+			a[i] = ev
+		}
+		return a, nil
+	case []string:
+		a := make([]any, len(x))
+		for i, e := range x {
+			a[i] = e
+		}
+		return a, nil
+	default:
+		return nil, fmt.Errorf("value of type %T has no AMQP header type", v)
+	}
+}
+
+// toInt64 reads any integer (or integral float) header value.
+func toInt64(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int8:
+		return int64(x), true
+	case uint8:
+		return int64(x), true
+	case int16:
+		return int64(x), true
+	case uint16:
+		return int64(x), true
+	case int32:
+		return int64(x), true
+	case uint32:
+		return int64(x), true
+	case int64:
+		return x, true
+	case int:
+		return int64(x), true
+	case uint64:
+		if x <= math.MaxInt64 {
+			return int64(x), true
+		}
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			return int64(x), true
+		}
+	case float32:
+		if float64(x) == math.Trunc(float64(x)) {
+			return int64(x), true
+		}
+	case json.Number:
+		n, err := x.Int64()
+		return n, err == nil
+	case string:
+		n, err := strconv.ParseInt(x, 10, 64)
+		return n, err == nil
+	}
+	return 0, false
+}
+
+func headerString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	}
+	return ""
+}
+
+// deathOf normalises the death headers: x-death (RabbitMQ keeps it newest
+// first: each (queue, reason) pair has one entry whose count grows and which
+// moves to the front when it happens again; its time is the FIRST time that
+// pair happened) and x-first-death-queue/-reason/-exchange.
+//
+// Reason, Queue, Exchange and RoutingKeys come from x-death[0], the most
+// recent death. Count is the sum of the entries' counts. First is the time of
+// the entry matching x-first-death-queue/-reason (else the earliest entry
+// time); Last is the latest entry time, a lower bound of the last death
+// since RabbitMQ does not record when a repeated death happened. Messages
+// without any death header get nil.
+func deathOf(h map[string]any) *broker.Death {
+	if h == nil {
+		return nil
+	}
+	raw, _ := h["x-death"].([]any)
+	firstQueue := headerString(h["x-first-death-queue"])
+	firstReason := headerString(h["x-first-death-reason"])
+	if len(raw) == 0 && firstQueue == "" && firstReason == "" {
+		return nil
+	}
+	d := &broker.Death{FirstQueue: firstQueue, FirstReason: firstReason}
+	for _, r := range raw {
+		t, ok := r.(map[string]any)
+		if !ok {
+			continue
+		}
+		e := broker.DeathEntry{
+			Reason:   headerString(t["reason"]),
+			Queue:    headerString(t["queue"]),
+			Exchange: headerString(t["exchange"]),
+		}
+		if n, ok := toInt64(t["count"]); ok {
+			e.Count = n
+		} else {
+			e.Count = 1
+		}
+		if ts, ok := t["time"].(time.Time); ok {
+			e.Time = ts.UTC()
+		}
+		switch keys := t["routing-keys"].(type) {
+		case []any:
+			for _, k := range keys {
+				e.RoutingKeys = append(e.RoutingKeys, headerString(k))
+			}
+		case []string:
+			e.RoutingKeys = append(e.RoutingKeys, keys...)
+		}
+		d.History = append(d.History, e)
+		d.Count += e.Count
+	}
+	if len(d.History) > 0 {
+		last := d.History[0]
+		d.Reason, d.Queue, d.Exchange = last.Reason, last.Queue, last.Exchange
+		d.RoutingKeys = append([]string(nil), last.RoutingKeys...)
+		for _, e := range d.History {
+			if e.Time.IsZero() {
+				continue
+			}
+			if d.Last.IsZero() || e.Time.After(d.Last) {
+				d.Last = e.Time
+			}
+			if e.Queue == firstQueue && e.Reason == firstReason && firstQueue != "" {
+				d.First = e.Time
+			}
+		}
+		if d.First.IsZero() {
+			for _, e := range d.History {
+				if !e.Time.IsZero() && (d.First.IsZero() || e.Time.Before(d.First)) {
+					d.First = e.Time
+				}
+			}
+		}
+	} else {
+		// Only x-first-death-*: the x-death table was stripped.
+		d.Reason, d.Queue = firstReason, firstQueue
+		d.Exchange = headerString(h["x-first-death-exchange"])
+		d.Count = 1
+	}
+	if d.FirstQueue == "" && len(d.History) > 0 {
+		oldest := d.History[len(d.History)-1]
+		d.FirstQueue, d.FirstReason = oldest.Queue, oldest.Reason
+	}
+	return d
+}
+
+// toPublishing converts a message back to an AMQP publishing: body, content
+// type and encoding, message-id, correlation-id, reply-to, expiration, type,
+// app-id, timestamp, priority and headers with their types. Delivery mode
+// defaults to persistent. user_id is kept only when it names the user this
+// broker is logged in as: RabbitMQ refuses (and closes the channel for) a
+// publish whose user_id differs from the authenticated user.
+func (b *Broker) toPublishing(m *broker.Message) (amqp.Publishing, error) {
+	h, err := toTable(m.Headers)
+	if err != nil {
+		return amqp.Publishing{}, err
+	}
+	p := m.Properties
+	pub := amqp.Publishing{
+		Headers:         h,
+		ContentType:     p.ContentType,
+		ContentEncoding: p.ContentEncoding,
+		DeliveryMode:    p.DeliveryMode,
+		Priority:        p.Priority,
+		CorrelationId:   p.CorrelationID,
+		ReplyTo:         p.ReplyTo,
+		Expiration:      p.Expiration,
+		MessageId:       p.MessageID,
+		Timestamp:       p.Timestamp,
+		Type:            p.Type,
+		AppId:           p.AppID,
+		Body:            m.Body,
+	}
+	if pub.DeliveryMode == 0 {
+		pub.DeliveryMode = amqp.Persistent
+	}
+	if p.UserID != "" && p.UserID == b.user {
+		pub.UserId = p.UserID
+	}
+	return pub, nil
+}

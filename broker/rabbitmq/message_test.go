@@ -1,0 +1,399 @@
+package rabbitmq
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+var (
+	t0 = time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)
+	t1 = t0.Add(time.Minute)
+	t2 = t0.Add(2 * time.Minute)
+)
+
+// ladderHeaders are what RabbitMQ 3.10 writes after a message went
+// orders → orders.retry.1 (expired) → orders → orders.dlq: newest first.
+func ladderHeaders() amqp.Table {
+	return amqp.Table{
+		"x-death": []any{
+			amqp.Table{"count": int64(2), "reason": "rejected", "queue": "orders", "exchange": "orders-x",
+				"routing-keys": []any{"order.created"}, "time": t1.Local()},
+			amqp.Table{"count": int64(1), "reason": "expired", "queue": "orders.retry.1", "exchange": "retry-x",
+				"routing-keys": []any{"orders"}, "time": t2.Local(), "original-expiration": "1000"},
+		},
+		"x-first-death-queue":    "orders",
+		"x-first-death-reason":   "rejected",
+		"x-first-death-exchange": "orders-x",
+		"tenant":                 "acme",
+	}
+}
+
+func TestDeathOf(t *testing.T) {
+	tests := []struct {
+		name    string
+		headers amqp.Table
+		want    *broker.Death
+	}{
+		{name: "no headers", headers: nil, want: nil},
+		{name: "no death", headers: amqp.Table{"a": "b"}, want: nil},
+		{
+			name: "single rejection",
+			headers: amqp.Table{
+				"x-death": []any{amqp.Table{"count": int64(1), "reason": "rejected", "queue": "q", "exchange": "",
+					"routing-keys": []any{"q"}, "time": t0}},
+				"x-first-death-queue": "q", "x-first-death-reason": "rejected", "x-first-death-exchange": "",
+			},
+			want: &broker.Death{Reason: "rejected", Queue: "q", RoutingKeys: []string{"q"}, Count: 1, First: t0, Last: t0,
+				FirstReason: "rejected", FirstQueue: "q",
+				History: []broker.DeathEntry{{Reason: "rejected", Queue: "q", RoutingKeys: []string{"q"}, Count: 1, Time: t0}}},
+		},
+		{
+			name:    "retry ladder",
+			headers: ladderHeaders(),
+			want: &broker.Death{Reason: "rejected", Queue: "orders", Exchange: "orders-x", RoutingKeys: []string{"order.created"},
+				Count: 3, First: t1, Last: t2, FirstReason: "rejected", FirstQueue: "orders",
+				History: []broker.DeathEntry{
+					{Reason: "rejected", Queue: "orders", Exchange: "orders-x", RoutingKeys: []string{"order.created"}, Count: 2, Time: t1},
+					{Reason: "expired", Queue: "orders.retry.1", Exchange: "retry-x", RoutingKeys: []string{"orders"}, Count: 1, Time: t2},
+				}},
+		},
+		{
+			name: "delivery limit from a quorum queue, count as int32",
+			headers: amqp.Table{
+				"x-death": []any{amqp.Table{"count": int32(1), "reason": "delivery_limit", "queue": "qq", "exchange": "dlx",
+					"routing-keys": []any{"qq"}, "time": t0}},
+			},
+			want: &broker.Death{Reason: "delivery_limit", Queue: "qq", Exchange: "dlx", RoutingKeys: []string{"qq"}, Count: 1,
+				First: t0, Last: t0, FirstReason: "delivery_limit", FirstQueue: "qq",
+				History: []broker.DeathEntry{{Reason: "delivery_limit", Queue: "qq", Exchange: "dlx", RoutingKeys: []string{"qq"}, Count: 1, Time: t0}}},
+		},
+		{
+			name:    "x-death stripped, first-death kept",
+			headers: amqp.Table{"x-first-death-queue": "q", "x-first-death-reason": "expired", "x-first-death-exchange": "x"},
+			want:    &broker.Death{Reason: "expired", Queue: "q", Exchange: "x", Count: 1, FirstReason: "expired", FirstQueue: "q"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := deathOf(fromTable(tt.headers))
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("deathOf =\n%+v\nwant\n%+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestFromDelivery(t *testing.T) {
+	d := &amqp.Delivery{
+		Headers:         ladderHeaders(),
+		ContentType:     "application/json",
+		ContentEncoding: "gzip",
+		DeliveryMode:    2,
+		Priority:        3,
+		CorrelationId:   "corr",
+		MessageId:       "",
+		Timestamp:       t0.Local(),
+		AppId:           "shop",
+		Redelivered:     true,
+		Exchange:        "",
+		RoutingKey:      "orders.dlq",
+		Body:            []byte(`{"id":1}`),
+	}
+	d.Headers["x-delivery-count"] = int64(2)
+	m := fromDelivery("orders.dlq", d)
+	if m.System != broker.RabbitMQ || m.Queue != "orders.dlq" || string(m.Body) != `{"id":1}` {
+		t.Errorf("message basics: %+v", m)
+	}
+	if m.Properties.ContentType != "application/json" || m.Properties.ContentEncoding != "gzip" || m.Properties.Priority != 3 ||
+		m.Properties.CorrelationID != "corr" || m.Properties.AppID != "shop" || m.Properties.DeliveryMode != 2 {
+		t.Errorf("properties: %+v", m.Properties)
+	}
+	if !m.Timestamp.Equal(t0) || m.Timestamp.Location() != time.UTC {
+		t.Errorf("timestamp %v, want %v in UTC", m.Timestamp, t0)
+	}
+	if m.DeliveryCount != 2 || !m.Redelivered {
+		t.Errorf("delivery count %d redelivered %v", m.DeliveryCount, m.Redelivered)
+	}
+	if m.Death == nil || m.Death.Queue != "orders" || m.Death.Count != 3 {
+		t.Errorf("death %+v", m.Death)
+	}
+	if !strings.HasPrefix(m.ID, "h-") {
+		t.Errorf("ID %q: want a hash fingerprint for a message without message-id", m.ID)
+	}
+	// The fingerprint ignores what the broker changes while a message waits.
+	d2 := *d
+	d2.Headers = amqp.Table{"tenant": "acme", "x-delivery-count": int64(7)}
+	d2.Redelivered = false
+	d2.Timestamp = t0 // another zone, same instant
+	if m2 := fromDelivery("elsewhere", &d2); m2.ID != m.ID {
+		t.Errorf("fingerprint changed with death headers / zone: %s vs %s", m2.ID, m.ID)
+	}
+	d3 := *d
+	d3.MessageId = "order-1"
+	if m3 := fromDelivery("q", &d3); m3.ID != "order-1" {
+		t.Errorf("ID %q, want the message-id", m3.ID)
+	}
+	d4 := *d
+	d4.Headers = amqp.Table{"x-stream-offset": int64(42)}
+	if m4 := fromDelivery("s", &d4); m4.Position != "42" {
+		t.Errorf("stream position %q", m4.Position)
+	}
+}
+
+func TestHeaderTypes(t *testing.T) {
+	in := amqp.Table{
+		"bool": true, "i8": int8(-8), "u8": uint8(8), "i16": int16(-16), "u16": uint16(16),
+		"i32": int32(-32), "u32": uint32(32), "i64": int64(-64), "f32": float32(1.5), "f64": 2.25,
+		"str": "s", "bytes": []byte{0, 1}, "dec": amqp.Decimal{Scale: 2, Value: 1234}, "time": t0,
+		"nil": nil, "arr": []any{int32(1), "two", amqp.Table{"deep": []any{amqp.Decimal{Scale: 1, Value: 5}}}},
+		"table": amqp.Table{"nested": amqp.Table{"x": int16(3)}},
+	}
+	got := fromTable(in)
+	want := map[string]any{
+		"bool": true, "i8": int8(-8), "u8": uint8(8), "i16": int16(-16), "u16": uint16(16),
+		"i32": int32(-32), "u32": uint32(32), "i64": int64(-64), "f32": float32(1.5), "f64": 2.25,
+		"str": "s", "bytes": []byte{0, 1}, "dec": broker.Decimal{Scale: 2, Value: 1234}, "time": t0,
+		"nil": nil, "arr": []any{int32(1), "two", map[string]any{"deep": []any{broker.Decimal{Scale: 1, Value: 5}}}},
+		"table": map[string]any{"nested": map[string]any{"x": int16(3)}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("fromTable =\n%#v\nwant\n%#v", got, want)
+	}
+	back, err := toTable(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, in) {
+		t.Fatalf("toTable(fromTable(x)) =\n%#v\nwant\n%#v", back, in)
+	}
+	if err := back.Validate(); err != nil {
+		t.Fatalf("round-tripped table is not valid AMQP: %v", err)
+	}
+}
+
+func TestToValue(t *testing.T) {
+	tests := []struct {
+		in      any
+		want    any
+		wantErr string
+	}{
+		{in: 5, want: int64(5)},
+		{in: int64(math.MaxInt64), want: int64(math.MaxInt64)},
+		{in: uint(7), want: int64(7)},
+		{in: uint64(math.MaxUint64), wantErr: "too large"},
+		{in: json.Number("12"), want: int64(12)},
+		{in: json.Number("1.5"), want: 1.5},
+		{in: []string{"a", "b"}, want: []any{"a", "b"}},
+		{in: struct{}{}, wantErr: "no AMQP header type"},
+		{in: []any{complex(1, 2)}, wantErr: "array element 0"},
+	}
+	for _, tt := range tests {
+		got, err := toValue(tt.in)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("toValue(%#v) error %v, want %q", tt.in, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("toValue(%#v) = %#v, %v; want %#v", tt.in, got, err, tt.want)
+		}
+	}
+	if _, err := toTable(map[string]any{"bad": struct{}{}}); err == nil || !strings.Contains(err.Error(), `header "bad"`) {
+		t.Errorf("toTable error does not name the header: %v", err)
+	}
+}
+
+func TestToPublishing(t *testing.T) {
+	b := &Broker{user: "dlqtest"}
+	m := &broker.Message{
+		Body:    []byte("x"),
+		Headers: map[string]any{"n": 3, "d": broker.Decimal{Scale: 1, Value: 2}},
+		Properties: broker.Properties{ContentType: "text/plain", ContentEncoding: "utf-8", MessageID: "m1",
+			CorrelationID: "c1", Timestamp: t0, Priority: 4, UserID: "someone-else", AppID: "app", Type: "t", ReplyTo: "r", Expiration: "60000"},
+	}
+	p, err := b.toPublishing(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.DeliveryMode != amqp.Persistent {
+		t.Errorf("delivery mode %d, want persistent by default", p.DeliveryMode)
+	}
+	if p.ContentType != "text/plain" || p.ContentEncoding != "utf-8" || p.MessageId != "m1" || p.CorrelationId != "c1" ||
+		!p.Timestamp.Equal(t0) || p.Priority != 4 || p.AppId != "app" || p.Type != "t" || p.ReplyTo != "r" || p.Expiration != "60000" {
+		t.Errorf("publishing properties: %+v", p)
+	}
+	if p.UserId != "" {
+		t.Errorf("user_id %q of another user kept: RabbitMQ would refuse the publish", p.UserId)
+	}
+	if p.Headers["n"] != int64(3) || p.Headers["d"] != (amqp.Decimal{Scale: 1, Value: 2}) {
+		t.Errorf("headers %#v", p.Headers)
+	}
+	m.Properties.UserID = "dlqtest"
+	m.Properties.DeliveryMode = 1
+	p, _ = b.toPublishing(m)
+	if p.UserId != "dlqtest" || p.DeliveryMode != 1 {
+		t.Errorf("own user_id or transient mode not kept: %+v", p)
+	}
+}
+
+// fuzzTable builds an AMQP table from fuzz bytes: each step picks a type and
+// takes its value from the following bytes.
+func fuzzTable(data []byte, depth int) (amqp.Table, []byte) {
+	t := amqp.Table{}
+	n := 0
+	for len(data) > 0 && n < 16 {
+		n++
+		op := data[0]
+		data = data[1:]
+		key := string(rune('a' + int(op)%26))
+		var v any
+		v, data = fuzzValue(op, data, depth)
+		t[key] = v
+	}
+	return t, data
+}
+
+func fuzzValue(op byte, data []byte, depth int) (any, []byte) {
+	take := func(n int) []byte {
+		if len(data) < n {
+			b := make([]byte, n)
+			copy(b, data)
+			data = nil
+			return b
+		}
+		b := data[:n]
+		data = data[n:]
+		return b
+	}
+	switch op % 17 {
+	case 0:
+		return take(1)[0]&1 == 1, data
+	case 1:
+		return int8(take(1)[0]), data
+	case 2:
+		return take(1)[0], data
+	case 3:
+		return int16(binary.BigEndian.Uint16(take(2))), data
+	case 4:
+		return binary.BigEndian.Uint16(take(2)), data
+	case 5:
+		return int32(binary.BigEndian.Uint32(take(4))), data
+	case 6:
+		return binary.BigEndian.Uint32(take(4)), data
+	case 7:
+		return int64(binary.BigEndian.Uint64(take(8))), data
+	case 8:
+		return math.Float32frombits(binary.BigEndian.Uint32(take(4))), data
+	case 9:
+		return math.Float64frombits(binary.BigEndian.Uint64(take(8))), data
+	case 10:
+		b := take(5)
+		return amqp.Decimal{Scale: b[0], Value: int32(binary.BigEndian.Uint32(b[1:]))}, data
+	case 11:
+		return string(take(int(take(1)[0] % 8))), data
+	case 12:
+		return append([]byte(nil), take(int(take(1)[0]%8))...), data
+	case 13:
+		return time.Unix(int64(binary.BigEndian.Uint32(take(4))), 0), data
+	case 14:
+		return nil, data
+	case 15:
+		if depth > 3 {
+			return "deep", data
+		}
+		n := int(take(1)[0] % 4)
+		a := make([]any, 0, n)
+		for i := 0; i < n && len(data) > 0; i++ {
+			var v any
+			o := data[0]
+			v, data = fuzzValue(o, data[1:], depth+1)
+			a = append(a, v)
+		}
+		return a, data
+	default:
+		if depth > 3 {
+			return "deep", data
+		}
+		sub := take(int(take(1)[0] % 32))
+		t, _ := fuzzTable(sub, depth+1)
+		return t, data
+	}
+}
+
+// FuzzHeaderConversion checks that converting any AMQP table to neutral
+// values and back gives the same table, a valid AMQP table, and a stable
+// fingerprint.
+func FuzzHeaderConversion(f *testing.F) {
+	f.Add([]byte{0, 1, 1, 0xff, 10, 2, 0, 0, 0, 5, 15, 3, 11, 2, 'h', 'i', 16, 6, 5, 0, 0, 0, 9})
+	f.Add([]byte("x-death is a table of arrays"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		in, _ := fuzzTable(data, 0)
+		neutral := fromTable(in)
+		back, err := toTable(neutral)
+		if err != nil {
+			t.Fatalf("toTable: %v", err)
+		}
+		if err := back.Validate(); err != nil {
+			t.Fatalf("not a valid AMQP table: %v", err)
+		}
+		if !equalTables(back, in) {
+			t.Fatalf("round trip changed the table:\n%#v\n%#v", in, back)
+		}
+		m1 := &broker.Message{Body: data, Headers: neutral}
+		m2 := &broker.Message{Body: data, Headers: fromTable(back)}
+		if broker.Fingerprint(m1) != broker.Fingerprint(m2) {
+			t.Fatalf("fingerprint changed over a round trip")
+		}
+		_ = deathOf(neutral)
+	})
+}
+
+// equalTables compares like reflect.DeepEqual but treats NaN as equal to
+// itself and times by instant.
+func equalTables(a, b any) bool {
+	switch x := a.(type) {
+	case amqp.Table:
+		y, ok := b.(amqp.Table)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !equalTables(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !equalTables(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case float64:
+		y, ok := b.(float64)
+		return ok && (x == y || (math.IsNaN(x) && math.IsNaN(y)))
+	case float32:
+		y, ok := b.(float32)
+		return ok && (x == y || (x != x && y != y))
+	case time.Time:
+		y, ok := b.(time.Time)
+		return ok && x.Equal(y)
+	}
+	return reflect.DeepEqual(a, b)
+}
