@@ -1,0 +1,56 @@
+package inspect
+
+import (
+	"context"
+	"testing"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+// fakePeeker serves msgs in order and fails the test when it was expected to
+// be called and never was.
+type fakePeeker struct {
+	msgs   []*broker.Message
+	calls  []broker.PeekOptions
+	report broker.PeekReport
+	err    error
+}
+
+func newFakePeeker(t *testing.T, msgs ...*broker.Message) *fakePeeker {
+	p := &fakePeeker{msgs: msgs, report: broker.PeekReport{Mode: broker.PeekStream}}
+	t.Cleanup(func() {
+		if len(p.calls) == 0 && !t.Failed() {
+			t.Error("Peek was never called")
+		}
+	})
+	return p
+}
+
+func (p *fakePeeker) Peek(ctx context.Context, queue string, opts broker.PeekOptions, visit func(*broker.Message) error) (broker.PeekReport, error) {
+	p.calls = append(p.calls, opts)
+	rep := p.report
+	for _, m := range p.msgs {
+		if opts.Limit > 0 && rep.Read >= int64(opts.Limit) {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		rep.Read++
+		if err := visit(m); err != nil {
+			return rep, err
+		}
+	}
+	return rep, p.err
+}
+
+type fakePublisher struct {
+	got     []broker.Outgoing
+	batches int
+}
+
+func (f *fakePublisher) Publish(ctx context.Context, msgs []broker.Outgoing) ([]error, error) {
+	f.batches++
+	f.got = append(f.got, msgs...)
+	return make([]error, len(msgs)), nil
+}
