@@ -1,0 +1,76 @@
+package broker
+
+import (
+	"context"
+	"time"
+)
+
+// MoveState is where a server-side move stands.
+type MoveState string
+
+const (
+	MoveRunning    MoveState = "running"
+	MoveCompleted  MoveState = "completed"
+	MoveCancelling MoveState = "cancelling"
+	MoveCancelled  MoveState = "cancelled"
+	MoveFailed     MoveState = "failed"
+)
+
+// Done reports whether the move has stopped for good.
+func (s MoveState) Done() bool {
+	return s == MoveCompleted || s == MoveCancelled || s == MoveFailed
+}
+
+// MoveOptions shape a server-side move.
+type MoveOptions struct {
+	// MaxPerSecond caps the broker's move rate (SQS
+	// MaxNumberOfMessagesPerSecond, at most 500); 0 lets the broker choose.
+	MaxPerSecond int
+}
+
+// MoveTask describes one server-side move: an SQS message move task or a
+// RabbitMQ dynamic shovel. Numbers the broker does not report are nil.
+type MoveTask struct {
+	// Handle names the task for MoveStatus and CancelMove: the SQS task
+	// handle or the shovel name.
+	Handle      string    `json:"handle"`
+	Source      string    `json:"source"`
+	Destination string    `json:"destination"`
+	State       MoveState `json:"state"`
+	// Moved is how many messages the broker says it moved so far.
+	Moved *int64 `json:"moved,omitempty"`
+	// ToMove is how many it set out to move.
+	ToMove *int64 `json:"to_move,omitempty"`
+	// Remaining is the source's current depth, where that is the best
+	// measure of progress (RabbitMQ shovels report no counts).
+	Remaining    *int64    `json:"remaining,omitempty"`
+	MaxPerSecond int       `json:"max_per_second,omitempty"`
+	Started      time.Time `json:"started,omitzero"`
+	Failure      string    `json:"failure,omitempty"`
+	// Lingers is true when the broker keeps a finished move declared until
+	// it is removed with CancelMove (a shovel without delete-after).
+	Lingers bool `json:"lingers,omitempty"`
+}
+
+// ServerSideMover hands a whole-queue move to the broker's own engine (SQS
+// StartMessageMoveTask, a RabbitMQ dynamic shovel). The broker moves every
+// message of the source as it is: no filter, no transform, no per-message
+// origin; the destination is fixed when the move starts (ToOrigin is allowed
+// where the broker itself knows the origin, as SQS does).
+type ServerSideMover interface {
+	// StartMove starts moving every message of queue to dest.
+	StartMove(ctx context.Context, queue string, dest Destination, opts MoveOptions) (MoveTask, error)
+	// MoveStatus lists the moves of queue, most recent first; finished ones
+	// are included where the broker still remembers them.
+	MoveStatus(ctx context.Context, queue string) ([]MoveTask, error)
+	// CancelMove stops a move (SQS) or removes a shovel (RabbitMQ). Messages
+	// already moved stay moved.
+	CancelMove(ctx context.Context, queue, handle string) (MoveTask, error)
+}
+
+// RouteChecker tells whether a publish to dest would reach at least one
+// queue, without publishing (RabbitMQ: the exchange's bindings). A dry run
+// uses it to report messages that would be returned as unroutable.
+type RouteChecker interface {
+	Routable(ctx context.Context, dest Destination) (bool, error)
+}

@@ -1,0 +1,1041 @@
+package redrive
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+// classicHoldMax is how many messages a run holds unacknowledged on a
+// RabbitMQ classic queue to put them back in place at the end.
+const classicHoldMax = 1000
+
+// settleTimeout bounds the publishing and settling of work that was already
+// in flight when the run was cancelled.
+const settleTimeout = 30 * time.Second
+
+// parkMode is how a message that is not moved is left in the source.
+type parkMode int
+
+const (
+	// parkRelease hands it back at once (archives; RabbitMQ at the end).
+	parkRelease parkMode = iota
+	// parkRotate republishes it unchanged to the back of the same queue with
+	// confirms, then acknowledges the original (RabbitMQ during a run: a
+	// release would deliver it again at once, and on quorum queues raise
+	// its delivery count).
+	parkRotate
+	// parkHold keeps it hidden until the run ends, then releases it (SQS:
+	// each receive raises ApproximateReceiveCount, so it is taken once).
+	parkHold
+)
+
+// Run moves the messages of queue on src to opts.Dest on dst (dst may be src)
+// and returns what it did. A message is acknowledged in the source only
+// after dst confirmed it. On cancellation the work in flight is finished and
+// settled, and the error is the context's.
+func Run(ctx context.Context, src broker.Broker, queue string, dst broker.Broker, opts Options) (Summary, error) {
+	e, err := newEngine(src, queue, dst, opts, modeRedrive)
+	if err != nil {
+		return newSummary(queue, opts.Dest.String(), opts.DryRun), err
+	}
+	if opts.DryRun {
+		return e.dryRun(ctx)
+	}
+	return e.run(ctx)
+}
+
+type runMode int
+
+const (
+	modeRedrive runMode = iota
+	modeDiscard         // archive (when any) as is, then ack
+)
+
+type engine struct {
+	src, dst broker.Broker
+	queue    string
+	opts     Options
+	mode     runMode
+	runID    string
+	now      func() time.Time
+	start    time.Time
+
+	pub      broker.Publisher // nil in discard without archive
+	srcPub   broker.Publisher // for rotation
+	sub      broker.Subscription
+	park     parkMode
+	// holdMax is how many parked RabbitMQ classic messages are held
+	// unacknowledged and released together at the end (a classic queue
+	// puts them back in their places, order kept) before rotation takes
+	// over.
+	holdMax  int
+	fifo     bool
+	ids      map[string]bool
+	limiter  *limiter
+	total    int64
+	selected atomic.Int64
+	seq      atomic.Int64
+
+	mu        sync.Mutex
+	sum       Summary
+	origins   map[string]originResult
+	rotated   map[string]int // fingerprints rotated in this run
+	held      []broker.Receipt
+	open      map[string]broker.Receipt // unsettled SQS receipts, for extension
+	fatal     error
+	blocked   bool
+	unblocked chan struct{}
+	rateEWMA  float64
+	lastMoved int64
+	lastTick  time.Time
+	done      atomic.Bool
+}
+
+type originResult struct {
+	dest broker.Destination
+	err  error
+}
+
+func newEngine(src broker.Broker, queue string, dst broker.Broker, opts Options, mode runMode) (*engine, error) {
+	if src == nil {
+		return nil, errors.New("redrive: no source broker")
+	}
+	if opts.Dest.Kind == "" && mode == modeRedrive {
+		opts.Dest.Kind = broker.ToOrigin
+	}
+	if dst == nil && mode == modeRedrive {
+		dst = src
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Window <= 0 {
+		opts.Window = 250
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 2
+	}
+	if opts.DiffLimit == 0 {
+		opts.DiffLimit = 3
+	}
+	if opts.MaxIDs == 0 {
+		opts.MaxIDs = 10000
+	}
+	if opts.Visibility <= 0 {
+		opts.Visibility = 2 * time.Minute
+	}
+	if opts.SourceName == "" {
+		opts.SourceName = queue
+	}
+	if opts.Limit < 0 {
+		return nil, errors.New("redrive: negative limit")
+	}
+	e := &engine{src: src, dst: dst, queue: queue, opts: opts, mode: mode, now: opts.Now,
+		origins: map[string]originResult{}, rotated: map[string]int{}, open: map[string]broker.Receipt{}}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	e.runID = hex.EncodeToString(b[:])
+	if opts.Journal != nil {
+		e.runID = opts.Journal.RunID()
+	}
+	destName := opts.Dest.String()
+	if mode == modeDiscard && dst == nil {
+		destName = "discard"
+	}
+	e.sum = newSummary(queue, destName, opts.DryRun)
+	if len(opts.IDs) > 0 {
+		e.ids = make(map[string]bool, len(opts.IDs))
+		for _, id := range opts.IDs {
+			e.ids[id] = true
+		}
+	}
+	if dst != nil {
+		p, ok := dst.(broker.Publisher)
+		if !ok && !opts.DryRun {
+			return nil, broker.Errorf(broker.ErrUnsupported, "redrive", "%s cannot be published to", dst)
+		}
+		e.pub = p
+	}
+	if opts.Dest.Kind == broker.ToOrigin {
+		if _, ok := src.(broker.OriginResolver); !ok {
+			return nil, broker.Errorf(broker.ErrUnsupported, "redrive", "%s does not record where messages came from: choose a destination with `--to queue:NAME`", src)
+		}
+		if dst != src && dst.System() != src.System() {
+			return nil, errors.New("redrive: the origin of a message is on its own broker: use `--to` to name a destination on another broker")
+		}
+	}
+	e.fifo = strings.HasSuffix(queue, ".fifo") && src.System() == broker.SQS
+	if e.fifo {
+		e.opts.Concurrency = 1
+	}
+	switch src.System() {
+	case broker.RabbitMQ:
+		e.park = parkRotate
+		if p, ok := src.(broker.Publisher); ok {
+			e.srcPub = p
+		} else {
+			e.park = parkRelease
+		}
+	case broker.SQS:
+		e.park = parkHold
+		if e.opts.Window%10 != 0 {
+			e.opts.Window += 10 - e.opts.Window%10
+		}
+	default:
+		e.park = parkRelease
+	}
+	if opts.Rate > 0 {
+		e.limiter = newLimiter(opts.Rate, opts.Ramp, e.now)
+	}
+	return e, nil
+}
+
+// item is one delivery and what the engine decided for it.
+type item struct {
+	d      *broker.Delivery
+	id     string
+	out    *broker.Outgoing // nil: park it
+	dest   string
+	reason string // why parked (counted already)
+	again  bool   // seen again after rotation: park without counting
+	ackNow bool   // confirmed by an interrupted run: ack without publishing
+}
+
+type window struct{ items []item }
+
+func (e *engine) run(ctx context.Context) (Summary, error) {
+	cons, ok := e.src.(broker.Consumer)
+	if !ok {
+		return e.sum, broker.Errorf(broker.ErrUnsupported, "redrive", "messages cannot be taken from %s", e.src)
+	}
+	e.start = e.now()
+	e.lastTick = e.start
+	if qi, ok := e.src.(broker.QueueInspector); ok {
+		if q, err := qi.Queue(ctx, e.queue); err == nil {
+			e.total = q.Depth
+			if q.Kind == broker.KindStream {
+				return e.sum, broker.Errorf(broker.ErrUnsupported, "redrive `"+e.queue+"`", "a stream keeps its messages: export it with `dlq export` and redrive the archive")
+			}
+			if q.Kind == broker.KindSQSFIFO {
+				e.fifo, e.opts.Concurrency = true, 1
+			}
+			if q.Kind == broker.KindClassic && e.park == parkRotate {
+				e.holdMax = classicHoldMax
+			}
+		}
+	}
+	if e.opts.Limit > 0 && (e.total == 0 || e.opts.Limit < e.total) {
+		e.total = e.opts.Limit
+	}
+	co := broker.ConsumeOptions{
+		Prefetch:   e.opts.Window*(e.opts.Concurrency+1) + e.holdMax,
+		Visibility: e.opts.Visibility,
+		Idle:       e.opts.Idle,
+	}
+	if e.opts.Limit > 0 && !e.selective() && e.opts.Resume == nil {
+		co.Limit = e.opts.Limit
+		if int64(co.Prefetch) > e.opts.Limit {
+			co.Prefetch = int(e.opts.Limit)
+		}
+	}
+	if e.park != parkHold {
+		co.Visibility = 0
+	}
+	sub, err := cons.Consume(ctx, e.queue, co)
+	if err != nil {
+		return e.sum, fmt.Errorf("consume `%s`: %w", e.queue, err)
+	}
+	e.sub = sub
+	if fw, ok := e.dst.(broker.FlowWatcher); ok && e.pub != nil {
+		fw.WatchFlow(e.onFlow)
+	}
+	if e.opts.Journal != nil {
+		if err := e.opts.Journal.begin(); err != nil {
+			sub.Close()
+			return e.sum, err
+		}
+	}
+	if e.opts.Resume != nil {
+		e.sum.Resumed = e.opts.Resume.report()
+	}
+
+	rctx, stopReading := context.WithCancel(ctx)
+	defer stopReading()
+	deliveries := make(chan *broker.Delivery, e.opts.Window)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(deliveries)
+		for {
+			d, err := sub.Next(rctx)
+			if err != nil {
+				if errors.Is(err, io.EOF) || rctx.Err() != nil {
+					readErr <- nil
+				} else {
+					readErr <- fmt.Errorf("read `%s`: %w", e.queue, err)
+				}
+				return
+			}
+			select {
+			case deliveries <- d:
+			case <-rctx.Done():
+				// Taken but not handed on: give it back.
+				sctx, cancel := settleCtx(ctx)
+				_ = sub.Release(sctx, d.Receipt)
+				cancel()
+				readErr <- nil
+				return
+			}
+		}
+	}()
+
+	work := make(chan window)
+	var wg sync.WaitGroup
+	for i := 0; i < e.opts.Concurrency; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for w := range work {
+				e.process(ctx, w)
+				if e.failed() {
+					stopReading()
+				}
+			}
+		}()
+	}
+	stopExt := e.startExtender(ctx)
+	stopProg := e.startProgress()
+
+	e.batch(ctx, rctx, deliveries, work, stopReading)
+	close(work)
+	wg.Wait()
+	stopReading()
+	// Drain what the reader still had (after a stop): give it back.
+	var rest []item
+	for d := range deliveries {
+		rest = append(rest, item{d: d, id: d.Message.ID, again: true})
+	}
+	rerr := <-readErr
+	e.finish(ctx, rest)
+	stopExt()
+	stopProg()
+	e.done.Store(true)
+
+	e.sum.Elapsed = e.now().Sub(e.start)
+	var err2 error
+	if cerr := e.sub.Close(); cerr != nil && e.fatal == nil && ctx.Err() == nil {
+		err2 = fmt.Errorf("close `%s`: %w", e.queue, cerr)
+	}
+	e.report(true)
+	switch {
+	case e.fatal != nil:
+		err = e.fatal
+	case rerr != nil:
+		err = rerr
+	case ctx.Err() != nil:
+		e.sum.Cancelled = true
+		err = ctx.Err()
+	default:
+		err = err2
+	}
+	if e.opts.Journal != nil {
+		if jerr := e.opts.Journal.end(e.sum, err); jerr != nil && err == nil {
+			err = jerr
+		}
+	}
+	if err == nil && e.opts.Resume != nil {
+		if rerr := e.opts.Resume.finish(); rerr != nil {
+			e.notice(fmt.Sprintf("could not mark the resumed journals finished: %v", rerr))
+		}
+	}
+	return e.sum, err
+}
+
+// selective reports whether some deliveries may be left in the source.
+func (e *engine) selective() bool {
+	return e.opts.Filter != nil || e.ids != nil || e.opts.OlderThan > 0 || e.opts.NewerThan > 0
+}
+
+func (e *engine) failed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.fatal != nil
+}
+
+func (e *engine) setFatal(err error) {
+	e.mu.Lock()
+	if e.fatal == nil {
+		e.fatal = err
+	}
+	e.mu.Unlock()
+}
+
+// batch reads deliveries, decides each, and hands windows to the workers.
+func (e *engine) batch(ctx, rctx context.Context, deliveries <-chan *broker.Delivery, work chan<- window, stop func()) {
+	var cur window
+	var timer <-chan time.Time
+	flush := func() bool {
+		timer = nil
+		if len(cur.items) == 0 {
+			return true
+		}
+		w := cur
+		cur = window{}
+		select {
+		case work <- w:
+			return true
+		case <-ctx.Done():
+			e.finish(ctx, w.items)
+			return false
+		}
+	}
+	wrapped := false
+	for {
+		select {
+		case d, ok := <-deliveries:
+			if !ok {
+				flush()
+				return
+			}
+			if wrapped || e.limitReached() || rctx.Err() != nil {
+				cur.items = append(cur.items, item{d: d, id: d.Message.ID, again: true})
+				break
+			}
+			it := e.decide(ctx, d)
+			if it.again {
+				// A message this run rotated came round again: every message
+				// that was in the queue at the start has been seen.
+				wrapped = true
+				stop()
+			}
+			if it.out != nil && e.limiter != nil {
+				if err := e.limiter.wait(ctx, 1); err != nil {
+					it.out, it.reason = nil, ""
+					it.again = true
+				}
+			}
+			cur.items = append(cur.items, it)
+			if e.limitReached() {
+				stop()
+			}
+			if len(cur.items) >= e.opts.Window {
+				if !flush() {
+					return
+				}
+			} else if timer == nil {
+				timer = time.After(5 * time.Millisecond)
+			}
+		case <-timer:
+			if !flush() {
+				return
+			}
+		case <-ctx.Done():
+			// Not yet handed to a worker: nothing was published for these.
+			e.finish(ctx, cur.items)
+			cur = window{}
+			for d := range deliveries {
+				e.finish(ctx, []item{{d: d, id: d.Message.ID, again: true}})
+			}
+			return
+		}
+	}
+}
+
+func (e *engine) limitReached() bool {
+	return e.opts.Limit > 0 && e.selected.Load() >= e.opts.Limit
+}
+
+// decide selects, transforms and addresses one delivery.
+func (e *engine) decide(ctx context.Context, d *broker.Delivery) item {
+	m := d.Message
+	if m.ID == "" {
+		m.ID = broker.Fingerprint(m)
+	}
+	it := item{d: d, id: m.ID}
+	e.track(d.Receipt, true)
+	e.mu.Lock()
+	if n := e.rotated[m.ID]; n > 0 {
+		e.rotated[m.ID] = n - 1
+		e.mu.Unlock()
+		it.again = true
+		return it
+	}
+	e.sum.Examined++
+	e.mu.Unlock()
+	if e.opts.Resume != nil && e.opts.Resume.takeConfirmed(m.ID) {
+		it.ackNow = true
+		return it
+	}
+	if reason := e.selectReason(ctx, m); reason != "" {
+		e.countSkip(reason, m.ID, nil)
+		it.reason = reason
+		return it
+	}
+	if e.mode == modeDiscard {
+		e.selected.Add(1)
+		if e.pub != nil {
+			it.out = &broker.Outgoing{Message: m, Dest: e.opts.Dest}
+			it.dest = e.opts.Dest.String()
+		} else {
+			it.ackNow = true
+			it.dest = "discard"
+		}
+		return it
+	}
+	out, dest, reason, err := e.prepare(ctx, m)
+	if reason != "" {
+		e.countFail(reason, m.ID, err)
+		it.reason = reason
+		return it
+	}
+	e.selected.Add(1)
+	it.out, it.dest = out, dest
+	return it
+}
+
+// selectReason returns why m is not selected, or "".
+func (e *engine) selectReason(ctx context.Context, m *broker.Message) string {
+	if e.ids != nil && !e.ids[m.ID] {
+		return ReasonNotSelected
+	}
+	if e.opts.OlderThan > 0 || e.opts.NewerThan > 0 {
+		age := m.Age(e.now())
+		if e.opts.OlderThan > 0 && age < e.opts.OlderThan {
+			return ReasonTooNew
+		}
+		if e.opts.NewerThan > 0 && (age == 0 || age > e.opts.NewerThan) {
+			return ReasonTooOld
+		}
+	}
+	if e.opts.Filter != nil {
+		ok, err := e.opts.Filter.Match(ctx, m)
+		if err != nil {
+			return ReasonFilterError
+		}
+		if !ok {
+			return ReasonFiltered
+		}
+	}
+	return ""
+}
+
+// prepare builds the outgoing message: transform, headers, destination.
+func (e *engine) prepare(ctx context.Context, m *broker.Message) (*broker.Outgoing, string, string, error) {
+	dest, reason, err := e.resolve(ctx, m)
+	if reason != "" {
+		return nil, "", reason, err
+	}
+	nm := m
+	if e.opts.Transform != nil {
+		t, err := e.opts.Transform(ctx, m)
+		if err != nil {
+			return nil, "", ReasonInvalidTransform, err
+		}
+		nm = t
+	} else {
+		nm = m.Clone()
+	}
+	dsys := broker.Archive
+	if e.dst != nil {
+		dsys = e.dst.System()
+	}
+	if err := e.shape(nm, m, dsys); err != nil {
+		return nil, "", ReasonRejected, err
+	}
+	out := &broker.Outgoing{Message: nm, Dest: dest}
+	if dsys == broker.SQS && strings.HasSuffix(dest.Queue, ".fifo") {
+		out.GroupID = m.SystemAttributes["MessageGroupId"]
+		if out.GroupID == "" {
+			out.GroupID = nm.SystemAttributes["MessageGroupId"]
+		}
+		out.DeduplicationID = fmt.Sprintf("dlq-%s-%d", e.runID, e.seq.Add(1))
+	}
+	return out, dest.String(), "", nil
+}
+
+// resolve returns the concrete destination of m.
+func (e *engine) resolve(ctx context.Context, m *broker.Message) (broker.Destination, string, error) {
+	if e.opts.Dest.Kind != broker.ToOrigin {
+		return e.opts.Dest, "", nil
+	}
+	key := originKey(m)
+	e.mu.Lock()
+	r, ok := e.origins[key]
+	e.mu.Unlock()
+	if !ok {
+		d, err := e.src.(broker.OriginResolver).Origin(ctx, e.queue, m)
+		r = originResult{d, err}
+		if err == nil || errors.Is(err, broker.ErrConflict) || errors.Is(err, broker.ErrNotFound) {
+			e.mu.Lock()
+			e.origins[key] = r
+			e.mu.Unlock()
+		}
+	}
+	switch {
+	case r.err == nil && r.dest.Kind != "" && r.dest.Kind != broker.ToOrigin:
+		return r.dest, "", nil
+	case errors.Is(r.err, broker.ErrConflict):
+		return broker.Destination{}, ReasonAmbiguousOrigin, r.err
+	default:
+		if r.err == nil {
+			r.err = errors.New("no origin recorded")
+		}
+		return broker.Destination{}, ReasonNoOrigin, r.err
+	}
+}
+
+// originKey groups messages whose origin is the same.
+func originKey(m *broker.Message) string {
+	if m.Death == nil {
+		return "|" + m.SystemAttributes["DeadLetterQueueSourceArn"]
+	}
+	d := m.Death
+	return d.Queue + "|" + d.QueueARN + "|" + d.Exchange + "|" + strings.Join(d.RoutingKeys, ",") + "|" + m.SystemAttributes["DeadLetterQueueSourceArn"]
+}
+
+func (e *engine) countSkip(reason, id string, err error) {
+	e.mu.Lock()
+	e.sum.skip(reason)
+	e.example(reason, id, err)
+	e.mu.Unlock()
+}
+
+func (e *engine) countFail(reason, id string, err error) {
+	e.mu.Lock()
+	e.sum.fail(reason, 1)
+	e.example(reason, id, err)
+	e.mu.Unlock()
+}
+
+// example keeps a few error lines per reason; mu held.
+func (e *engine) example(reason, id string, err error) {
+	if err == nil {
+		return
+	}
+	n := 0
+	prefix := reason + ": "
+	for _, s := range e.sum.Errors {
+		if strings.HasPrefix(s, prefix) {
+			n++
+		}
+	}
+	if n < 3 {
+		e.sum.Errors = append(e.sum.Errors, prefix+id+": "+err.Error())
+	}
+}
+
+// process publishes one window, acknowledges what was confirmed and parks
+// the rest.
+func (e *engine) process(ctx context.Context, w window) {
+	var outs []broker.Outgoing
+	var pubItems, ackOnly, park []item
+	for _, it := range w.items {
+		switch {
+		case it.ackNow:
+			ackOnly = append(ackOnly, it)
+		case it.out != nil:
+			outs = append(outs, *it.out)
+			pubItems = append(pubItems, it)
+		default:
+			park = append(park, it)
+		}
+	}
+	// Work handed to a worker is finished even after a cancel.
+	wctx, cancel := settleCtx(ctx)
+	defer cancel()
+	var confirmed []item
+	if len(outs) > 0 {
+		e.waitFlow(ctx)
+		if j := e.opts.Journal; j != nil {
+			if err := j.record('P', ids(pubItems)); err != nil {
+				e.setFatal(err)
+				park = append(park, pubItems...)
+				pubItems = nil
+				outs = nil
+			}
+		}
+	}
+	if len(outs) > 0 {
+		errs, err := e.pub.Publish(wctx, outs)
+		if err != nil {
+			e.setFatal(fmt.Errorf("publish to %s: %w", e.sum.Destination, err))
+			e.mu.Lock()
+			e.sum.fail(ReasonPublishError, int64(len(pubItems)))
+			e.mu.Unlock()
+			for _, it := range pubItems {
+				it.reason = ReasonPublishError
+				park = append(park, it)
+			}
+		} else {
+			for i, it := range pubItems {
+				var perr error
+				if i < len(errs) {
+					perr = errs[i]
+				}
+				if perr == nil {
+					confirmed = append(confirmed, it)
+					continue
+				}
+				reason := ReasonRejected
+				if errors.Is(perr, broker.ErrUnroutable) {
+					reason = ReasonUnroutable
+				}
+				e.countFail(reason, it.id, perr)
+				it.reason = reason
+				park = append(park, it)
+			}
+		}
+	}
+	if len(confirmed) > 0 && e.opts.Journal != nil {
+		if err := e.opts.Journal.record('C', ids(confirmed)); err != nil {
+			e.setFatal(err)
+		}
+	}
+	toAck := append(confirmed, ackOnly...)
+	if len(toAck) > 0 {
+		if err := e.sub.Ack(wctx, receipts(toAck)...); err != nil {
+			// Published and confirmed, but still in the source: a re-run with
+			// --resume acknowledges them without publishing them again.
+			e.setFatal(fmt.Errorf("acknowledge in `%s`: %w", e.queue, err))
+			e.mu.Lock()
+			e.sum.fail(ReasonNotSettled, int64(len(toAck)))
+			e.mu.Unlock()
+		} else {
+			if e.opts.Journal != nil {
+				if err := e.opts.Journal.record('A', ids(toAck)); err != nil {
+					e.setFatal(err)
+				}
+			}
+			e.mu.Lock()
+			for _, it := range toAck {
+				e.sum.Moved++
+				if it.ackNow && it.dest == "" {
+					if e.sum.Resumed != nil {
+						e.sum.Resumed.AckedOnSight++
+					}
+					e.sum.dest("(moved by the interrupted run)", 1)
+				} else {
+					if it.out != nil {
+						e.sum.Archived += boolInt(e.mode == modeDiscard)
+					}
+					e.sum.dest(it.dest, 1)
+				}
+				if len(e.sum.IDs) < e.opts.MaxIDs {
+					e.sum.IDs = append(e.sum.IDs, it.id)
+				} else {
+					e.sum.IDsTruncated = true
+				}
+				delete(e.open, it.d.Receipt.Handle)
+			}
+			e.mu.Unlock()
+		}
+	}
+	e.parkItems(wctx, park)
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// parkItems leaves messages that were not moved in the source.
+func (e *engine) parkItems(ctx context.Context, items []item) {
+	if len(items) == 0 {
+		return
+	}
+	switch e.park {
+	case parkHold:
+		e.mu.Lock()
+		for _, it := range items {
+			e.held = append(e.held, it.d.Receipt)
+			delete(e.open, it.d.Receipt.Handle)
+		}
+		e.mu.Unlock()
+	case parkRotate:
+		e.mu.Lock()
+		hold := len(e.held)+len(items) <= e.holdMax
+		if hold {
+			for _, it := range items {
+				e.held = append(e.held, it.d.Receipt)
+			}
+		}
+		e.mu.Unlock()
+		if !hold {
+			e.rotate(ctx, items)
+		}
+	default:
+		e.release(ctx, items)
+	}
+}
+
+// rotate republishes messages unchanged to the back of the source queue and
+// acknowledges the originals once the copies are confirmed. What cannot be
+// rotated is released.
+func (e *engine) rotate(ctx context.Context, items []item) {
+	if e.failed() {
+		e.release(ctx, items)
+		return
+	}
+	outs := make([]broker.Outgoing, len(items))
+	e.mu.Lock()
+	for i, it := range items {
+		m := it.d.Message.Clone()
+		delete(m.Headers, "x-delivery-count") // the broker's own counter
+		outs[i] = broker.Outgoing{Message: m, Dest: broker.Destination{Kind: broker.ToQueue, Queue: e.queue}}
+		e.rotated[it.id]++
+	}
+	e.mu.Unlock()
+	errs, err := e.srcPub.Publish(ctx, outs)
+	var ack, back []item
+	for i, it := range items {
+		if err == nil && (i >= len(errs) || errs[i] == nil) {
+			ack = append(ack, it)
+		} else {
+			back = append(back, it)
+		}
+	}
+	e.mu.Lock()
+	for _, it := range back {
+		if e.rotated[it.id] > 0 {
+			e.rotated[it.id]--
+		}
+	}
+	e.mu.Unlock()
+	if len(ack) > 0 {
+		if aerr := e.sub.Ack(ctx, receipts(ack)...); aerr != nil {
+			// The copy is in the queue and so is the original: a duplicate,
+			// never a loss.
+			e.setFatal(fmt.Errorf("acknowledge rotated messages in `%s`: %w", e.queue, aerr))
+		} else {
+			e.mu.Lock()
+			e.sum.Rotated += int64(len(ack))
+			e.mu.Unlock()
+		}
+	}
+	if err != nil {
+		e.setFatal(fmt.Errorf("rotate messages in `%s`: %w", e.queue, err))
+	}
+	e.release(ctx, back)
+}
+
+func (e *engine) release(ctx context.Context, items []item) {
+	if len(items) == 0 {
+		return
+	}
+	if err := e.sub.Release(ctx, receipts(items)...); err == nil {
+		e.mu.Lock()
+		e.sum.Returned += int64(len(items))
+		for _, it := range items {
+			delete(e.open, it.d.Receipt.Handle)
+		}
+		e.mu.Unlock()
+	}
+}
+
+// finish settles deliveries that will not be published: at the end of a run
+// and after a cancel. Quorum and classic RabbitMQ queues get a rotation while
+// the connection works (a release would raise a quorum delivery count);
+// held SQS messages are released together.
+func (e *engine) finish(ctx context.Context, items []item) {
+	sctx, cancel := settleCtx(ctx)
+	defer cancel()
+	if len(items) > 0 {
+		if e.park == parkRotate && e.holdMax == 0 && !e.failed() && ctx.Err() == nil {
+			e.rotate(sctx, items)
+		} else {
+			e.release(sctx, items)
+		}
+	}
+	e.mu.Lock()
+	held := e.held
+	e.held = nil
+	e.mu.Unlock()
+	for len(held) > 0 {
+		n := min(len(held), 100)
+		if err := e.sub.Release(sctx, held[:n]...); err == nil {
+			e.mu.Lock()
+			e.sum.Returned += int64(n)
+			e.mu.Unlock()
+		}
+		held = held[n:]
+	}
+}
+
+func ids(items []item) []string {
+	s := make([]string, len(items))
+	for i, it := range items {
+		s[i] = it.id
+	}
+	return s
+}
+
+func receipts(items []item) []broker.Receipt {
+	r := make([]broker.Receipt, len(items))
+	for i, it := range items {
+		r[i] = it.d.Receipt
+	}
+	return r
+}
+
+func settleCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+}
+
+// track remembers an unsettled SQS receipt for visibility extension.
+func (e *engine) track(r broker.Receipt, on bool) {
+	if e.park != parkHold || r.Handle == "" {
+		return
+	}
+	e.mu.Lock()
+	if on {
+		e.open[r.Handle] = r
+	} else {
+		delete(e.open, r.Handle)
+	}
+	e.mu.Unlock()
+}
+
+// startExtender keeps unsettled SQS messages hidden while the run lasts.
+func (e *engine) startExtender(ctx context.Context) func() {
+	ext, ok := e.src.(broker.Extender)
+	if !ok || e.park != parkHold {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(e.opts.Visibility / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				e.mu.Lock()
+				rs := make([]broker.Receipt, 0, len(e.open)+len(e.held))
+				for _, r := range e.open {
+					rs = append(rs, r)
+				}
+				rs = append(rs, e.held...)
+				e.mu.Unlock()
+				for len(rs) > 0 {
+					n := min(len(rs), 10)
+					if err := ext.Extend(ctx, e.opts.Visibility, rs[:n]...); err != nil {
+						e.notice(fmt.Sprintf("could not extend the visibility of %d messages: %v", n, err))
+					}
+					rs = rs[n:]
+				}
+			}
+		}
+	}()
+	return func() { close(stop); <-done }
+}
+
+// onFlow is the destination's flow-control callback.
+func (e *engine) onFlow(blocked bool, reason string) {
+	if e.done.Load() {
+		return
+	}
+	e.mu.Lock()
+	was := e.blocked
+	e.blocked = blocked
+	if blocked && !was {
+		e.unblocked = make(chan struct{})
+	}
+	if !blocked && was && e.unblocked != nil {
+		close(e.unblocked)
+		e.unblocked = nil
+	}
+	e.mu.Unlock()
+	switch {
+	case blocked && !was:
+		e.notice(fmt.Sprintf("paused: the destination broker is blocking publishers (%s); waiting for it to resume", reason))
+	case !blocked && was:
+		e.notice("resumed: the destination broker accepts publishes again")
+	}
+}
+
+// waitFlow waits while the destination blocks publishers.
+func (e *engine) waitFlow(ctx context.Context) {
+	e.mu.Lock()
+	ch := e.unblocked
+	e.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
+}
+
+func (e *engine) notice(s string) {
+	e.mu.Lock()
+	e.sum.Notices = append(e.sum.Notices, s)
+	e.mu.Unlock()
+	if e.opts.Notice != nil {
+		e.opts.Notice(s)
+	}
+}
+
+func (e *engine) startProgress() func() {
+	if e.opts.Progress == nil {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				e.report(false)
+			}
+		}
+	}()
+	return func() { close(stop); <-done }
+}
+
+// report sends a progress snapshot.
+func (e *engine) report(final bool) {
+	if e.opts.Progress == nil {
+		return
+	}
+	now := e.now()
+	e.mu.Lock()
+	p := Progress{Examined: e.sum.Examined, Moved: e.sum.Moved, Skipped: e.sum.TotalSkipped(),
+		Failed: e.sum.TotalFailed(), Total: e.total, Elapsed: now.Sub(e.start), Blocked: e.blocked, Done: final}
+	if dt := now.Sub(e.lastTick).Seconds(); dt > 0 {
+		inst := float64(p.Moved-e.lastMoved) / dt
+		if e.rateEWMA == 0 {
+			e.rateEWMA = inst
+		} else {
+			e.rateEWMA = 0.7*e.rateEWMA + 0.3*inst
+		}
+		e.lastMoved, e.lastTick = p.Moved, now
+	}
+	p.Rate = e.rateEWMA
+	if final && p.Elapsed > 0 {
+		p.Rate = float64(p.Moved) / p.Elapsed.Seconds()
+	}
+	e.mu.Unlock()
+	e.opts.Progress(p)
+}

@@ -1,0 +1,220 @@
+// Package redrive moves dead letters from a queue to where they belong (their
+// origin, another queue or exchange, another broker, an archive file), and
+// removes them (discard, purge), without ever losing one.
+//
+// The engine consumes the source in bounded windows, selects and transforms
+// each message, publishes the window to the destination with confirmation,
+// and acknowledges exactly the messages the destination confirmed. Anything
+// else stays in the source. A crash at any instant may duplicate a message
+// (at most the messages in flight), never lose one; a journal lets an
+// interrupted run be finished and tells what was in flight.
+//
+// The package speaks only the broker interfaces; it never imports an SDK.
+package redrive
+
+import (
+	"context"
+	"time"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+// Filter decides whether a message is selected. inspect's compiled queries
+// satisfy it.
+type Filter interface {
+	Match(ctx context.Context, m *broker.Message) (bool, error)
+}
+
+// FilterFunc adapts a function to Filter.
+type FilterFunc func(ctx context.Context, m *broker.Message) (bool, error)
+
+// Match calls f.
+func (f FilterFunc) Match(ctx context.Context, m *broker.Message) (bool, error) { return f(ctx, m) }
+
+// Transform returns the message to publish in place of m. It must not modify
+// m; returning an error refuses this one message (counted under
+// "invalid-transform"), which then stays in the source.
+type Transform func(ctx context.Context, m *broker.Message) (*broker.Message, error)
+
+// Options shape a redrive, discard or purge. The zero value moves every
+// message to its origin with the defaults below.
+type Options struct {
+	// Dest is where messages go; the zero value means ToOrigin.
+	Dest broker.Destination
+
+	// Selection: a message is moved only when it passes all of these.
+	Filter    Filter
+	IDs       []string      // stable fingerprints (broker.Fingerprint)
+	Limit     int64         // most messages to move; 0 = no limit
+	OlderThan time.Duration // only messages older than this (Message.Age)
+	NewerThan time.Duration // only messages newer than this
+
+	// Transform rewrites each selected message; see JQTransform.
+	Transform Transform
+	// SetHeaders adds or replaces application headers (SQS: String
+	// message attributes).
+	SetHeaders map[string]string
+	// KeepDeathHeaders keeps x-death, x-first-death-*, x-last-death-* and
+	// x-delivery-count on the moved message; by default they are stripped.
+	KeepDeathHeaders bool
+	// NoRedriveHeader leaves out the x-dlq-redrive header/attribute.
+	NoRedriveHeader bool
+
+	// DryRun changes nothing: messages are read with the source's Peeker
+	// and the plan is reported in the Summary.
+	DryRun bool
+	// DiffLimit is how many before/after diffs a dry run keeps (default 3).
+	DiffLimit int
+
+	// Rate caps messages per second (0 = unlimited). Ramp raises the rate
+	// linearly from a tenth of Rate to Rate over this long.
+	Rate float64
+	Ramp time.Duration
+	// Concurrency is the number of windows published at once (default 2;
+	// forced to 1 for SQS FIFO sources to keep group order).
+	Concurrency int
+	// Window is the number of messages published and confirmed together
+	// (default 250; SQS sources use multiples of 10).
+	Window int
+	// Visibility is how long an SQS source keeps taken messages hidden
+	// between extensions (default 2m).
+	Visibility time.Duration
+	// Idle is how long to wait for another message before the source
+	// counts as drained (0: the adapter's default).
+	Idle time.Duration
+
+	// Journal records each message's progress so that an interrupted run
+	// can be finished (nil: no journal).
+	Journal *Journal
+	// Resume carries what interrupted runs recorded: messages confirmed at
+	// the destination but never acknowledged are acknowledged on sight
+	// instead of published again.
+	Resume *ResumeState
+
+	// Progress is called now and then (at most every 100ms) and once at
+	// the end, from the engine's goroutine: keep it quick.
+	Progress func(Progress)
+	// Notice receives one-line notices for stderr (flow control, resume).
+	Notice func(string)
+	// SourceName is recorded as the source in the x-dlq-redrive header
+	// (default: the queue name).
+	SourceName string
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// MaxIDs bounds Summary.IDs (default 10000).
+	MaxIDs int
+}
+
+// Skip and failure reasons counted in a Summary.
+const (
+	ReasonFiltered         = "filtered"
+	ReasonNotSelected      = "not-selected" // --id given, this one not listed
+	ReasonTooNew           = "too-new"
+	ReasonTooOld           = "too-old"
+	ReasonAmbiguousOrigin  = "ambiguous-origin"
+	ReasonNoOrigin         = "no-origin"
+	ReasonUnroutable       = "unroutable"
+	ReasonInvalidTransform = "invalid-transform"
+	ReasonFilterError      = "filter-error"
+	ReasonRejected         = "rejected" // the destination refused the message
+	ReasonPublishError     = "publish-error"
+	ReasonNotSettled       = "not-settled" // published, but the source refused the ack
+	ReasonAlreadyMoved     = "already-moved"
+)
+
+// Summary is what a run did. Counts are messages, not publishes.
+type Summary struct {
+	Source      string `json:"source"`
+	Destination string `json:"destination"`
+	DryRun      bool   `json:"dry_run,omitempty"`
+	// Examined is how many messages were looked at.
+	Examined int64 `json:"examined"`
+	// Moved is how many were confirmed at the destination and removed from
+	// the source (for a discard or purge: removed).
+	Moved int64 `json:"moved"`
+	// Skipped were left in the source on purpose, by reason.
+	Skipped map[string]int64 `json:"skipped,omitempty"`
+	// Failed were meant to move but stayed in the source, by reason.
+	Failed map[string]int64 `json:"failed,omitempty"`
+	// Destinations counts moved (or, in a dry run, planned) messages per
+	// destination.
+	Destinations map[string]int64 `json:"destinations,omitempty"`
+	// Archived counts messages written to the archive (discard, purge).
+	Archived int64 `json:"archived,omitempty"`
+	// IDs are the fingerprints of the moved messages (at most MaxIDs).
+	IDs          []string `json:"ids,omitempty"`
+	IDsTruncated bool     `json:"ids_truncated,omitempty"`
+	// Errors are examples of per-message failures (at most a few per
+	// reason), "fingerprint: reason".
+	Errors []string `json:"errors,omitempty"`
+	// Diffs are before/after views of the first transformed messages (dry
+	// run).
+	Diffs []Diff `json:"diffs,omitempty"`
+	// Rotated counts messages left in the source by republishing them to
+	// its back (RabbitMQ), so they are not delivered again in this run.
+	Rotated int64 `json:"rotated,omitempty"`
+	// Returned counts messages handed back to the source unchanged.
+	Returned int64 `json:"returned,omitempty"`
+	// Resumed says what interrupted runs had left behind.
+	Resumed *ResumeReport `json:"resumed,omitempty"`
+	// Cancelled is true when the context ended the run early.
+	Cancelled bool          `json:"cancelled,omitempty"`
+	Elapsed   time.Duration `json:"elapsed_ns"`
+	Notices   []string      `json:"notices,omitempty"`
+}
+
+// Diff is a transformed message before and after, as indented JSON
+// documents, with a line diff between them.
+type Diff struct {
+	ID     string `json:"id"`
+	Before string `json:"before"`
+	After  string `json:"after"`
+	Lines  string `json:"diff"`
+}
+
+// Progress is a snapshot for a progress bar.
+type Progress struct {
+	Examined int64
+	Moved    int64
+	Skipped  int64
+	Failed   int64
+	// Total is the source's depth at the start, or the limit; 0 when
+	// unknown.
+	Total   int64
+	Elapsed time.Duration
+	// Rate is messages moved per second, smoothed.
+	Rate    float64
+	Blocked bool
+	Done    bool
+}
+
+// ETA estimates the time left, or 0 when it cannot tell.
+func (p Progress) ETA() time.Duration {
+	left := p.Total - p.Examined
+	if p.Total <= 0 || left <= 0 || p.Rate <= 0 {
+		return 0
+	}
+	return time.Duration(float64(left) / p.Rate * float64(time.Second))
+}
+
+func (s *Summary) skip(reason string)             { s.Skipped[reason]++ }
+func (s *Summary) fail(reason string, n int64)    { s.Failed[reason] += n }
+func (s *Summary) dest(d string, n int64)         { s.Destinations[d] += n }
+func newSummary(src, dst string, dry bool) Summary {
+	return Summary{Source: src, Destination: dst, DryRun: dry,
+		Skipped: map[string]int64{}, Failed: map[string]int64{}, Destinations: map[string]int64{}}
+}
+
+// TotalSkipped is the sum of Skipped.
+func (s Summary) TotalSkipped() int64 { return sum(s.Skipped) }
+
+// TotalFailed is the sum of Failed.
+func (s Summary) TotalFailed() int64 { return sum(s.Failed) }
+
+func sum(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}

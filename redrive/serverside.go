@@ -1,0 +1,136 @@
+package redrive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+// ServerSideOptions shape a move handed to the broker.
+type ServerSideOptions struct {
+	Dest broker.Destination
+	// Rate is the broker's move rate cap, messages per second (SQS: at most
+	// 500); 0 lets the broker choose.
+	Rate float64
+	// Wait monitors the move until it is done (and, for a shovel, removes
+	// it); without Wait, ServerSide returns once the move started.
+	Wait bool
+	// Poll is the monitoring interval (default 1s).
+	Poll time.Duration
+	// Progress is called with each status while waiting.
+	Progress func(broker.MoveTask)
+}
+
+// ServerSideRefusal explains why options that need dlq to see each message
+// cannot be used for a server-side move, or returns nil.
+func ServerSideRefusal(o Options) error {
+	var what []string
+	if o.Filter != nil {
+		what = append(what, "`--filter`")
+	}
+	if len(o.IDs) > 0 {
+		what = append(what, "`--id`")
+	}
+	if o.Transform != nil {
+		what = append(what, "`--transform`")
+	}
+	if len(o.SetHeaders) > 0 {
+		what = append(what, "`--set-header`")
+	}
+	if o.Limit > 0 {
+		what = append(what, "`--limit`")
+	}
+	if o.OlderThan > 0 || o.NewerThan > 0 {
+		what = append(what, "`--older-than`/`--newer-than`")
+	}
+	if o.DryRun {
+		what = append(what, "`--dry-run`")
+	}
+	if len(what) == 0 {
+		return nil
+	}
+	s := what[0]
+	for _, w := range what[1:] {
+		s += ", " + w
+	}
+	return fmt.Errorf("%s cannot be used with `--server-side`: the broker moves every message as it is, without dlq seeing them; drop `--server-side` to let dlq select and rewrite messages", s)
+}
+
+// MaxServerSideRate is SQS's cap on MaxNumberOfMessagesPerSecond.
+const MaxServerSideRate = 500
+
+// ServerSide starts a server-side move of every message of queue and, with
+// opts.Wait, follows it until the broker reports it done.
+func ServerSide(ctx context.Context, src broker.Broker, queue string, opts ServerSideOptions) (broker.MoveTask, error) {
+	mv, ok := src.(broker.ServerSideMover)
+	if !ok {
+		return broker.MoveTask{}, broker.Errorf(broker.ErrUnsupported, "server-side move", "%s has no server-side move: drop `--server-side`", src)
+	}
+	if opts.Rate < 0 || opts.Rate > MaxServerSideRate {
+		return broker.MoveTask{}, fmt.Errorf("`--rate` %g is out of range for `--server-side`: use 1 to %d messages per second", opts.Rate, MaxServerSideRate)
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = time.Second
+	}
+	if opts.Dest.Kind == "" {
+		opts.Dest.Kind = broker.ToOrigin
+	}
+	task, err := mv.StartMove(ctx, queue, opts.Dest, broker.MoveOptions{MaxPerSecond: int(opts.Rate)})
+	if err != nil {
+		return task, err
+	}
+	if !opts.Wait {
+		return task, nil
+	}
+	return WaitMove(ctx, mv, queue, task, opts.Poll, opts.Progress)
+}
+
+// WaitMove polls a move until it is done. A move the broker no longer lists
+// (a shovel that deleted itself after moving the queue's length) is
+// completed. A finished shovel that is still declared is removed.
+func WaitMove(ctx context.Context, mv broker.ServerSideMover, queue string, task broker.MoveTask, poll time.Duration, progress func(broker.MoveTask)) (broker.MoveTask, error) {
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		tasks, err := mv.MoveStatus(ctx, queue)
+		if err != nil && !errors.Is(err, broker.ErrNotFound) {
+			return task, err
+		}
+		found := false
+		for _, x := range tasks {
+			if x.Handle == task.Handle {
+				task, found = x, true
+				break
+			}
+		}
+		if !found {
+			task.State = broker.MoveCompleted
+		}
+		if progress != nil {
+			progress(task)
+		}
+		if task.State.Done() {
+			if found && task.Lingers {
+				// Leave nothing behind: a completed shovel is removed.
+				if _, err := mv.CancelMove(context.WithoutCancel(ctx), queue, task.Handle); err != nil && !errors.Is(err, broker.ErrNotFound) && !errors.Is(err, broker.ErrConflict) {
+					return task, fmt.Errorf("remove finished move %s: %w", task.Handle, err)
+				}
+			}
+			if task.State == broker.MoveFailed {
+				return task, fmt.Errorf("server-side move %s failed: %s", task.Handle, task.Failure)
+			}
+			if task.State == broker.MoveCancelled {
+				return task, fmt.Errorf("server-side move %s was cancelled", task.Handle)
+			}
+			return task, nil
+		}
+		select {
+		case <-ctx.Done():
+			return task, ctx.Err()
+		case <-t.C:
+		}
+	}
+}

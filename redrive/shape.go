@@ -1,0 +1,269 @@
+package redrive
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+// RedriveHeader is the header (SQS: message attribute) that records that a
+// message was redriven: {count, time, source}. RabbitMQ carries it as a
+// table; SQS as a String attribute holding the same JSON object.
+const RedriveHeader = "x-dlq-redrive"
+
+// maxSQSAttributes is SQS's limit of message attributes per message.
+const maxSQSAttributes = 10
+
+// shape makes nm (a copy of orig, maybe transformed) ready for dsys: death
+// metadata stripped unless kept, --set-header applied, the redrive record
+// added, and headers mapped to attributes (or back) across brokers.
+func (e *engine) shape(nm, orig *broker.Message, dsys broker.System) error {
+	if !e.opts.KeepDeathHeaders {
+		for k := range nm.Headers {
+			if broker.IsDeathHeader(k) {
+				delete(nm.Headers, k)
+			}
+		}
+	}
+	ssys := orig.System
+	if ssys == "" {
+		ssys = e.src.System()
+	}
+	toSQS := dsys == broker.SQS
+	if toSQS && ssys != broker.SQS {
+		if err := headersToAttributes(nm); err != nil {
+			return err
+		}
+	}
+	if !toSQS && ssys == broker.SQS {
+		attributesToHeaders(nm)
+	}
+	for k, v := range e.opts.SetHeaders {
+		if toSQS {
+			if nm.Attributes == nil {
+				nm.Attributes = map[string]broker.Attribute{}
+			}
+			nm.Attributes[k] = broker.Attribute{DataType: "String", StringValue: v}
+		} else {
+			if nm.Headers == nil {
+				nm.Headers = map[string]any{}
+			}
+			nm.Headers[k] = v
+		}
+	}
+	if !e.opts.NoRedriveHeader && e.mode == modeRedrive {
+		count := previousRedrives(orig) + 1
+		now := e.now().UTC().Truncate(time.Second)
+		if toSQS {
+			if nm.Attributes == nil {
+				nm.Attributes = map[string]broker.Attribute{}
+			}
+			_, had := nm.Attributes[RedriveHeader]
+			if had || len(nm.Attributes) < maxSQSAttributes {
+				b, _ := json.Marshal(map[string]any{"count": count, "time": now.Format(time.RFC3339), "source": e.opts.SourceName})
+				nm.Attributes[RedriveHeader] = broker.Attribute{DataType: "String", StringValue: string(b)}
+			}
+		} else {
+			if nm.Headers == nil {
+				nm.Headers = map[string]any{}
+			}
+			nm.Headers[RedriveHeader] = map[string]any{"count": count, "time": now, "source": e.opts.SourceName}
+		}
+	}
+	if toSQS && len(nm.Attributes) > maxSQSAttributes {
+		return fmt.Errorf("%d message attributes: SQS allows %d (drop headers with `--transform 'del(.headers.NAME)'`)", len(nm.Attributes), maxSQSAttributes)
+	}
+	return nil
+}
+
+// previousRedrives reads the count of an earlier x-dlq-redrive record.
+func previousRedrives(m *broker.Message) int64 {
+	if v, ok := m.Headers[RedriveHeader]; ok {
+		if t, ok := v.(map[string]any); ok {
+			if n, ok := toInt64(t["count"]); ok {
+				return n
+			}
+		}
+	}
+	if a, ok := m.Attributes[RedriveHeader]; ok {
+		var rec struct {
+			Count int64 `json:"count"`
+		}
+		if json.Unmarshal([]byte(a.StringValue), &rec) == nil {
+			return rec.Count
+		}
+	}
+	return 0
+}
+
+func toInt64(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int:
+		return int64(n), true
+	case int8:
+		return int64(n), true
+	case int16:
+		return int64(n), true
+	case int32:
+		return int64(n), true
+	case int64:
+		return n, true
+	case uint8:
+		return int64(n), true
+	case uint16:
+		return int64(n), true
+	case uint32:
+		return int64(n), true
+	case float64:
+		if n == math.Trunc(n) {
+			return int64(n), true
+		}
+	}
+	return 0, false
+}
+
+// headersToAttributes maps a RabbitMQ (or archive) message for SQS:
+// application headers become message attributes (strings → String, numbers
+// → Number, byte strings → Binary, anything else → String holding JSON), and
+// the AMQP properties that identify a message become the attributes
+// content-type, correlation-id and message-id.
+func headersToAttributes(m *broker.Message) error {
+	if m.Attributes == nil {
+		m.Attributes = map[string]broker.Attribute{}
+	}
+	keys := make([]string, 0, len(m.Headers))
+	for k := range m.Headers {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		m.Attributes[k] = headerAttribute(m.Headers[k])
+	}
+	m.Headers = nil
+	p := m.Properties
+	for k, v := range map[string]string{"content-type": p.ContentType, "correlation-id": p.CorrelationID, "message-id": p.MessageID} {
+		if v != "" {
+			m.Attributes[k] = broker.Attribute{DataType: "String", StringValue: v}
+		}
+	}
+	return nil
+}
+
+func headerAttribute(v any) broker.Attribute {
+	switch x := v.(type) {
+	case string:
+		return broker.Attribute{DataType: "String", StringValue: x}
+	case []byte:
+		return broker.Attribute{DataType: "Binary", BinaryValue: x}
+	case int, int8, int16, int32, int64, uint8, uint16, uint32:
+		return broker.Attribute{DataType: "Number", StringValue: fmt.Sprint(x)}
+	case float32:
+		return broker.Attribute{DataType: "Number", StringValue: strconv.FormatFloat(float64(x), 'g', -1, 32)}
+	case float64:
+		return broker.Attribute{DataType: "Number", StringValue: strconv.FormatFloat(x, 'g', -1, 64)}
+	case time.Time:
+		return broker.Attribute{DataType: "String", StringValue: x.UTC().Format(time.RFC3339)}
+	case broker.Decimal:
+		return broker.Attribute{DataType: "Number", StringValue: decimalString(x)}
+	default:
+		b, err := json.Marshal(jsonable(x))
+		if err != nil {
+			return broker.Attribute{DataType: "String", StringValue: fmt.Sprint(x)}
+		}
+		return broker.Attribute{DataType: "String", StringValue: string(b)}
+	}
+}
+
+func decimalString(d broker.Decimal) string {
+	s := strconv.FormatInt(int64(d.Value), 10)
+	if d.Scale == 0 {
+		return s
+	}
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for len(s) <= int(d.Scale) {
+		s = "0" + s
+	}
+	s = s[:len(s)-int(d.Scale)] + "." + s[len(s)-int(d.Scale):]
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+// jsonable turns AMQP values into JSON-encodable ones ([]byte → base64).
+func jsonable(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		o := make(map[string]any, len(x))
+		for k, e := range x {
+			o[k] = jsonable(e)
+		}
+		return o
+	case []any:
+		o := make([]any, len(x))
+		for i, e := range x {
+			o[i] = jsonable(e)
+		}
+		return o
+	case []byte:
+		return base64.StdEncoding.EncodeToString(x)
+	case broker.Decimal:
+		return json.Number(decimalString(x))
+	default:
+		return v
+	}
+}
+
+// attributesToHeaders maps an SQS message for RabbitMQ or an archive:
+// String attributes become string headers, Number ones integers (or floats
+// when not whole), Binary ones byte strings; the SQS MessageId becomes the
+// message-id property, so the message keeps its fingerprint.
+func attributesToHeaders(m *broker.Message) {
+	if len(m.Attributes) > 0 && m.Headers == nil {
+		m.Headers = map[string]any{}
+	}
+	for k, a := range m.Attributes {
+		switch {
+		case strings.HasPrefix(a.DataType, "Binary"):
+			m.Headers[k] = append([]byte(nil), a.BinaryValue...)
+		case strings.HasPrefix(a.DataType, "Number"):
+			if n, err := strconv.ParseInt(a.StringValue, 10, 64); err == nil {
+				m.Headers[k] = n
+			} else if f, err := strconv.ParseFloat(a.StringValue, 64); err == nil {
+				m.Headers[k] = f
+			} else {
+				m.Headers[k] = a.StringValue
+			}
+		case k == RedriveHeader:
+			var rec map[string]any
+			if json.Unmarshal([]byte(a.StringValue), &rec) == nil {
+				if n, ok := toInt64(rec["count"]); ok {
+					rec["count"] = n
+				}
+				m.Headers[k] = rec
+			} else {
+				m.Headers[k] = a.StringValue
+			}
+		default:
+			m.Headers[k] = a.StringValue
+		}
+	}
+	m.Attributes = nil
+	if m.Properties.MessageID == "" {
+		m.Properties.MessageID = m.SystemAttributes["MessageId"]
+	}
+	if m.Properties.Timestamp.IsZero() && !m.Timestamp.IsZero() {
+		m.Properties.Timestamp = m.Timestamp
+	}
+	if m.Properties.DeliveryMode == 0 {
+		m.Properties.DeliveryMode = 2
+	}
+}
