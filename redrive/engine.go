@@ -70,10 +70,10 @@ type engine struct {
 	now      func() time.Time
 	start    time.Time
 
-	pub      broker.Publisher // nil in discard without archive
-	srcPub   broker.Publisher // for rotation
-	sub      broker.Subscription
-	park     parkMode
+	pub    broker.Publisher // nil in discard without archive
+	srcPub broker.Publisher // for rotation
+	sub    broker.Subscription
+	park   parkMode
 	// holdMax is how many parked RabbitMQ classic messages are held
 	// unacknowledged and released together at the end (a classic queue
 	// puts them back in their places, order kept) before rotation takes

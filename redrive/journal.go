@@ -38,13 +38,13 @@ import (
 
 // JournalHeader describes the run a journal belongs to.
 type JournalHeader struct {
-	Version     int               `json:"v"`
-	RunID       string            `json:"run_id"`
-	Key         string            `json:"key"`
-	Started     time.Time         `json:"started"`
-	Broker      string            `json:"broker"` // redacted
-	Source      string            `json:"source"`
-	Destination string            `json:"destination"`
+	Version     int       `json:"v"`
+	RunID       string    `json:"run_id"`
+	Key         string    `json:"key"`
+	Started     time.Time `json:"started"`
+	Broker      string    `json:"broker"` // redacted
+	Source      string    `json:"source"`
+	Destination string    `json:"destination"`
 	// Plan holds the options needed to finish the run the same way
 	// (filter, transform, ids, limit, headers…), as the command wrote them.
 	Plan map[string]string `json:"plan,omitempty"`

@@ -197,9 +197,9 @@ func (p Progress) ETA() time.Duration {
 	return time.Duration(float64(left) / p.Rate * float64(time.Second))
 }
 
-func (s *Summary) skip(reason string)             { s.Skipped[reason]++ }
-func (s *Summary) fail(reason string, n int64)    { s.Failed[reason] += n }
-func (s *Summary) dest(d string, n int64)         { s.Destinations[d] += n }
+func (s *Summary) skip(reason string)          { s.Skipped[reason]++ }
+func (s *Summary) fail(reason string, n int64) { s.Failed[reason] += n }
+func (s *Summary) dest(d string, n int64)      { s.Destinations[d] += n }
 func newSummary(src, dst string, dry bool) Summary {
 	return Summary{Source: src, Destination: dst, DryRun: dry,
 		Skipped: map[string]int64{}, Failed: map[string]int64{}, Destinations: map[string]int64{}}
