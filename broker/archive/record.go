@@ -1,0 +1,372 @@
+package archive
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+// Version is the archive format version this package writes and the newest
+// it reads.
+const Version = 1
+
+// Header is the first record of an archive (and of every file that was
+// concatenated onto it): the format version and where the messages came
+// from.
+type Header struct {
+	Version int       `json:"dlq_archive"`
+	Created time.Time `json:"created"`
+	Source  Source    `json:"source,omitzero"`
+	// Generator names the program that wrote the file ("dlq 1.2.0").
+	Generator string `json:"generator,omitempty"`
+}
+
+// Source says where archived messages were read from. Broker is an address
+// with its password removed.
+type Source struct {
+	System broker.System `json:"system,omitempty"`
+	Broker string        `json:"broker,omitempty"`
+	Queue  string        `json:"queue,omitempty"`
+}
+
+// line is the union of a header and a message record, so that each line is
+// decoded once. A line is a header when DLQArchive is set.
+type line struct {
+	DLQArchive *int      `json:"dlq_archive,omitempty"`
+	Created    time.Time `json:"created,omitzero"`
+	Source     *Source   `json:"source,omitempty"`
+	Generator  string    `json:"generator,omitempty"`
+
+	record
+}
+
+// record is one archived message. Field names and types are the archive
+// format (FormatHelp); change them only with a new Version.
+type record struct {
+	ID       string        `json:"id,omitempty"`
+	System   broker.System `json:"system,omitempty"`
+	Queue    string        `json:"queue,omitempty"`
+	Broker   string        `json:"broker,omitempty"`
+	Archived time.Time     `json:"archived,omitzero"`
+
+	// Body is the text of the body, or its base64 when BodyEncoding is
+	// "base64". Absent means a nil body, "" an empty one.
+	Body         *string `json:"body,omitempty"`
+	BodyEncoding string  `json:"body_encoding,omitempty"`
+
+	Headers          headerMap            `json:"headers,omitzero"`
+	Properties       *properties          `json:"properties,omitempty"`
+	Attributes       map[string]attribute `json:"attributes,omitzero"`
+	SystemAttributes map[string]string    `json:"system_attributes,omitzero"`
+
+	Exchange   string `json:"exchange,omitempty"`
+	RoutingKey string `json:"routing_key,omitempty"`
+
+	Death         *death    `json:"death,omitempty"`
+	DeliveryCount int64     `json:"delivery_count,omitempty"`
+	Redelivered   bool      `json:"redelivered,omitempty"`
+	Timestamp     time.Time `json:"timestamp,omitzero"`
+	Position      string    `json:"position,omitempty"`
+}
+
+type properties struct {
+	ContentType     string    `json:"content_type,omitempty"`
+	ContentEncoding string    `json:"content_encoding,omitempty"`
+	DeliveryMode    uint8     `json:"delivery_mode,omitempty"`
+	Priority        uint8     `json:"priority,omitempty"`
+	CorrelationID   string    `json:"correlation_id,omitempty"`
+	ReplyTo         string    `json:"reply_to,omitempty"`
+	Expiration      string    `json:"expiration,omitempty"`
+	MessageID       string    `json:"message_id,omitempty"`
+	Timestamp       time.Time `json:"timestamp,omitzero"`
+	Type            string    `json:"type,omitempty"`
+	UserID          string    `json:"user_id,omitempty"`
+	AppID           string    `json:"app_id,omitempty"`
+}
+
+type attribute struct {
+	DataType    string  `json:"data_type"`
+	StringValue *string `json:"string_value,omitempty"`
+	// BinaryValue is base64 (encoding/json's []byte).
+	BinaryValue []byte `json:"binary_value,omitzero"`
+}
+
+type deathEntry struct {
+	Reason      string    `json:"reason"`
+	Queue       string    `json:"queue"`
+	Exchange    string    `json:"exchange,omitempty"`
+	RoutingKeys []string  `json:"routing_keys,omitzero"`
+	Count       int64     `json:"count"`
+	Time        time.Time `json:"time,omitzero"`
+}
+
+type death struct {
+	Reason      string       `json:"reason"`
+	Queue       string       `json:"queue"`
+	QueueARN    string       `json:"queue_arn,omitempty"`
+	Exchange    string       `json:"exchange,omitempty"`
+	RoutingKeys []string     `json:"routing_keys,omitzero"`
+	Count       int64        `json:"count"`
+	First       time.Time    `json:"first,omitzero"`
+	Last        time.Time    `json:"last,omitzero"`
+	FirstReason string       `json:"first_reason,omitempty"`
+	FirstQueue  string       `json:"first_queue,omitempty"`
+	History     []deathEntry `json:"history,omitzero"`
+}
+
+// isText reports whether a body can be stored as a JSON string and read back
+// byte for byte: valid UTF-8 without NUL or other C0 controls besides tab,
+// newline and carriage return (which would mark it as binary).
+func isText(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, c := range b {
+		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
+			return false
+		}
+		if c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// toRecord converts a message. Times become UTC; the broker address loses its
+// password.
+func toRecord(m *broker.Message, brokerAddr string, archived time.Time) (record, error) {
+	r := record{
+		ID:               m.ID,
+		System:           m.System,
+		Queue:            m.Queue,
+		Broker:           redactURL(brokerAddr),
+		Archived:         utc(archived),
+		SystemAttributes: m.SystemAttributes,
+		Exchange:         m.Exchange,
+		RoutingKey:       m.RoutingKey,
+		DeliveryCount:    m.DeliveryCount,
+		Redelivered:      m.Redelivered,
+		Timestamp:        utc(m.Timestamp),
+		Position:         m.Position,
+	}
+	if r.ID == "" {
+		r.ID = broker.Fingerprint(m)
+	}
+	if m.Body != nil {
+		var s string
+		if isText(m.Body) {
+			s = string(m.Body)
+		} else {
+			s = base64.StdEncoding.EncodeToString(m.Body)
+			r.BodyEncoding = "base64"
+		}
+		r.Body = &s
+	}
+	if m.Headers != nil {
+		r.Headers = make(headerMap, len(m.Headers))
+		for k, v := range m.Headers {
+			r.Headers[k] = typedValue{v}
+		}
+	}
+	if p := m.Properties; p != (broker.Properties{}) {
+		r.Properties = &properties{
+			ContentType: p.ContentType, ContentEncoding: p.ContentEncoding,
+			DeliveryMode: p.DeliveryMode, Priority: p.Priority,
+			CorrelationID: p.CorrelationID, ReplyTo: p.ReplyTo, Expiration: p.Expiration,
+			MessageID: p.MessageID, Timestamp: utc(p.Timestamp), Type: p.Type,
+			UserID: p.UserID, AppID: p.AppID,
+		}
+	}
+	if m.Attributes != nil {
+		r.Attributes = make(map[string]attribute, len(m.Attributes))
+		for k, a := range m.Attributes {
+			ra := attribute{DataType: a.DataType, BinaryValue: a.BinaryValue}
+			if a.StringValue != "" {
+				s := a.StringValue
+				ra.StringValue = &s
+			}
+			r.Attributes[k] = ra
+		}
+	}
+	if d := m.Death; d != nil {
+		rd := &death{
+			Reason: d.Reason, Queue: d.Queue, QueueARN: d.QueueARN, Exchange: d.Exchange,
+			RoutingKeys: d.RoutingKeys, Count: d.Count, First: utc(d.First), Last: utc(d.Last),
+			FirstReason: d.FirstReason, FirstQueue: d.FirstQueue,
+		}
+		if d.History != nil {
+			rd.History = make([]deathEntry, len(d.History))
+			for i, e := range d.History {
+				rd.History[i] = deathEntry{Reason: e.Reason, Queue: e.Queue, Exchange: e.Exchange,
+					RoutingKeys: e.RoutingKeys, Count: e.Count, Time: utc(e.Time)}
+			}
+		}
+		r.Death = rd
+	}
+	return r, nil
+}
+
+// fromRecord converts a record back into the message it was made from.
+func fromRecord(r *record) (*broker.Message, error) {
+	m := &broker.Message{
+		ID:               r.ID,
+		System:           r.System,
+		Queue:            r.Queue,
+		SystemAttributes: r.SystemAttributes,
+		Exchange:         r.Exchange,
+		RoutingKey:       r.RoutingKey,
+		DeliveryCount:    r.DeliveryCount,
+		Redelivered:      r.Redelivered,
+		Timestamp:        r.Timestamp,
+		Position:         r.Position,
+	}
+	if r.Body != nil {
+		switch r.BodyEncoding {
+		case "":
+			m.Body = []byte(*r.Body)
+		case "base64":
+			b, err := base64.StdEncoding.DecodeString(*r.Body)
+			if err != nil {
+				return nil, fmt.Errorf("body: %w", err)
+			}
+			if b == nil {
+				b = []byte{}
+			}
+			m.Body = b
+		default:
+			return nil, fmt.Errorf("unknown body_encoding %q (expected \"base64\" or none)", r.BodyEncoding)
+		}
+	} else if r.BodyEncoding != "" {
+		return nil, fmt.Errorf("body_encoding %q without a body", r.BodyEncoding)
+	}
+	if r.Headers != nil {
+		m.Headers = make(map[string]any, len(r.Headers))
+		for k, v := range r.Headers {
+			m.Headers[k] = v.v
+		}
+	}
+	if p := r.Properties; p != nil {
+		m.Properties = broker.Properties{
+			ContentType: p.ContentType, ContentEncoding: p.ContentEncoding,
+			DeliveryMode: p.DeliveryMode, Priority: p.Priority,
+			CorrelationID: p.CorrelationID, ReplyTo: p.ReplyTo, Expiration: p.Expiration,
+			MessageID: p.MessageID, Timestamp: p.Timestamp, Type: p.Type,
+			UserID: p.UserID, AppID: p.AppID,
+		}
+	}
+	if r.Attributes != nil {
+		m.Attributes = make(map[string]broker.Attribute, len(r.Attributes))
+		for k, a := range r.Attributes {
+			if a.DataType == "" {
+				return nil, fmt.Errorf("attribute %q has no data_type", k)
+			}
+			ba := broker.Attribute{DataType: a.DataType, BinaryValue: a.BinaryValue}
+			if a.StringValue != nil {
+				ba.StringValue = *a.StringValue
+			}
+			m.Attributes[k] = ba
+		}
+	}
+	if d := r.Death; d != nil {
+		md := &broker.Death{
+			Reason: d.Reason, Queue: d.Queue, QueueARN: d.QueueARN, Exchange: d.Exchange,
+			RoutingKeys: d.RoutingKeys, Count: d.Count, First: d.First, Last: d.Last,
+			FirstReason: d.FirstReason, FirstQueue: d.FirstQueue,
+		}
+		if d.History != nil {
+			md.History = make([]broker.DeathEntry, len(d.History))
+			for i, e := range d.History {
+				md.History[i] = broker.DeathEntry{Reason: e.Reason, Queue: e.Queue, Exchange: e.Exchange,
+					RoutingKeys: e.RoutingKeys, Count: e.Count, Time: e.Time}
+			}
+		}
+		m.Death = md
+	}
+	if m.ID == "" {
+		m.ID = broker.Fingerprint(m)
+	}
+	return m, nil
+}
+
+// normaliseTimes makes every time in a decoded record UTC, so that a round
+// trip gives values that compare equal with ==.
+func (r *record) normaliseTimes() {
+	r.Archived = utc(r.Archived)
+	r.Timestamp = utc(r.Timestamp)
+	if r.Properties != nil {
+		r.Properties.Timestamp = utc(r.Properties.Timestamp)
+	}
+	if d := r.Death; d != nil {
+		d.First, d.Last = utc(d.First), utc(d.Last)
+		for i := range d.History {
+			d.History[i].Time = utc(d.History[i].Time)
+		}
+	}
+}
+
+// Marshal encodes a message as one archive line (without the newline).
+// brokerAddr is recorded with its password removed; archived is the time of
+// archiving (zero to leave it out).
+func Marshal(m *broker.Message, brokerAddr string, archived time.Time) ([]byte, error) {
+	r, err := toRecord(m, brokerAddr, archived)
+	if err != nil {
+		return nil, err
+	}
+	return marshalLine(r)
+}
+
+func marshalLine(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	b := buf.Bytes()
+	return b[:len(b)-1], nil // Encode adds a newline
+}
+
+// Unmarshal decodes one archive line holding a message record.
+func Unmarshal(b []byte) (*broker.Message, error) {
+	var l line
+	if err := json.Unmarshal(b, &l); err != nil {
+		return nil, err
+	}
+	if l.DLQArchive != nil {
+		return nil, errors.New("line is an archive header, not a message")
+	}
+	l.normaliseTimes()
+	return fromRecord(&l.record)
+}
+
+var urlPassword = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)([^/@\s:]*):([^/@\s]*)@`)
+
+// redactURL removes the password from a broker address, so that an archive
+// never holds one even when the caller forgot.
+func redactURL(s string) string {
+	if s == "" {
+		return s
+	}
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			return u.Redacted()
+		}
+		return s
+	}
+	return urlPassword.ReplaceAllString(s, "${1}${2}:xxxxx@")
+}

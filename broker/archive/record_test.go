@@ -1,0 +1,254 @@
+package archive
+
+import (
+	"bytes"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+var t0 = time.Date(2025, 3, 14, 9, 30, 1, 123456789, time.UTC)
+
+// fullMessage sets every field of a message.
+func fullMessage() *broker.Message {
+	return &broker.Message{
+		ID: "m-1", System: broker.RabbitMQ, Queue: "orders.dlq",
+		Body:    []byte(`{"order":1}`),
+		Headers: map[string]any{"k": "v"},
+		Properties: broker.Properties{
+			ContentType: "application/json", ContentEncoding: "utf-8", DeliveryMode: 2, Priority: 9,
+			CorrelationID: "c", ReplyTo: "r", Expiration: "60000", MessageID: "m-1", Timestamp: t0,
+			Type: "T", UserID: "u", AppID: "a",
+		},
+		Attributes: map[string]broker.Attribute{
+			"s": {DataType: "String", StringValue: "x"},
+			"n": {DataType: "Number.int", StringValue: "42"},
+			"b": {DataType: "Binary", BinaryValue: []byte{0, 1, 0xff}},
+			"e": {DataType: "Binary", BinaryValue: []byte{}},
+		},
+		SystemAttributes: map[string]string{"ApproximateReceiveCount": "3", "MessageGroupId": "g"},
+		Exchange:         "orders.dlx", RoutingKey: "order.created",
+		Death: &broker.Death{
+			Reason: "rejected", Queue: "orders.q", QueueARN: "arn:aws:sqs:us-east-1:1:q", Exchange: "orders.x",
+			RoutingKeys: []string{"a", "b"}, Count: 3, First: t0.Add(-time.Hour), Last: t0,
+			FirstReason: "expired", FirstQueue: "orders.retry",
+			History: []broker.DeathEntry{
+				{Reason: "rejected", Queue: "orders.q", Exchange: "orders.x", RoutingKeys: []string{"a"}, Count: 2, Time: t0},
+				{Reason: "expired", Queue: "orders.retry", Count: 1, Time: t0.Add(-time.Hour), RoutingKeys: []string{}},
+			},
+		},
+		DeliveryCount: 7, Redelivered: true, Timestamp: t0, Position: "1234",
+	}
+}
+
+func roundTrip(t *testing.T, m *broker.Message) *broker.Message {
+	t.Helper()
+	b, err := Marshal(m, "amqp://u:secret@h/", t0)
+	if err != nil {
+		t.Fatalf("Marshal: %v", err)
+	}
+	if bytes.Contains(b, []byte("secret")) {
+		t.Fatalf("record holds the password: %s", b)
+	}
+	if bytes.ContainsRune(b, '\n') {
+		t.Fatalf("record spans lines: %s", b)
+	}
+	got, err := Unmarshal(b)
+	if err != nil {
+		t.Fatalf("Unmarshal(%s): %v", b, err)
+	}
+	return got
+}
+
+func TestRoundTripHeaderTypes(t *testing.T) {
+	nested := map[string]any{
+		"inner": map[string]any{"deep": []any{int8(-1), "x", nil, map[string]any{}}},
+		"list":  []any{},
+	}
+	tests := []struct {
+		name string
+		v    any
+	}{
+		{"void", nil},
+		{"bool true", true},
+		{"bool false", false},
+		{"int8", int8(-128)},
+		{"int16", int16(-32768)},
+		{"int32", int32(5)},
+		{"int32 min", int32(math.MinInt32)},
+		{"int64", int64(math.MaxInt64)},
+		{"int64 min", int64(math.MinInt64)},
+		{"uint8", uint8(255)},
+		{"uint16", uint16(65535)},
+		{"uint32", uint32(math.MaxUint32)},
+		{"uint64", uint64(math.MaxUint64)},
+		{"float32", float32(3.1415927)},
+		{"float32 tiny", float32(math.SmallestNonzeroFloat32)},
+		{"float64", 2.718281828459045},
+		{"float64 max", math.MaxFloat64},
+		{"float64 +inf", math.Inf(1)},
+		{"float64 -inf", math.Inf(-1)},
+		{"float32 -inf", float32(math.Inf(-1))},
+		{"float64 -0", math.Copysign(0, -1)},
+		{"decimal", broker.Decimal{Scale: 2, Value: -12345}},
+		{"string", "héllo \"world\"\n\x00\u2028<>&"},
+		{"string empty", ""},
+		{"bytes", []byte{0, 1, 2, 0xfe, 0xff}},
+		{"bytes empty", []byte{}},
+		{"timestamp", t0},
+		{"table", map[string]any{"a": int32(1), "b": "c", "t": t0}},
+		{"table empty", map[string]any{}},
+		{"array", []any{int64(1), "two", 3.0, []byte("4"), broker.Decimal{Scale: 1, Value: 5}}},
+		{"array empty", []any{}},
+		{"nested", nested},
+		{"x-death", []any{map[string]any{
+			"count": int64(1), "reason": "rejected", "queue": "q", "exchange": "x",
+			"routing-keys": []any{"rk"}, "time": t0.Truncate(time.Second),
+		}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &broker.Message{ID: "x", Headers: map[string]any{"h": tt.v}}
+			got := roundTrip(t, m)
+			if !reflect.DeepEqual(got, m) {
+				t.Errorf("round trip changed the message:\n got %#v\nwant %#v", got.Headers["h"], tt.v)
+			}
+		})
+	}
+	t.Run("NaN", func(t *testing.T) {
+		for _, v := range []any{math.NaN(), float32(math.NaN())} {
+			got := roundTrip(t, &broker.Message{ID: "x", Headers: map[string]any{"h": v}})
+			switch x := got.Headers["h"].(type) {
+			case float64:
+				if !math.IsNaN(x) {
+					t.Errorf("got %v, want NaN", x)
+				}
+			case float32:
+				if !math.IsNaN(float64(x)) {
+					t.Errorf("got %v, want NaN", x)
+				}
+			default:
+				t.Errorf("NaN came back as %T", x)
+			}
+		}
+	})
+}
+
+func TestRoundTripMessages(t *testing.T) {
+	tests := []struct {
+		name string
+		m    func() *broker.Message
+	}{
+		{"every field", fullMessage},
+		{"nil body", func() *broker.Message { return &broker.Message{ID: "a"} }},
+		{"empty body", func() *broker.Message { return &broker.Message{ID: "a", Body: []byte{}} }},
+		{"binary body", func() *broker.Message { return &broker.Message{ID: "a", Body: []byte{0x1f, 0x8b, 0, 0xff}} }},
+		{"invalid utf-8", func() *broker.Message { return &broker.Message{ID: "a", Body: []byte("caf\xe9")} }},
+		{"control char", func() *broker.Message { return &broker.Message{ID: "a", Body: []byte("a\x01b")} }},
+		{"text with newlines", func() *broker.Message {
+			return &broker.Message{ID: "a", Body: []byte("line1\r\nline2\t\u00e9\U0001F600")}
+		}},
+		{"empty maps", func() *broker.Message {
+			return &broker.Message{ID: "a", Headers: map[string]any{}, Attributes: map[string]broker.Attribute{}, SystemAttributes: map[string]string{}}
+		}},
+		{"empty death", func() *broker.Message { return &broker.Message{ID: "a", Death: &broker.Death{}} }},
+		{"sqs", func() *broker.Message {
+			return &broker.Message{ID: "5fea7756-0ea4-451a-a703-a558b933e274", System: broker.SQS, Queue: "billing-dlq",
+				Body:             []byte("hello"),
+				SystemAttributes: map[string]string{"DeadLetterQueueSourceArn": "arn:aws:sqs:us-east-1:1:billing", "SentTimestamp": "1700000000000"},
+				Attributes:       map[string]broker.Attribute{"Bin": {DataType: "Binary.gz", BinaryValue: []byte{1, 2}}},
+				Death:            &broker.Death{Reason: "max_receives", Queue: "billing", Count: 1}, DeliveryCount: 5}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := tt.m()
+			got := roundTrip(t, m)
+			if !reflect.DeepEqual(got, m) {
+				t.Errorf("round trip changed the message:\n got %+v\nwant %+v", got, m)
+			}
+		})
+	}
+}
+
+func TestRoundTripFillsMissingID(t *testing.T) {
+	m := &broker.Message{Body: []byte("x"), Properties: broker.Properties{AppID: "a"}}
+	got := roundTrip(t, m)
+	if want := broker.Fingerprint(m); got.ID != want {
+		t.Errorf("ID = %q, want the fingerprint %q", got.ID, want)
+	}
+}
+
+func TestBodyEncoding(t *testing.T) {
+	text, _ := Marshal(&broker.Message{ID: "a", Body: []byte(`{"a":1}`)}, "", time.Time{})
+	if !strings.Contains(string(text), `"body":"{\"a\":1}"`) || strings.Contains(string(text), "body_encoding") {
+		t.Errorf("text body not stored as text: %s", text)
+	}
+	bin, _ := Marshal(&broker.Message{ID: "a", Body: []byte{0, 1}}, "", time.Time{})
+	if !strings.Contains(string(bin), `"body":"AAE=","body_encoding":"base64"`) {
+		t.Errorf("binary body not stored as base64: %s", bin)
+	}
+}
+
+func TestLocalTimesBecomeUTC(t *testing.T) {
+	loc := time.FixedZone("X", 3600)
+	m := &broker.Message{ID: "a", Timestamp: t0.In(loc), Headers: map[string]any{"t": t0.In(loc)}}
+	got := roundTrip(t, m)
+	if got.Timestamp != t0 || got.Headers["t"] != t0 {
+		t.Errorf("times: got %v and %v, want %v in UTC", got.Timestamp, got.Headers["t"], t0)
+	}
+}
+
+func TestUnsupportedHeaderType(t *testing.T) {
+	_, err := Marshal(&broker.Message{ID: "a", Headers: map[string]any{"c": complex(1, 2)}}, "", time.Time{})
+	if err == nil || !strings.Contains(err.Error(), "complex128") {
+		t.Errorf("err = %v, want a refusal naming the type", err)
+	}
+}
+
+func TestNamedTableTypes(t *testing.T) {
+	type table map[string]any
+	got := roundTrip(t, &broker.Message{ID: "a", Headers: map[string]any{"t": table{"a": int32(1)}, "i": 7}})
+	want := map[string]any{"t": map[string]any{"a": int32(1)}, "i": int64(7)}
+	if !reflect.DeepEqual(got.Headers, want) {
+		t.Errorf("headers = %#v, want %#v", got.Headers, want)
+	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	tests := []struct{ name, line, want string }{
+		{"unknown type", `{"id":"a","headers":{"h":{"type":"int128","value":1}}}`, `unknown header type "int128"`},
+		{"out of range", `{"id":"a","headers":{"h":{"type":"int8","value":300}}}`, "int8 header value 300"},
+		{"no value", `{"id":"a","headers":{"h":{"type":"string"}}}`, "without \"value\""},
+		{"bad base64", `{"id":"a","body":"!!","body_encoding":"base64"}`, "body"},
+		{"bad encoding", `{"id":"a","body":"x","body_encoding":"hex"}`, `unknown body_encoding "hex"`},
+		{"decimal", `{"id":"a","headers":{"h":{"type":"decimal","value":{"scale":1}}}}`, "decimal needs"},
+		{"attribute", `{"id":"a","attributes":{"x":{"string_value":"v"}}}`, "no data_type"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Unmarshal([]byte(tt.line))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestDeepNestingRefused(t *testing.T) {
+	var v any = "leaf"
+	for range maxDepth + 2 {
+		v = []any{v}
+	}
+	if _, err := Marshal(&broker.Message{ID: "a", Headers: map[string]any{"h": v}}, "", time.Time{}); err == nil {
+		t.Error("Marshal accepted headers nested beyond the limit")
+	}
+	line := `{"id":"a","headers":{"h":` + strings.Repeat(`{"type":"array","value":[`, maxDepth+2) + `{"type":"void"}` + strings.Repeat(`]}`, maxDepth+2) + `}}`
+	if _, err := Unmarshal([]byte(line)); err == nil {
+		t.Error("Unmarshal accepted headers nested beyond the limit")
+	}
+}

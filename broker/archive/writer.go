@@ -1,0 +1,233 @@
+package archive
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+// WriterOptions describe what a Writer records besides the messages.
+type WriterOptions struct {
+	// Source goes into the header of a new file, and its Broker into every
+	// record (without a password).
+	Source Source
+	// Generator names the writing program in the header ("dlq 1.2.0").
+	Generator string
+	// Now stamps the header and each record's "archived"; time.Now if nil.
+	Now func() time.Time
+}
+
+// Writer appends messages to an archive file. It only ever appends: records
+// already in the file are never rewritten. A record counts as written once
+// Flush or Close has returned without error: both fsync the file.
+//
+// A ".gz" file gets one gzip member per Flush, so that every flushed record
+// is readable after a crash; readers see the members as one stream.
+type Writer struct {
+	mu     sync.Mutex
+	path   string
+	fh     *os.File
+	bw     *bufio.Writer
+	gz     *gzip.Writer // open member, nil between flushes
+	isGz   bool
+	opts   WriterOptions
+	n      int64
+	closed bool
+}
+
+// NewWriter opens path for appending, creating it (mode 0600: dead letters
+// often carry personal data) with a header when it does not exist or is
+// empty. A plain file whose last line was cut short by a crash has that
+// unconfirmed partial line removed first.
+func NewWriter(path string, opts WriterOptions) (*Writer, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	_, statErr := os.Stat(path)
+	created := errors.Is(statErr, os.ErrNotExist)
+	fh, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o600)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, &broker.Error{Kind: broker.ErrNotFound, Op: "create archive " + path, Msg: "the directory does not exist: create it or choose another path", Err: err}
+		}
+		return nil, openError(path, err)
+	}
+	w := &Writer{path: path, fh: fh, isGz: strings.HasSuffix(path, ".gz"), opts: opts}
+	w.bw = bufio.NewWriterSize(fh, 256<<10)
+	if created {
+		if err := syncDir(filepath.Dir(path)); err != nil {
+			fh.Close()
+			return nil, fmt.Errorf("create archive %s: %w", path, err)
+		}
+	}
+	st, err := fh.Stat()
+	if err != nil {
+		fh.Close()
+		return nil, fmt.Errorf("open archive %s: %w", path, err)
+	}
+	size := st.Size()
+	if size > 0 && !w.isGz {
+		if size, err = repairTail(fh, size); err != nil {
+			fh.Close()
+			return nil, fmt.Errorf("open archive %s: %w", path, err)
+		}
+	}
+	if size == 0 {
+		h := Header{Version: Version, Created: opts.Now().UTC(), Source: opts.Source, Generator: opts.Generator}
+		h.Source.Broker = redactURL(h.Source.Broker)
+		b, err := marshalLine(h)
+		if err != nil {
+			fh.Close()
+			return nil, err
+		}
+		if err := w.writeLine(b); err != nil {
+			fh.Close()
+			return nil, err
+		}
+		if err := w.Flush(); err != nil {
+			fh.Close()
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// repairTail drops an unterminated last line (a write torn by a crash; it was
+// never flushed as complete, so never confirmed) and returns the new size.
+func repairTail(fh *os.File, size int64) (int64, error) {
+	var last [1]byte
+	if _, err := fh.ReadAt(last[:], size-1); err != nil {
+		return 0, err
+	}
+	if last[0] == '\n' {
+		return size, nil
+	}
+	buf := make([]byte, 64<<10)
+	end := size
+	for end > 0 {
+		start := max(end-int64(len(buf)), 0)
+		chunk := buf[:end-start]
+		if _, err := fh.ReadAt(chunk, start); err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(chunk, '\n'); i >= 0 {
+			keep := start + int64(i) + 1
+			return keep, truncateSync(fh, keep)
+		}
+		end = start
+	}
+	return 0, truncateSync(fh, 0)
+}
+
+func truncateSync(fh *os.File, n int64) error {
+	if err := fh.Truncate(n); err != nil {
+		return err
+	}
+	return fh.Sync()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return err
+	}
+	return nil
+}
+
+// Path is the file being written.
+func (w *Writer) Path() string { return w.path }
+
+// Count is the number of messages written through this Writer.
+func (w *Writer) Count() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n
+}
+
+func (w *Writer) writeLine(b []byte) error {
+	var dst io.Writer = w.bw
+	if w.isGz {
+		if w.gz == nil {
+			w.gz = gzip.NewWriter(w.bw)
+		}
+		dst = w.gz
+	}
+	if _, err := dst.Write(b); err != nil {
+		return fmt.Errorf("write archive %s: %w", w.path, err)
+	}
+	if _, err := dst.Write([]byte{'\n'}); err != nil {
+		return fmt.Errorf("write archive %s: %w", w.path, err)
+	}
+	return nil
+}
+
+// Write appends one message. It is durable only after Flush or Close.
+func (w *Writer) Write(m *broker.Message) error {
+	b, err := Marshal(m, w.opts.Source.Broker, w.opts.Now())
+	if err != nil {
+		return fmt.Errorf("archive message %s: %w", m.ID, err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return fmt.Errorf("write archive %s: writer closed", w.path)
+	}
+	if err := w.writeLine(b); err != nil {
+		return err
+	}
+	w.n++
+	return nil
+}
+
+// Flush writes buffered records and fsyncs the file; after it returns nil,
+// every message written so far survives a crash.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.flushLocked()
+}
+
+func (w *Writer) flushLocked() error {
+	if w.closed {
+		return nil
+	}
+	if w.gz != nil {
+		if err := w.gz.Close(); err != nil {
+			return fmt.Errorf("write archive %s: %w", w.path, err)
+		}
+		w.gz = nil
+	}
+	if err := w.bw.Flush(); err != nil {
+		return fmt.Errorf("write archive %s: %w", w.path, err)
+	}
+	if err := w.fh.Sync(); err != nil {
+		return fmt.Errorf("sync archive %s: %w", w.path, err)
+	}
+	return nil
+}
+
+// Close flushes, fsyncs and closes the file.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	err := w.flushLocked()
+	w.closed = true
+	return errors.Join(err, w.fh.Close())
+}
