@@ -88,6 +88,7 @@ type Broker struct {
 	mu      sync.Mutex
 	conn    *amqp.Connection
 	closed  bool
+	major   int // RabbitMQ major version, 0 until known
 	flowFns []func(blocked bool, reason string)
 	blocked bool
 	reason  string

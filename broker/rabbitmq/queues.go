@@ -1,0 +1,502 @@
+package rabbitmq
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+var (
+	_ broker.QueueLister    = (*Broker)(nil)
+	_ broker.QueueInspector = (*Broker)(nil)
+)
+
+// mgmtQueue is one queue as the management API describes it. Statistics are
+// pointers: a queue that has not yet been through a statistics interval has
+// none, and dlq reports them as unknown rather than zero.
+type mgmtQueue struct {
+	Name                      string         `json:"name"`
+	Vhost                     string         `json:"vhost"`
+	Type                      string         `json:"type"`
+	Durable                   bool           `json:"durable"`
+	Arguments                 map[string]any `json:"arguments"`
+	Policy                    any            `json:"policy"`
+	OperatorPolicy            any            `json:"operator_policy"`
+	EffectivePolicyDefinition map[string]any `json:"effective_policy_definition"`
+	Messages                  *int64         `json:"messages"`
+	MessagesReady             *int64         `json:"messages_ready"`
+	MessagesUnacknowledged    *int64         `json:"messages_unacknowledged"`
+	Consumers                 *int64         `json:"consumers"`
+	ConsumerCapacity          *float64       `json:"consumer_capacity"`
+	ConsumerUtilisation       *float64       `json:"consumer_utilisation"`
+	MessageBytesReady         *int64         `json:"message_bytes_ready"`
+}
+
+// mgmtBinding is one binding of the vhost; Source "" is the default
+// exchange.
+type mgmtBinding struct {
+	Source          string `json:"source"`
+	Destination     string `json:"destination"`
+	DestinationType string `json:"destination_type"` // queue or exchange
+	RoutingKey      string `json:"routing_key"`
+}
+
+type mgmtExchange struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+const (
+	queueStatColumns = "name,vhost,type,durable,arguments,policy,operator_policy,effective_policy_definition," +
+		"messages,messages_ready,messages_unacknowledged,consumers,consumer_capacity,consumer_utilisation,message_bytes_ready"
+	queueTopologyColumns = "name,type,arguments,effective_policy_definition"
+)
+
+func (b *Broker) vhostPath() string { return url.PathEscape(b.vhost) }
+
+// Queues lists every queue of the vhost with its health snapshot and the
+// dead-letter relations between queues (see resolveDeadLetters).
+func (b *Broker) Queues(ctx context.Context) ([]broker.Queue, error) {
+	var (
+		mqs       []mgmtQueue
+		bindings  []mgmtBinding
+		exchanges []mgmtExchange
+	)
+	err := parallel(
+		func() error {
+			return b.mgmtDo(ctx, "GET", "/queues/"+b.vhostPath()+"?columns="+queueStatColumns, nil, &mqs)
+		},
+		func() error { return b.mgmtDo(ctx, "GET", "/bindings/"+b.vhostPath(), nil, &bindings) },
+		func() error {
+			return b.mgmtDo(ctx, "GET", "/exchanges/"+b.vhostPath()+"?columns=name,type", nil, &exchanges)
+		},
+	)
+	if err != nil {
+		return nil, b.listErr(err)
+	}
+	major := b.serverMajor(ctx)
+	qs := make([]broker.Queue, len(mqs))
+	dls := make([]deadLetter, len(mqs))
+	for i := range mqs {
+		qs[i], dls[i] = b.toQueue(&mqs[i], major)
+	}
+	resolveDeadLetters(qs, dls, bindings, exchanges)
+	sort.Slice(qs, func(i, j int) bool { return qs[i].Name < qs[j].Name })
+	return qs, nil
+}
+
+func (b *Broker) listErr(err error) error {
+	if errors.Is(err, broker.ErrNotFound) {
+		return &broker.Error{Kind: broker.ErrNotFound, Op: "list queues",
+			Msg: "vhost `" + b.vhost + "` not found by the management API: check the vhost in `--broker` and that `--management-url` is the same broker"}
+	}
+	return translateErr("list queues", err)
+}
+
+// Queue describes one queue, including which queues dead-letter into it. A
+// missing queue is ErrNotFound naming the queue, the vhost and the fix.
+func (b *Broker) Queue(ctx context.Context, name string) (broker.Queue, error) {
+	op := "describe queue `" + name + "`"
+	var (
+		mq        mgmtQueue
+		all       []mgmtQueue
+		bindings  []mgmtBinding
+		exchanges []mgmtExchange
+	)
+	err := parallel(
+		func() error {
+			return b.mgmtDo(ctx, "GET", "/queues/"+b.vhostPath()+"/"+url.PathEscape(name)+"?columns="+queueStatColumns, nil, &mq)
+		},
+		func() error {
+			return b.mgmtDo(ctx, "GET", "/queues/"+b.vhostPath()+"?columns="+queueTopologyColumns, nil, &all)
+		},
+		func() error { return b.mgmtDo(ctx, "GET", "/bindings/"+b.vhostPath(), nil, &bindings) },
+		func() error {
+			return b.mgmtDo(ctx, "GET", "/exchanges/"+b.vhostPath()+"?columns=name,type", nil, &exchanges)
+		},
+	)
+	if err != nil {
+		if errors.Is(err, broker.ErrNotFound) {
+			return broker.Queue{}, b.notFoundQueue(op, name)
+		}
+		return broker.Queue{}, translateErr(op, err)
+	}
+	major := b.serverMajor(ctx)
+	q, dl := b.toQueue(&mq, major)
+	if mq.MessagesReady == nil && q.Kind != broker.KindStream {
+		// No statistics yet (a new queue): ask the queue itself.
+		if n, _, err := b.inspect(ctx, name); err == nil {
+			q.Depth = n
+		}
+	}
+	qs := make([]broker.Queue, 0, len(all)+1)
+	dls := make([]deadLetter, 0, len(all)+1)
+	qs, dls = append(qs, q), append(dls, dl)
+	for i := range all {
+		if all[i].Name != name {
+			q, dl := b.toQueue(&all[i], major)
+			qs, dls = append(qs, q), append(dls, dl)
+		}
+	}
+	resolveDeadLetters(qs, dls, bindings, exchanges)
+	return qs[0], nil
+}
+
+// inspect is a passive declare on a fresh channel: the exact number of
+// ready messages and of consumers, or ErrNotFound.
+func (b *Broker) inspect(ctx context.Context, name string) (messages, consumers int64, err error) {
+	err = b.withChannel(ctx, func(ch *amqp.Channel) error {
+		q, err := ch.QueueDeclarePassive(name, false, false, false, false, nil)
+		if err != nil {
+			return err
+		}
+		messages, consumers = int64(q.Messages), int64(q.Consumers)
+		return nil
+	})
+	if errors.Is(err, broker.ErrNotFound) {
+		err = b.notFoundQueue("open queue `"+name+"`", name)
+	}
+	return messages, consumers, err
+}
+
+// DefaultExchangeName stands for the default exchange ("") in
+// Queue.DeadLetterTarget, as the management API calls it.
+const DefaultExchangeName = "amq.default"
+
+// toQueue converts a management API queue. A dead-letter exchange that is
+// the default exchange is reported as DefaultExchangeName.
+func (b *Broker) toQueue(m *mgmtQueue, serverMajor int) (broker.Queue, deadLetter) {
+	q := broker.Queue{
+		System:           broker.RabbitMQ,
+		Name:             m.Name,
+		Vhost:            b.vhost,
+		Kind:             queueKind(m.Type),
+		InFlight:         m.MessagesUnacknowledged,
+		Consumers:        m.Consumers,
+		Bytes:            m.MessageBytesReady,
+		Durable:          m.Durable,
+		Arguments:        normalizeJSON(m.Arguments),
+		ConsumerCapacity: m.ConsumerCapacity,
+	}
+	if q.ConsumerCapacity == nil {
+		q.ConsumerCapacity = m.ConsumerUtilisation
+	}
+	if len(q.Arguments) == 0 {
+		q.Arguments = nil
+	}
+	switch {
+	case m.MessagesReady != nil:
+		q.Depth = *m.MessagesReady
+	case m.Messages != nil:
+		q.Depth = *m.Messages
+	}
+	q.Policy = headerString(m.Policy)
+	if op := headerString(m.OperatorPolicy); op != "" {
+		if q.Policy != "" {
+			q.Policy += "+"
+		}
+		q.Policy += op
+	}
+	dl := deadLetterOf(m.Arguments, m.EffectivePolicyDefinition)
+	if dl.set {
+		q.DeadLetterTarget, q.DeadLetterRoutingKey = dl.exchange, dl.routingKey
+		if dl.exchange == "" {
+			q.DeadLetterTarget = DefaultExchangeName
+		}
+	}
+	q.DeliveryLimit = dl.limit
+	if q.Kind == broker.KindQuorum && q.DeliveryLimit == 0 && serverMajor >= 4 {
+		// RabbitMQ 4.0 gives every quorum queue a delivery limit of 20.
+		q.DeliveryLimit = 20
+	}
+	return q, dl
+}
+
+func queueKind(t string) broker.QueueKind {
+	switch t {
+	case "quorum":
+		return broker.KindQuorum
+	case "stream":
+		return broker.KindStream
+	default:
+		return broker.KindClassic
+	}
+}
+
+type deadLetter struct {
+	set        bool // a dead-letter exchange is configured (it may be "")
+	exchange   string
+	routingKey string
+	hasKey     bool
+	limit      int64
+}
+
+// deadLetterOf reads the dead-letter settings: queue arguments first
+// (x-dead-letter-exchange, x-dead-letter-routing-key, x-delivery-limit), then
+// the effective policy (dead-letter-exchange, dead-letter-routing-key,
+// delivery-limit). RabbitMQ lets arguments win over policies for these keys.
+func deadLetterOf(args, policy map[string]any) deadLetter {
+	var d deadLetter
+	if v, ok := args["x-dead-letter-exchange"]; ok {
+		d.set, d.exchange = true, headerString(v)
+	} else if v, ok := policy["dead-letter-exchange"]; ok {
+		d.set, d.exchange = true, headerString(v)
+	}
+	if v, ok := args["x-dead-letter-routing-key"]; ok {
+		d.routingKey, d.hasKey = headerString(v), true
+	} else if v, ok := policy["dead-letter-routing-key"]; ok {
+		d.routingKey, d.hasKey = headerString(v), true
+	}
+	if n, ok := toInt64(args["x-delivery-limit"]); ok {
+		d.limit = n
+	} else if n, ok := toInt64(policy["delivery-limit"]); ok {
+		d.limit = n
+	}
+	if d.limit < 0 {
+		d.limit = 0
+	}
+	return d
+}
+
+// normalizeJSON turns the json.Number values of a decoded management answer
+// into int64 (or float64) so that arguments print as the user declared them.
+func normalizeJSON(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = normalizeJSONValue(v)
+	}
+	return out
+}
+
+func normalizeJSONValue(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if n, err := x.Int64(); err == nil {
+			return n
+		}
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		return normalizeJSON(x)
+	case []any:
+		a := make([]any, len(x))
+		for i, e := range x {
+			a[i] = normalizeJSONValue(e)
+		}
+		return a
+	}
+	return v
+}
+
+// resolveDeadLetters fills DeadLetterQueues of every queue that has a
+// dead-letter exchange, and DeadLetterSources and IsDLQ of the queues that
+// receive its dead letters, by following the vhost's bindings from the
+// dead-letter exchange (through exchange-to-exchange bindings too).
+//
+// What a dead letter is routed with: the queue's dead-letter routing key when
+// one is set; otherwise the message keeps its own routing keys, which dlq
+// cannot know for every message, so it approximates them by the keys of the
+// bindings that lead into the source queue (for a queue fed through the
+// default exchange, its own name).
+//
+// How exchanges route: direct compares keys exactly, topic matches binding
+// patterns (* one word, # zero or more), fanout reaches every bound queue.
+// Headers exchanges and plugin types (x-delayed-message, consistent hash…)
+// are approximated as reaching every bound queue, since their routing depends
+// on message headers or state. The default exchange ("") routes to the queue
+// named by the key; RabbitMQ drops a dead letter that would return to the
+// queue it died in (a cycle) unless it was rejected, so the source itself is
+// never listed as its own dead-letter queue. Queues whose name says they are
+// dead-letter queues (orders.dlq, orders-dead-letter…) are marked IsDLQ even
+// when no source was found.
+func resolveDeadLetters(qs []broker.Queue, dls []deadLetter, bindings []mgmtBinding, exchanges []mgmtExchange) {
+	types := make(map[string]string, len(exchanges))
+	for _, e := range exchanges {
+		types[e.Name] = e.Type
+	}
+	bySource := make(map[string][]mgmtBinding)
+	into := make(map[string][]string) // queue → keys of bindings into it
+	for _, bd := range bindings {
+		bySource[bd.Source] = append(bySource[bd.Source], bd)
+		if bd.DestinationType == "queue" {
+			into[bd.Destination] = append(into[bd.Destination], bd.RoutingKey)
+		}
+	}
+	index := make(map[string]int, len(qs))
+	for i := range qs {
+		index[qs[i].Name] = i
+	}
+	sources := make(map[string]map[string]bool)
+	for i := range qs {
+		q, dl := &qs[i], dls[i]
+		if !dl.set {
+			continue
+		}
+		keys := []string{dl.routingKey}
+		if !dl.hasKey {
+			keys = into[q.Name]
+			if len(keys) == 0 {
+				keys = []string{q.Name}
+			}
+		}
+		targets := map[string]bool{}
+		route(dl.exchange, keys, types, bySource, targets, map[string]bool{})
+		delete(targets, q.Name)
+		for t := range targets {
+			if _, ok := index[t]; !ok {
+				continue
+			}
+			q.DeadLetterQueues = append(q.DeadLetterQueues, t)
+			if sources[t] == nil {
+				sources[t] = map[string]bool{}
+			}
+			sources[t][q.Name] = true
+		}
+		sort.Strings(q.DeadLetterQueues)
+	}
+	for i := range qs {
+		q := &qs[i]
+		for s := range sources[q.Name] {
+			q.DeadLetterSources = append(q.DeadLetterSources, s)
+		}
+		sort.Strings(q.DeadLetterSources)
+		q.IsDLQ = len(q.DeadLetterSources) > 0 || looksLikeDLQ(q.Name)
+	}
+}
+
+// route adds to out every queue that exchange ex routes any of keys to.
+func route(ex string, keys []string, types map[string]string, bySource map[string][]mgmtBinding, out, seen map[string]bool) {
+	if seen[ex] {
+		return
+	}
+	seen[ex] = true
+	if ex == "" {
+		for _, k := range keys {
+			out[k] = true
+		}
+		return
+	}
+	typ := types[ex]
+	for _, bd := range bySource[ex] {
+		if !routes(typ, bd.RoutingKey, keys) {
+			continue
+		}
+		if bd.DestinationType == "exchange" {
+			route(bd.Destination, keys, types, bySource, out, seen)
+		} else {
+			out[bd.Destination] = true
+		}
+	}
+}
+
+func routes(typ, bindingKey string, keys []string) bool {
+	switch typ {
+	case "direct":
+		for _, k := range keys {
+			if k == bindingKey {
+				return true
+			}
+		}
+		return false
+	case "topic":
+		for _, k := range keys {
+			if topicMatch(bindingKey, k) {
+				return true
+			}
+		}
+		return false
+	default: // fanout, headers, plugin types: approximated as all
+		return true
+	}
+}
+
+// topicMatch matches an AMQP topic binding pattern against a routing key:
+// words are separated by dots, * matches exactly one word, # zero or more.
+func topicMatch(pattern, key string) bool {
+	return matchWords(strings.Split(pattern, "."), strings.Split(key, "."))
+}
+
+func matchWords(p, k []string) bool {
+	for len(p) > 0 {
+		switch p[0] {
+		case "#":
+			if len(p) == 1 {
+				return true
+			}
+			for i := 0; i <= len(k); i++ {
+				if matchWords(p[1:], k[i:]) {
+					return true
+				}
+			}
+			return false
+		case "*":
+			if len(k) == 0 {
+				return false
+			}
+		default:
+			if len(k) == 0 || k[0] != p[0] {
+				return false
+			}
+		}
+		p, k = p[1:], k[1:]
+	}
+	return len(k) == 0
+}
+
+var dlqName = regexp.MustCompile(`(?i)([._-](dlq|dlx|dead|deadletter|dead[._-]letters?|error|errors|failed|parking[._-]?lot)|^dlq[._-].*|^dead[._-]?letters?)$`)
+
+func looksLikeDLQ(name string) bool { return dlqName.MatchString(name) }
+
+// parallel runs the functions at once and returns the first error.
+func parallel(fns ...func() error) error {
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn()
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serverMajor is the RabbitMQ major version (cached), or 0 when unknown.
+func (b *Broker) serverMajor(ctx context.Context) int {
+	b.mu.Lock()
+	v := b.major
+	b.mu.Unlock()
+	if v != 0 {
+		return v
+	}
+	var ov struct {
+		Version string `json:"rabbitmq_version"`
+	}
+	if err := b.mgmtDo(ctx, "GET", "/overview?columns=rabbitmq_version", nil, &ov); err != nil {
+		return 0
+	}
+	major, _ := strconv.Atoi(strings.SplitN(ov.Version, ".", 2)[0])
+	b.mu.Lock()
+	b.major = major
+	b.mu.Unlock()
+	return major
+}

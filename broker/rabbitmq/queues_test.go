@@ -1,0 +1,170 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/broker/brokertest"
+)
+
+func TestTopicMatch(t *testing.T) {
+	tests := []struct {
+		pattern, key string
+		want         bool
+	}{
+		{"a.b", "a.b", true},
+		{"a.*", "a.b", true},
+		{"a.*", "a.b.c", false},
+		{"a.#", "a", true},
+		{"a.#", "a.b.c", true},
+		{"#", "", true},
+		{"#.dead", "orders.dead", true},
+		{"#.dead", "orders.live", false},
+		{"*.x.#", "a.x", true},
+		{"*", "", true},
+		{"*.*", "a", false},
+		{"a.#.z", "a.z", true},
+		{"a.#.z", "a.b.c.z", true},
+		{"a.#.z", "a.b.c", false},
+	}
+	for _, tt := range tests {
+		if got := topicMatch(tt.pattern, tt.key); got != tt.want {
+			t.Errorf("topicMatch(%q, %q) = %v, want %v", tt.pattern, tt.key, got, tt.want)
+		}
+	}
+}
+
+func TestResolveDeadLetters(t *testing.T) {
+	qs := []broker.Queue{
+		{Name: "orders"}, {Name: "orders.dlq"}, {Name: "payments"}, {Name: "all.dead.1"}, {Name: "all.dead.2"},
+		{Name: "shipments"}, {Name: "shipments.dlq"}, {Name: "invoices"}, {Name: "invoices.parking"}, {Name: "retry.dlq"},
+	}
+	dls := make([]deadLetter, len(qs))
+	dls[0] = deadLetter{set: true, exchange: "dlx", routingKey: "orders.dead", hasKey: true} // direct, explicit key
+	dls[2] = deadLetter{set: true, exchange: "fan"}                                          // fanout: all bound
+	dls[5] = deadLetter{set: true, exchange: "", routingKey: "shipments.dlq", hasKey: true}  // default exchange
+	dls[7] = deadLetter{set: true, exchange: "topic-dlx"}                                    // topic, keys from source bindings
+	bindings := []mgmtBinding{
+		{Source: "dlx", Destination: "orders.dlq", DestinationType: "queue", RoutingKey: "orders.dead"},
+		{Source: "dlx", Destination: "retry.dlq", DestinationType: "queue", RoutingKey: "other"},
+		{Source: "fan", Destination: "all.dead.1", DestinationType: "queue"},
+		{Source: "fan", Destination: "hop", DestinationType: "exchange"},
+		{Source: "hop", Destination: "all.dead.2", DestinationType: "queue"},
+		{Source: "app", Destination: "invoices", DestinationType: "queue", RoutingKey: "invoice.created"},
+		{Source: "", Destination: "invoices", DestinationType: "queue", RoutingKey: "invoices"},
+		{Source: "topic-dlx", Destination: "invoices.parking", DestinationType: "queue", RoutingKey: "invoice.#"},
+		{Source: "topic-dlx", Destination: "retry.dlq", DestinationType: "queue", RoutingKey: "payment.#"},
+	}
+	exchanges := []mgmtExchange{{"dlx", "direct"}, {"fan", "fanout"}, {"hop", "fanout"}, {"topic-dlx", "topic"}, {"app", "topic"}}
+	resolveDeadLetters(qs, dls, bindings, exchanges)
+	want := map[string]struct {
+		dlqs, sources []string
+		isDLQ         bool
+	}{
+		"orders":           {dlqs: []string{"orders.dlq"}},
+		"orders.dlq":       {sources: []string{"orders"}, isDLQ: true},
+		"payments":         {dlqs: []string{"all.dead.1", "all.dead.2"}},
+		"all.dead.1":       {sources: []string{"payments"}, isDLQ: true},
+		"all.dead.2":       {sources: []string{"payments"}, isDLQ: true},
+		"shipments":        {dlqs: []string{"shipments.dlq"}},
+		"shipments.dlq":    {sources: []string{"shipments"}, isDLQ: true},
+		"invoices":         {dlqs: []string{"invoices.parking"}},
+		"invoices.parking": {sources: []string{"invoices"}, isDLQ: true},
+		"retry.dlq":        {isDLQ: true}, // by its name only
+	}
+	for _, q := range qs {
+		w := want[q.Name]
+		if !reflect.DeepEqual(q.DeadLetterQueues, w.dlqs) || !reflect.DeepEqual(q.DeadLetterSources, w.sources) || q.IsDLQ != w.isDLQ {
+			t.Errorf("%s: dlqs %v sources %v isDLQ %v; want %v %v %v", q.Name, q.DeadLetterQueues, q.DeadLetterSources, q.IsDLQ, w.dlqs, w.sources, w.isDLQ)
+		}
+	}
+}
+
+func TestQueuesIntegration(t *testing.T) {
+	b, _ := openTest(t)
+	ctx := context.Background()
+	dlx := brokertest.Name(t, "dlx")
+	src := brokertest.Name(t, "src")
+	dlq := brokertest.Name(t, "dlq")
+	pol := brokertest.Name(t, "pol")
+	qq := brokertest.Name(t, "qq")
+	st := brokertest.Name(t, "st")
+	declareExchange(t, b, dlx, "direct")
+	declareQueue(t, b, dlq, nil)
+	bindQueue(t, b, dlq, "dead", dlx)
+	declareQueue(t, b, src, amqp.Table{"x-dead-letter-exchange": dlx, "x-dead-letter-routing-key": "dead"})
+	declareQueue(t, b, pol, nil)
+	setPolicy(t, b, pol, pol, map[string]any{"dead-letter-exchange": dlx, "dead-letter-routing-key": "dead"})
+	declareQueue(t, b, qq, amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int64(3)})
+	declareQueue(t, b, st, amqp.Table{"x-queue-type": "stream"})
+	publishN(t, b, src, "m", 3, nil)
+
+	// The management API applies policies and statistics asynchronously.
+	var byName map[string]broker.Queue
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		qs, err := b.Queues(ctx)
+		if err != nil {
+			t.Fatalf("Queues: %v", err)
+		}
+		byName = map[string]broker.Queue{}
+		for _, q := range qs {
+			byName[q.Name] = q
+		}
+		if byName[pol].Policy == pol && byName[src].Depth == 3 && byName[src].Consumers != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queues never showed the policy and depth: %+v %+v", byName[pol], byName[src])
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	s := byName[src]
+	if s.Kind != broker.KindClassic || s.DeadLetterTarget != dlx || s.DeadLetterRoutingKey != "dead" ||
+		!reflect.DeepEqual(s.DeadLetterQueues, []string{dlq}) || !s.Durable || s.Vhost != "/" || s.System != broker.RabbitMQ {
+		t.Errorf("source queue: %+v", s)
+	}
+	if s.Arguments["x-dead-letter-exchange"] != dlx {
+		t.Errorf("arguments %v", s.Arguments)
+	}
+	p := byName[pol]
+	if p.DeadLetterTarget != dlx || !reflect.DeepEqual(p.DeadLetterQueues, []string{dlq}) {
+		t.Errorf("policy-configured queue: %+v", p)
+	}
+	d := byName[dlq]
+	if !d.IsDLQ || !reflect.DeepEqual(d.DeadLetterSources, []string{pol, src}) {
+		t.Errorf("dead-letter queue: sources %v isDLQ %v, want [%s %s]", d.DeadLetterSources, d.IsDLQ, pol, src)
+	}
+	q := byName[qq]
+	if q.Kind != broker.KindQuorum || q.DeliveryLimit != 3 {
+		t.Errorf("quorum queue: kind %s limit %d", q.Kind, q.DeliveryLimit)
+	}
+	if byName[st].Kind != broker.KindStream {
+		t.Errorf("stream kind %s", byName[st].Kind)
+	}
+
+	one, err := b.Queue(ctx, dlq)
+	if err != nil {
+		t.Fatalf("Queue: %v", err)
+	}
+	if !one.IsDLQ || !reflect.DeepEqual(one.DeadLetterSources, []string{pol, src}) {
+		t.Errorf("Queue(%s): %+v", dlq, one)
+	}
+	srcQ, err := b.Queue(ctx, src)
+	if err != nil || srcQ.Depth != 3 {
+		t.Errorf("Queue(%s): depth %d, %v", src, srcQ.Depth, err)
+	}
+
+	_, err = b.Queue(ctx, "dlqt-no-such-queue")
+	if !errors.Is(err, broker.ErrNotFound) || !strings.Contains(err.Error(), "`dlqt-no-such-queue` not found on vhost `/`") ||
+		!strings.Contains(err.Error(), "dlq queues") {
+		t.Errorf("missing queue: %v", err)
+	}
+}
