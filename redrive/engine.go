@@ -93,6 +93,7 @@ type engine struct {
 	held      []broker.Receipt
 	open      map[string]broker.Receipt // unsettled SQS receipts, for extension
 	fatal     error
+	leftover  []item
 	blocked   bool
 	unblocked chan struct{}
 	rateEWMA  float64
@@ -211,7 +212,13 @@ type item struct {
 	ackNow bool   // confirmed by an interrupted run: ack without publishing
 }
 
-type window struct{ items []item }
+// window is a batch of deliveries. prev is closed when the window before
+// it has parked its messages, done when this one has: rotations happen in
+// delivery order, so a rotation keeps the order of the messages it leaves.
+type window struct {
+	items      []item
+	prev, done chan struct{}
+}
 
 func (e *engine) run(ctx context.Context) (Summary, error) {
 	cons, ok := e.src.(broker.Consumer)
@@ -288,10 +295,10 @@ func (e *engine) run(ctx context.Context) (Summary, error) {
 			select {
 			case deliveries <- d:
 			case <-rctx.Done():
-				// Taken but not handed on: give it back.
-				sctx, cancel := settleCtx(ctx)
-				_ = sub.Release(sctx, d.Receipt)
-				cancel()
+				// Taken but not handed on: settled with the rest at the end.
+				e.mu.Lock()
+				e.leftover = append(e.leftover, item{d: d, id: d.Message.ID, again: true})
+				e.mu.Unlock()
 				readErr <- nil
 				return
 			}
@@ -320,7 +327,10 @@ func (e *engine) run(ctx context.Context) (Summary, error) {
 	wg.Wait()
 	stopReading()
 	// Drain what the reader still had (after a stop): give it back.
-	var rest []item
+	e.mu.Lock()
+	rest := e.leftover
+	e.leftover = nil
+	e.mu.Unlock()
 	for d := range deliveries {
 		rest = append(rest, item{d: d, id: d.Message.ID, again: true})
 	}
@@ -383,18 +393,23 @@ func (e *engine) setFatal(err error) {
 func (e *engine) batch(ctx, rctx context.Context, deliveries <-chan *broker.Delivery, work chan<- window, stop func()) {
 	var cur window
 	var timer <-chan time.Time
+	lastDone := make(chan struct{})
+	close(lastDone)
 	flush := func() bool {
 		timer = nil
 		if len(cur.items) == 0 {
 			return true
 		}
 		w := cur
+		w.prev, w.done = lastDone, make(chan struct{})
+		lastDone = w.done
 		cur = window{}
 		select {
 		case work <- w:
 			return true
 		case <-ctx.Done():
 			e.finish(ctx, w.items)
+			close(w.done)
 			return false
 		}
 	}
@@ -739,7 +754,16 @@ func (e *engine) process(ctx context.Context, w window) {
 			e.mu.Unlock()
 		}
 	}
+	if w.prev != nil {
+		select {
+		case <-w.prev:
+		case <-wctx.Done():
+		}
+	}
 	e.parkItems(wctx, park)
+	if w.done != nil {
+		close(w.done)
+	}
 }
 
 func boolInt(b bool) int64 {
@@ -953,12 +977,12 @@ func (e *engine) onFlow(blocked bool, reason string) {
 	e.mu.Lock()
 	was := e.blocked
 	e.blocked = blocked
+	var wake chan struct{}
 	if blocked && !was {
 		e.unblocked = make(chan struct{})
 	}
-	if !blocked && was && e.unblocked != nil {
-		close(e.unblocked)
-		e.unblocked = nil
+	if !blocked && was {
+		wake, e.unblocked = e.unblocked, nil
 	}
 	e.mu.Unlock()
 	switch {
@@ -966,6 +990,9 @@ func (e *engine) onFlow(blocked bool, reason string) {
 		e.notice(fmt.Sprintf("paused: the destination broker is blocking publishers (%s); waiting for it to resume", reason))
 	case !blocked && was:
 		e.notice("resumed: the destination broker accepts publishes again")
+	}
+	if wake != nil {
+		close(wake)
 	}
 }
 
