@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -37,48 +36,44 @@ func (e *engine) shape(nm, orig *broker.Message, dsys broker.System) error {
 		ssys = e.src.System()
 	}
 	toSQS := dsys == broker.SQS
-	if toSQS && ssys != broker.SQS {
-		if err := headersToAttributes(nm); err != nil {
-			return err
-		}
-	}
+	// SQS → RabbitMQ/archive: attributes become headers here. RabbitMQ →
+	// SQS: the SQS publisher maps headers and properties to attributes
+	// itself (losslessly, see broker/sqs), so they stay headers.
 	if !toSQS && ssys == broker.SQS {
 		attributesToHeaders(nm)
 	}
-	for k, v := range e.opts.SetHeaders {
-		if toSQS {
+	asAttr := toSQS && ssys == broker.SQS
+	set := func(k string, v any) {
+		if asAttr {
 			if nm.Attributes == nil {
 				nm.Attributes = map[string]broker.Attribute{}
 			}
-			nm.Attributes[k] = broker.Attribute{DataType: "String", StringValue: v}
-		} else {
-			if nm.Headers == nil {
-				nm.Headers = map[string]any{}
-			}
-			nm.Headers[k] = v
+			nm.Attributes[k] = broker.Attribute{DataType: "String", StringValue: fmt.Sprint(v)}
+			return
 		}
+		if nm.Headers == nil {
+			nm.Headers = map[string]any{}
+		}
+		nm.Headers[k] = v
+	}
+	for k, v := range e.opts.SetHeaders {
+		set(k, v)
 	}
 	if !e.opts.NoRedriveHeader && e.mode == modeRedrive {
 		count := previousRedrives(orig) + 1
 		now := e.now().UTC().Truncate(time.Second)
 		if toSQS {
-			if nm.Attributes == nil {
-				nm.Attributes = map[string]broker.Attribute{}
-			}
 			_, had := nm.Attributes[RedriveHeader]
-			if had || len(nm.Attributes) < maxSQSAttributes {
+			if !asAttr || had || len(nm.Attributes) < maxSQSAttributes {
 				b, _ := json.Marshal(map[string]any{"count": count, "time": now.Format(time.RFC3339), "source": e.opts.SourceName})
-				nm.Attributes[RedriveHeader] = broker.Attribute{DataType: "String", StringValue: string(b)}
+				set(RedriveHeader, string(b))
 			}
 		} else {
-			if nm.Headers == nil {
-				nm.Headers = map[string]any{}
-			}
-			nm.Headers[RedriveHeader] = map[string]any{"count": count, "time": now, "source": e.opts.SourceName}
+			set(RedriveHeader, map[string]any{"count": count, "time": now, "source": e.opts.SourceName})
 		}
 	}
-	if toSQS && len(nm.Attributes) > maxSQSAttributes {
-		return fmt.Errorf("%d message attributes: SQS allows %d (drop headers with `--transform 'del(.headers.NAME)'`)", len(nm.Attributes), maxSQSAttributes)
+	if asAttr && len(nm.Attributes) > maxSQSAttributes {
+		return fmt.Errorf("%d message attributes: SQS allows %d (drop some with `--transform 'del(.attributes.NAME)'`)", len(nm.Attributes), maxSQSAttributes)
 	}
 	return nil
 }
@@ -86,9 +81,17 @@ func (e *engine) shape(nm, orig *broker.Message, dsys broker.System) error {
 // previousRedrives reads the count of an earlier x-dlq-redrive record.
 func previousRedrives(m *broker.Message) int64 {
 	if v, ok := m.Headers[RedriveHeader]; ok {
-		if t, ok := v.(map[string]any); ok {
+		switch t := v.(type) {
+		case map[string]any:
 			if n, ok := toInt64(t["count"]); ok {
 				return n
+			}
+		case string:
+			var rec struct {
+				Count int64 `json:"count"`
+			}
+			if json.Unmarshal([]byte(t), &rec) == nil {
+				return rec.Count
 			}
 		}
 	}
@@ -127,58 +130,6 @@ func toInt64(v any) (int64, bool) {
 		}
 	}
 	return 0, false
-}
-
-// headersToAttributes maps a RabbitMQ (or archive) message for SQS:
-// application headers become message attributes (strings → String, numbers
-// → Number, byte strings → Binary, anything else → String holding JSON), and
-// the AMQP properties that identify a message become the attributes
-// content-type, correlation-id and message-id.
-func headersToAttributes(m *broker.Message) error {
-	if m.Attributes == nil {
-		m.Attributes = map[string]broker.Attribute{}
-	}
-	keys := make([]string, 0, len(m.Headers))
-	for k := range m.Headers {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		m.Attributes[k] = headerAttribute(m.Headers[k])
-	}
-	m.Headers = nil
-	p := m.Properties
-	for k, v := range map[string]string{"content-type": p.ContentType, "correlation-id": p.CorrelationID, "message-id": p.MessageID} {
-		if v != "" {
-			m.Attributes[k] = broker.Attribute{DataType: "String", StringValue: v}
-		}
-	}
-	return nil
-}
-
-func headerAttribute(v any) broker.Attribute {
-	switch x := v.(type) {
-	case string:
-		return broker.Attribute{DataType: "String", StringValue: x}
-	case []byte:
-		return broker.Attribute{DataType: "Binary", BinaryValue: x}
-	case int, int8, int16, int32, int64, uint8, uint16, uint32:
-		return broker.Attribute{DataType: "Number", StringValue: fmt.Sprint(x)}
-	case float32:
-		return broker.Attribute{DataType: "Number", StringValue: strconv.FormatFloat(float64(x), 'g', -1, 32)}
-	case float64:
-		return broker.Attribute{DataType: "Number", StringValue: strconv.FormatFloat(x, 'g', -1, 64)}
-	case time.Time:
-		return broker.Attribute{DataType: "String", StringValue: x.UTC().Format(time.RFC3339)}
-	case broker.Decimal:
-		return broker.Attribute{DataType: "Number", StringValue: decimalString(x)}
-	default:
-		b, err := json.Marshal(jsonable(x))
-		if err != nil {
-			return broker.Attribute{DataType: "String", StringValue: fmt.Sprint(x)}
-		}
-		return broker.Attribute{DataType: "String", StringValue: string(b)}
-	}
 }
 
 func decimalString(d broker.Decimal) string {
