@@ -1,0 +1,310 @@
+package sqs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+var (
+	_ broker.QueueLister    = (*Broker)(nil)
+	_ broker.QueueInspector = (*Broker)(nil)
+)
+
+// Queue attribute names read here.
+const (
+	attrQueueArn           = "QueueArn"
+	attrFifo               = "FifoQueue"
+	attrContentDedup       = "ContentBasedDeduplication"
+	attrDepth              = "ApproximateNumberOfMessages"
+	attrNotVisible         = "ApproximateNumberOfMessagesNotVisible"
+	attrDelayed            = "ApproximateNumberOfMessagesDelayed"
+	attrRedrivePolicy      = "RedrivePolicy"
+	attrRedriveAllowPolicy = "RedriveAllowPolicy"
+	attrVisibilityTimeout  = "VisibilityTimeout"
+)
+
+// attributeConcurrency bounds the GetQueueAttributes calls in flight while
+// listing queues.
+const attributeConcurrency = 8
+
+// parseRedrivePolicy returns the target ARN and maxReceiveCount; ok is false
+// when there is no (valid) policy.
+func parseRedrivePolicy(s string) (target string, maxReceives int64, ok bool) {
+	if strings.TrimSpace(s) == "" {
+		return "", 0, false
+	}
+	var p struct {
+		DeadLetterTargetArn string          `json:"deadLetterTargetArn"`
+		MaxReceiveCount     json.RawMessage `json:"maxReceiveCount"`
+	}
+	if err := json.Unmarshal([]byte(s), &p); err != nil || p.DeadLetterTargetArn == "" {
+		return "", 0, false
+	}
+	raw := strings.Trim(string(p.MaxReceiveCount), `"`)
+	n, _ := strconv.ParseInt(raw, 10, 64)
+	return p.DeadLetterTargetArn, n, true
+}
+
+// redriveAllowPolicy is a queue's RedriveAllowPolicy attribute: which
+// queues may use it as their dead-letter queue.
+type redriveAllowPolicy struct {
+	RedrivePermission string   `json:"redrivePermission"` // allowAll, denyAll, byQueue
+	SourceQueueArns   []string `json:"sourceQueueArns"`
+}
+
+func parseRedriveAllowPolicy(s string) (redriveAllowPolicy, bool) {
+	var p redriveAllowPolicy
+	if strings.TrimSpace(s) == "" || json.Unmarshal([]byte(s), &p) != nil {
+		return p, false
+	}
+	return p, true
+}
+
+// Queues lists every queue of the account and region with its depth and its
+// dead-letter relations.
+func (b *Broker) Queues(ctx context.Context) ([]broker.Queue, error) {
+	return b.QueuesWithPrefix(ctx, "")
+}
+
+// QueuesWithPrefix lists the queues whose names start with prefix ("" for
+// all). Dead-letter sources are found among the listed queues only.
+func (b *Broker) QueuesWithPrefix(ctx context.Context, prefix string) ([]broker.Queue, error) {
+	urls, err := b.listQueueURLs(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	attrs, err := b.attributesOf(ctx, urls)
+	if err != nil {
+		return nil, err
+	}
+	queues := make([]broker.Queue, 0, len(urls))
+	for _, u := range urls {
+		a, ok := attrs[u]
+		if !ok {
+			continue // deleted while listing
+		}
+		queues = append(queues, queueFrom(u, a))
+	}
+	linkDeadLetters(queues)
+	sort.Slice(queues, func(i, j int) bool { return queues[i].Name < queues[j].Name })
+	return queues, nil
+}
+
+// Queue describes one queue by name, URL or ARN. Its dead-letter sources come
+// from ListDeadLetterSourceQueues, or from the redrive policies of all queues
+// where the endpoint lacks that call.
+func (b *Broker) Queue(ctx context.Context, ref string) (broker.Queue, error) {
+	u, err := b.queueURL(ctx, ref)
+	if err != nil {
+		return broker.Queue{}, err
+	}
+	a, err := b.attributes(ctx, u)
+	if err != nil {
+		return broker.Queue{}, err
+	}
+	q := queueFrom(u, a)
+	sources, err := b.deadLetterSources(ctx, u)
+	if err != nil {
+		return broker.Queue{}, err
+	}
+	for _, s := range sources {
+		q.DeadLetterSources = append(q.DeadLetterSources, nameFromURL(s))
+	}
+	sort.Strings(q.DeadLetterSources)
+	q.IsDLQ = isDLQ(q, a)
+	return q, nil
+}
+
+// listQueueURLs pages through ListQueues.
+func (b *Broker) listQueueURLs(ctx context.Context, prefix string) ([]string, error) {
+	var urls []string
+	in := &sqs.ListQueuesInput{MaxResults: aws.Int32(1000)}
+	if prefix != "" {
+		in.QueueNamePrefix = aws.String(prefix)
+	}
+	for {
+		out, err := b.api.ListQueues(ctx, in)
+		if err != nil {
+			return nil, translateErr("list queues", err)
+		}
+		urls = append(urls, out.QueueUrls...)
+		if aws.ToString(out.NextToken) == "" || len(out.QueueUrls) == 0 {
+			return urls, nil
+		}
+		in.NextToken = out.NextToken
+	}
+}
+
+// attributesOf reads the attributes of every queue, a few at a time: the
+// names given, or all of them. A queue deleted meanwhile is left out; any
+// other failure fails the whole call.
+func (b *Broker) attributesOf(ctx context.Context, urls []string, names ...types.QueueAttributeName) (map[string]map[string]string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		out   = make(map[string]map[string]string, len(urls))
+		first error
+		wg    sync.WaitGroup
+		sem   = make(chan struct{}, attributeConcurrency)
+	)
+	for _, u := range urls {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			var a map[string]string
+			var err error
+			if len(names) == 0 {
+				a, err = b.attributes(ctx, u)
+			} else {
+				var out *sqs.GetQueueAttributesOutput
+				out, err = b.api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(u), AttributeNames: names})
+				if err != nil {
+					err = b.queueErr("read queue `"+nameFromURL(u)+"`", u, err)
+				} else {
+					a = out.Attributes
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case errors.Is(err, broker.ErrNotFound):
+			case err != nil:
+				if first == nil {
+					first = err
+					cancel()
+				}
+			default:
+				out[u] = a
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("list queues: %w", err)
+	}
+	return out, nil
+}
+
+// queueFrom builds the snapshot of one queue from its attributes.
+func queueFrom(url string, a map[string]string) broker.Queue {
+	q := broker.Queue{
+		System: broker.SQS,
+		Name:   nameFromURL(url),
+		URL:    url,
+		ARN:    a[attrQueueArn],
+		Kind:   broker.KindSQSStandard,
+	}
+	if a[attrFifo] == "true" || strings.HasSuffix(q.Name, ".fifo") {
+		q.Kind = broker.KindSQSFIFO
+	}
+	num := func(k string) *int64 {
+		n, err := strconv.ParseInt(a[k], 10, 64)
+		if err != nil {
+			return nil
+		}
+		return &n
+	}
+	if n := num(attrDepth); n != nil {
+		q.Depth = *n
+	}
+	q.InFlight = num(attrNotVisible)
+	q.Delayed = num(attrDelayed)
+	if target, maxReceives, ok := parseRedrivePolicy(a[attrRedrivePolicy]); ok {
+		q.DeadLetterTarget = nameFromARN(target)
+		q.DeadLetterQueues = []string{nameFromARN(target)}
+		q.DeliveryLimit = maxReceives
+	}
+	q.Durable = true
+	q.Arguments = make(map[string]any, len(a))
+	for k, v := range a {
+		q.Arguments[k] = v
+	}
+	return q
+}
+
+// linkDeadLetters fills DeadLetterSources and IsDLQ by inverting the redrive
+// policies of the queues given.
+func linkDeadLetters(queues []broker.Queue) {
+	byARN := make(map[string]int, len(queues))
+	for i, q := range queues {
+		if q.ARN != "" {
+			byARN[q.ARN] = i
+		}
+	}
+	for _, q := range queues {
+		target, _, ok := parseRedrivePolicy(argString(q.Arguments, attrRedrivePolicy))
+		if !ok {
+			continue
+		}
+		if i, ok := byARN[target]; ok {
+			queues[i].DeadLetterSources = append(queues[i].DeadLetterSources, q.Name)
+		}
+	}
+	for i := range queues {
+		sort.Strings(queues[i].DeadLetterSources)
+		queues[i].IsDLQ = isDLQ(queues[i], nil)
+	}
+}
+
+func argString(args map[string]any, k string) string {
+	s, _ := args[k].(string)
+	return s
+}
+
+// isDLQ: a queue is a DLQ when some queue dead-letters into it, when its
+// RedriveAllowPolicy names source queues, or when its name says so
+// (…-dlq, …_dlq, …dead-letter…, …-dl) and its RedriveAllowPolicy does not deny
+// every source.
+func isDLQ(q broker.Queue, attrs map[string]string) bool {
+	if len(q.DeadLetterSources) > 0 {
+		return true
+	}
+	allow := argString(q.Arguments, attrRedriveAllowPolicy)
+	if attrs != nil {
+		allow = attrs[attrRedriveAllowPolicy]
+	}
+	p, ok := parseRedriveAllowPolicy(allow)
+	if ok && p.RedrivePermission == "byQueue" && len(p.SourceQueueArns) > 0 {
+		return true
+	}
+	if ok && p.RedrivePermission == "denyAll" {
+		return false
+	}
+	return dlqName(q.Name)
+}
+
+// dlqName reports names that conventionally mark a dead-letter queue.
+func dlqName(name string) bool {
+	n := strings.ToLower(strings.TrimSuffix(name, ".fifo"))
+	for _, s := range []string{"dlq", "deadletter", "dead-letter", "dead_letter", "deadletters", "dead-letters"} {
+		if strings.HasSuffix(n, "-"+s) || strings.HasSuffix(n, "_"+s) || strings.HasSuffix(n, "."+s) || n == s ||
+			strings.HasPrefix(n, s+"-") || strings.HasPrefix(n, s+"_") || strings.HasPrefix(n, s+".") {
+			return true
+		}
+	}
+	return strings.HasSuffix(n, "-dl") || strings.HasSuffix(n, "_dl")
+}

@@ -1,0 +1,105 @@
+package sqs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+func TestQueues(t *testing.T) {
+	b := openTest(t)
+	ctx := context.Background()
+	base := baseName(t)
+	dlq := createQueue(t, b, base+"-dlq", nil)
+	arn := mustARN(t, b, dlq)
+	policy := fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"5"}`, arn)
+	a := createQueue(t, b, base+"-a", map[string]string{"RedrivePolicy": policy})
+	createQueue(t, b, base+"-b", map[string]string{"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":7}`, arn)})
+	createQueue(t, b, base+"-c.fifo", map[string]string{"FifoQueue": "true"})
+	sendBodies(t, b, a, "", bodies("m", 3)...)
+
+	qs, err := b.QueuesWithPrefix(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]broker.Queue{}
+	for _, q := range qs {
+		got[strings.TrimPrefix(q.Name, base)] = q
+	}
+	if len(got) != 4 {
+		t.Fatalf("listed %d queues %v, want 4", len(got), reflect.ValueOf(got).MapKeys())
+	}
+	if q := got["-dlq"]; !q.IsDLQ || !reflect.DeepEqual(q.DeadLetterSources, []string{base + "-a", base + "-b"}) || q.ARN != arn || q.Kind != broker.KindSQSStandard {
+		t.Errorf("dlq = %+v", q)
+	}
+	if q := got["-a"]; q.IsDLQ || q.Depth != 3 || q.DeadLetterTarget != base+"-dlq" || q.DeliveryLimit != 5 || q.InFlight == nil || *q.InFlight != 0 || q.Delayed == nil {
+		t.Errorf("source a = %+v", q)
+	}
+	if q := got["-b"]; q.DeliveryLimit != 7 {
+		t.Errorf("source b (numeric maxReceiveCount) = %+v", q)
+	}
+	if q := got["-c.fifo"]; q.Kind != broker.KindSQSFIFO || q.IsDLQ || q.URL == "" {
+		t.Errorf("fifo = %+v", q)
+	}
+
+	for _, ref := range []string{base + "-dlq", dlq, arn} {
+		q, err := b.Queue(ctx, ref)
+		if err != nil {
+			t.Fatalf("Queue(%s): %v", ref, err)
+		}
+		if q.Name != base+"-dlq" || !q.IsDLQ || !reflect.DeepEqual(q.DeadLetterSources, []string{base + "-a", base + "-b"}) {
+			t.Errorf("Queue(%s) = %+v", ref, q)
+		}
+	}
+}
+
+func TestQueueNotFound(t *testing.T) {
+	b := openTest(t)
+	name := baseName(t) + "-missing"
+	for _, ref := range []string{name, "arn:aws:sqs:us-east-1:000000000000:" + name} {
+		_, err := b.Queue(context.Background(), ref)
+		if !errors.Is(err, broker.ErrNotFound) {
+			t.Fatalf("Queue(%s) = %v, want not found", ref, err)
+		}
+		if !strings.Contains(err.Error(), "`"+name+"`") || !strings.Contains(err.Error(), "dlq queues") {
+			t.Errorf("error %q does not name the queue and the fix", err)
+		}
+	}
+	_, err := b.Queue(context.Background(), "arn:aws:s3:::bucket")
+	if !errors.Is(err, broker.ErrNotFound) {
+		t.Errorf("bad ARN: %v", err)
+	}
+}
+
+func TestDLQName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"orders-dlq": true, "orders_DLQ.fifo": true, "dlq-orders": true, "orders-dead-letter": true, "orders-dl": true,
+		"orders": false, "dlqtool-state": false, "handler": false,
+	} {
+		if got := dlqName(name); got != want {
+			t.Errorf("dlqName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestParseRedrivePolicy(t *testing.T) {
+	for s, want := range map[string]int64{
+		`{"deadLetterTargetArn":"arn:aws:sqs:r:1:d","maxReceiveCount":"4"}`: 4,
+		`{"deadLetterTargetArn":"arn:aws:sqs:r:1:d","maxReceiveCount":9}`:   9,
+	} {
+		target, n, ok := parseRedrivePolicy(s)
+		if !ok || n != want || target != "arn:aws:sqs:r:1:d" {
+			t.Errorf("parseRedrivePolicy(%s) = %q %d %v", s, target, n, ok)
+		}
+	}
+	for _, s := range []string{"", "{", `{"maxReceiveCount":3}`} {
+		if _, _, ok := parseRedrivePolicy(s); ok {
+			t.Errorf("parseRedrivePolicy(%q) ok", s)
+		}
+	}
+}
