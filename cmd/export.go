@@ -1,0 +1,150 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/broker/archive"
+	"github.com/dlq-tools/dlq/inspect"
+)
+
+type exportOptions struct {
+	f   *Factory
+	ctx context.Context
+
+	Ref    string
+	To     string
+	Filter string
+	Limit  int
+	Append bool
+	Peek   peekFlags
+
+	format string
+	path   string
+	filter *inspect.Query
+}
+
+func newCmdExport(f *Factory, runF func(*exportOptions) error) *cobra.Command {
+	opts := &exportOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "export QUEUE --to file://DUMP.jsonl[.gz]",
+		Short: "Copy messages into an archive file without removing them",
+		Long: `Copy the messages of a queue (all, or those --filter selects, at most --limit)
+into an archive file, for evidence, offline analysis with ` + "`dlq stats`" + ` and
+` + "`dlq peek`" + `, or a later ` + "`dlq redrive file://…`" + `. The queue is only peeked, under
+the rules of ` + "`dlq help peek-safety`" + `: nothing is removed.
+
+The archive is dlq's JSON Lines format (gzip-compressed when the name ends in
+.gz), created with mode 0600 because dead letters often carry personal data.
+Messages are written in batches, each fsynced before it is counted; the count
+printed is what the file holds. An existing file is refused unless --append.`,
+		Example: `  dlq export orders.dlq --to file://orders-dlq.jsonl.gz
+  dlq export orders.dlq --to file://timeouts.jsonl --filter '.reason | test("timeout")'
+  dlq export events.dlq --since 24h --to file://last-day.jsonl`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Ref = args[0]
+			opts.ctx = c.Context()
+			var err error
+			if opts.format, err = outputFormat(f, OutputTable, OutputJSON); err != nil {
+				return err
+			}
+			if opts.To == "" {
+				return flagErrorf("`--to` is required: name the archive, e.g. `--to file://dump.jsonl.gz`")
+			}
+			if !strings.HasPrefix(opts.To, "file://") || strings.TrimPrefix(opts.To, "file://") == "" {
+				return flagErrorf("`--to` %q is not an archive: use `file://PATH.jsonl` or `file://PATH.jsonl.gz`", opts.To)
+			}
+			opts.path = strings.TrimPrefix(opts.To, "file://")
+			if opts.Limit < 0 {
+				return flagErrorf("`--limit` must be 0 (all) or more")
+			}
+			if err := opts.Peek.validate(); err != nil {
+				return err
+			}
+			if opts.filter, err = compileFlag("--filter", opts.Filter); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return exportRun(opts.ctx, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.To, "to", "", "archive to write: file://PATH.jsonl or file://PATH.jsonl.gz")
+	fl.StringVarP(&opts.Filter, "filter", "q", "", "export only messages for which this jq expression is true")
+	fl.IntVarP(&opts.Limit, "limit", "n", 0, "most messages to export (0: all)")
+	fl.BoolVar(&opts.Append, "append", false, "append to an existing archive instead of refusing")
+	opts.Peek.register(fl)
+	return cmd
+}
+
+func samePath(a, b string) bool {
+	aa, err1 := filepath.Abs(a)
+	bb, err2 := filepath.Abs(b)
+	return err1 == nil && err2 == nil && aa == bb
+}
+
+func exportRun(ctx context.Context, opts *exportOptions) error {
+	f := opts.f
+	if strings.HasPrefix(opts.Ref, "file://") && samePath(strings.TrimPrefix(opts.Ref, "file://"), opts.path) {
+		return flagErrorf("`--to` is the archive being read: choose another file")
+	}
+	if st, err := os.Stat(opts.path); err == nil && st.Size() > 0 && !opts.Append {
+		return flagErrorf("%s exists: choose a new file, or add `--append` to add to it", opts.path)
+	}
+	if f.OpenDestination == nil {
+		return errors.New("archives cannot be written in this build")
+	}
+	b, p, queue, err := openPeeker(ctx, f, opts.Ref)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	db, _, err := f.OpenDestination(ctx, opts.To)
+	if err != nil {
+		return err
+	}
+	pub, ok := db.(broker.Publisher)
+	if !ok {
+		db.Close()
+		return fmt.Errorf("%s cannot be written to", opts.To)
+	}
+	if s, ok := db.(interface{ SetSource(archive.Source) }); ok {
+		s.SetSource(archive.Source{System: b.System(), Broker: b.String(), Queue: queue})
+	}
+	dest := broker.Destination{Kind: broker.ToFile, Path: opts.path}
+	progress := newProgress(f, "exported")
+	res, err := inspect.Export(ctx, p, queue, pub, dest, inspect.ExportOptions{
+		Walk:     inspect.WalkOptions{Peek: opts.Peek.options(f.Now(), 0), Filter: opts.filter, Limit: opts.Limit},
+		Progress: progress.set,
+	})
+	progress.done()
+	if cerr := db.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("close %s: %w", opts.To, cerr)
+	}
+	if res.Peek.Changed != "" {
+		f.IO.Statusf("%s", res.Peek.Changed)
+	}
+	if opts.format == OutputJSON {
+		if jerr := writeJSON(f.IO.Out, map[string]any{
+			"exported": res.Exported, "read": res.Peek.Read, "queue": queue, "to": opts.To, "mode": res.Peek.Mode,
+		}); jerr != nil && err == nil {
+			err = jerr
+		}
+	} else {
+		fmt.Fprintf(f.IO.Out, "exported %d messages from %s to %s\n", res.Exported, queue, opts.To)
+	}
+	if err != nil && res.Exported > 0 {
+		return Partial(fmt.Errorf("export stopped after %d messages: %w", res.Exported, err))
+	}
+	return err
+}

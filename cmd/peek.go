@@ -1,0 +1,467 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/inspect"
+)
+
+// OutputRaw writes message bodies only; OutputJSONL one JSON object a line.
+const (
+	OutputRaw   = "raw"
+	OutputJSONL = "jsonl"
+)
+
+// peekFlags are the peek-safety flags that peek, stats and export share.
+type peekFlags struct {
+	Mode       string
+	Offset     string
+	Since      string
+	Force      bool
+	MaxUnacked int
+}
+
+func (p *peekFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&p.Mode, "mode", "", "how to read without removing: hold, rotate, stream, receive, requeue (default: the safest for the queue kind; see `dlq help peek-safety`)")
+	fs.StringVar(&p.Offset, "offset", "", "where a stream (or archive) read starts: first, last, next, an offset number, or an RFC 3339 time")
+	fs.StringVar(&p.Since, "since", "", "stream read from this long ago (30m, 2h, 7d) or this RFC 3339 time")
+	fs.BoolVar(&p.Force, "force", false, "accept a peek that dlq refuses as unsafe (it never permits losing a message)")
+	fs.IntVar(&p.MaxUnacked, "max-unacked", 0, "most deliveries held unacknowledged at once in hold mode (default: the adapter's)")
+}
+
+var peekModes = []string{"hold", "rotate", "stream", "receive", "requeue"}
+
+// validate checks the flags; now resolves --since.
+func (p *peekFlags) validate() error {
+	if p.Mode != "" && p.Mode != "auto" && !contains(peekModes, p.Mode) {
+		return flagErrorf("unknown `--mode` %q: use one of %s (or leave it out for the safest)", p.Mode, strings.Join(peekModes, ", "))
+	}
+	if p.Offset != "" && p.Since != "" {
+		return flagErrorf("`--offset` and `--since` both say where to start: give only one")
+	}
+	if p.Since != "" {
+		if _, err := parseSince(p.Since, time.Now()); err != nil {
+			return err
+		}
+	}
+	if p.MaxUnacked < 0 {
+		return flagErrorf("`--max-unacked` must be positive")
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// parseSince reads "30m", "2h", "7d", "1w" or an RFC 3339 time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	unit := time.Duration(0)
+	switch {
+	case strings.HasSuffix(s, "d"):
+		unit = 24 * time.Hour
+	case strings.HasSuffix(s, "w"):
+		unit = 7 * 24 * time.Hour
+	}
+	if unit != 0 {
+		n, err := strconv.ParseFloat(strings.TrimSpace(s[:len(s)-1]), 64)
+		if err == nil && n >= 0 {
+			return now.Add(-time.Duration(n * float64(unit))), nil
+		}
+	} else if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, flagErrorf("bad `--since` %q: use a duration such as 30m, 2h, 7d, or an RFC 3339 time such as 2026-03-01T12:00:00Z", s)
+}
+
+// options builds the broker.PeekOptions of the flags.
+func (p *peekFlags) options(now time.Time, limit int) broker.PeekOptions {
+	o := broker.PeekOptions{Limit: limit, Offset: p.Offset, Force: p.Force, MaxUnacked: p.MaxUnacked}
+	if p.Mode != "auto" {
+		o.Mode = broker.PeekMode(p.Mode)
+	}
+	if p.Since != "" {
+		if t, err := parseSince(p.Since, now); err == nil {
+			o.Offset = t.UTC().Format(time.RFC3339)
+		}
+	}
+	return o
+}
+
+// openPeeker opens the broker of a queue reference for peeking.
+func openPeeker(ctx context.Context, f *Factory, ref string) (broker.Broker, broker.Peeker, string, error) {
+	if f.OpenQueue == nil {
+		return nil, nil, "", errors.New("no broker configured: give `--broker URL`, a context, or a file:// archive")
+	}
+	b, name, err := f.OpenQueue(ctx, ref)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	p, ok := b.(broker.Peeker)
+	if !ok {
+		b.Close()
+		return nil, nil, "", broker.Errorf(broker.ErrUnsupported, "peek "+ref, "%s cannot read messages without removing them", b.String())
+	}
+	return b, p, name, nil
+}
+
+// compileFlag compiles a jq flag, naming it in the error.
+func compileFlag(flag, expr string) (*inspect.Query, error) {
+	if expr == "" {
+		return nil, nil
+	}
+	q, err := inspect.Compile(expr)
+	if err != nil {
+		return nil, flagErrorf("`%s`: %v", flag, err)
+	}
+	return q, nil
+}
+
+type peekOptions struct {
+	f   *Factory
+	ctx context.Context
+
+	Ref    string
+	Limit  int
+	Filter string
+	Reason string
+	Null   bool
+	Peek   peekFlags
+
+	format string
+	filter *inspect.Query
+	reason inspect.ReasonFunc
+}
+
+func newCmdPeek(f *Factory, runF func(*peekOptions) error) *cobra.Command {
+	opts := &peekOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "peek QUEUE|file://ARCHIVE",
+		Short: "Show the first messages of a queue without removing them",
+		Long: `Show the first messages of a dead-letter queue (default 20) with their ID,
+age, size, delivery or receive count, source queue, failure reason and a
+body preview. Nothing is removed; what a peek changes on each kind of queue
+(redelivered flags, receive counts) is printed on stderr afterwards and
+explained in ` + "`dlq help peek-safety`" + `. A peek that could push a message over a
+delivery limit is refused (exit code 1) unless you pick a safe --mode.
+
+The ID is the stable fingerprint that redrive --id and the TUI use.
+
+Output: a table on a terminal (tab-separated without one); --output json
+writes a JSON array of full messages (headers, properties or attributes,
+death record, decoded body; the same document that --filter sees), jsonl one
+such object per line, raw the bodies only, as stored, one per line (with -0
+separated by NUL bytes instead, for bodies that contain newlines).`,
+		Example: `  dlq peek orders.dlq
+  dlq peek orders.dlq --limit 5 --output json
+  dlq peek orders.dlq --filter '.reason | test("timeout")'
+  dlq peek orders.dlq --output raw -0 | xargs -0 -n1 echo
+  dlq peek events.dlq --since 2h            # a stream, from two hours ago
+  dlq peek file://dead-letters.jsonl.gz`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Ref = args[0]
+			opts.ctx = c.Context()
+			var err error
+			if opts.format, err = outputFormat(f, OutputTable, OutputJSON, OutputJSONL, OutputRaw); err != nil {
+				return err
+			}
+			if opts.Limit < 0 {
+				return flagErrorf("`--limit` must be 0 (all) or more")
+			}
+			if opts.Null && opts.format != OutputRaw {
+				return flagErrorf("`-0` separates raw bodies: use it with `--output raw`")
+			}
+			if err := opts.Peek.validate(); err != nil {
+				return err
+			}
+			if opts.filter, err = compileFlag("--filter", opts.Filter); err != nil {
+				return err
+			}
+			rq, err := compileFlag("--reason", opts.Reason)
+			if err != nil {
+				return err
+			}
+			opts.reason = inspect.ReasonFrom(rq)
+			if runF != nil {
+				return runF(opts)
+			}
+			return peekRun(opts.ctx, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVarP(&opts.Limit, "limit", "n", 20, "most messages to show (0: all)")
+	fl.StringVarP(&opts.Filter, "filter", "q", "", "show only messages for which this jq expression is true (see `dlq peek --help`)")
+	fl.StringVar(&opts.Reason, "reason", "", "jq expression that computes the failure reason (default: framework headers, body fields, death reason)")
+	fl.BoolVarP(&opts.Null, "null", "0", false, "with `--output raw`: end each body with a NUL byte instead of a newline")
+	opts.Peek.register(fl)
+	return cmd
+}
+
+func peekRun(ctx context.Context, opts *peekOptions) error {
+	f := opts.f
+	b, p, queue, err := openPeeker(ctx, f, opts.Ref)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+
+	now := f.Now()
+	w := newPeekWriter(f, opts, now)
+	walk := inspect.WalkOptions{Peek: opts.Peek.options(now, 0), Filter: opts.filter, Limit: opts.Limit}
+	n := 0
+	rep, err := inspect.Walk(ctx, p, queue, walk, func(m *broker.Message) error {
+		n++
+		return w.write(ctx, m)
+	})
+	if ferr := w.finish(); err == nil {
+		err = ferr
+	}
+	if rep.Changed != "" {
+		f.IO.Statusf("%s", rep.Changed)
+	}
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		if opts.filter != nil {
+			f.IO.Statusf("no message matched `--filter` among %d read from %s", rep.Read, queue)
+		} else {
+			f.IO.Statusf("%s has no messages", queue)
+		}
+	}
+	return nil
+}
+
+// peekWriter streams messages in the chosen format as they arrive, so that
+// the first page shows before a deep queue has been read.
+type peekWriter struct {
+	f      *Factory
+	opts   *peekOptions
+	now    time.Time
+	out    io.Writer
+	n      int
+	tty    bool
+	color  bool
+	layout []int
+}
+
+func newPeekWriter(f *Factory, opts *peekOptions, now time.Time) *peekWriter {
+	w := &peekWriter{f: f, opts: opts, now: now, out: f.IO.Out, tty: f.IO.IsStdoutTTY(), color: f.IO.ColorEnabled()}
+	if w.tty {
+		w.layout = peekLayout(f.IO.Width())
+	}
+	return w
+}
+
+var peekHeader = []string{"ID", "AGE", "SIZE", "COUNT", "SOURCE", "REASON", "BODY"}
+
+// peekLayout divides the terminal width among the columns: fixed widths
+// for age, size and count, shares of the rest for ID, source and reason,
+// and what remains for the body preview.
+func peekLayout(width int) []int {
+	const age, size, count, gaps = 5, 6, 5, 2 * 6
+	rest := max(width-age-size-count-gaps, 40)
+	id := clamp(rest*22/100, 8, 36)
+	src := clamp(rest*14/100, 6, 24)
+	reason := clamp(rest*28/100, 8, 48)
+	body := max(rest-id-src-reason, 10)
+	return []int{id, age, size, count, src, reason, body}
+}
+
+func clamp(v, lo, hi int) int { return max(lo, min(v, hi)) }
+
+func (w *peekWriter) reason(ctx context.Context, m *broker.Message) string {
+	r, err := w.opts.reason(ctx, m)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	return r
+}
+
+func (w *peekWriter) write(ctx context.Context, m *broker.Message) error {
+	defer func() { w.n++ }()
+	switch w.opts.format {
+	case OutputRaw:
+		sep := byte('\n')
+		if w.opts.Null {
+			sep = 0
+		}
+		if _, err := w.out.Write(m.Body); err != nil {
+			return err
+		}
+		_, err := w.out.Write([]byte{sep})
+		return err
+	case OutputJSON, OutputJSONL:
+		doc := peekDocument(m, w.now)
+		if w.opts.reason != nil && w.opts.Reason != "" {
+			doc["reason"] = w.reason(ctx, m)
+		}
+		b, err := marshalDoc(doc, w.opts.format == OutputJSON)
+		if err != nil {
+			return err
+		}
+		if w.opts.format == OutputJSONL {
+			_, err = fmt.Fprintf(w.out, "%s\n", b)
+			return err
+		}
+		pre := ",\n  "
+		if w.n == 0 {
+			pre = "[\n  "
+		}
+		_, err = fmt.Fprintf(w.out, "%s%s", pre, b)
+		return err
+	}
+	cells := []string{
+		m.ID,
+		humanAge(m.Age(w.now)),
+		humanBytes(int64(m.Size())),
+		strconv.FormatInt(m.DeliveryCount, 10),
+		orDash(inspect.Source(m)),
+		orDash(w.reason(ctx, m)),
+	}
+	d := inspect.Decode(m)
+	if !w.tty {
+		cells = append(cells, d.Preview(200))
+		if w.n == 0 {
+			fmt.Fprintln(w.out, strings.Join(peekHeader, "\t"))
+		}
+		for i := range cells {
+			cells[i] = strings.ReplaceAll(cells[i], "\t", " ")
+		}
+		_, err := fmt.Fprintln(w.out, strings.Join(cells, "\t"))
+		return err
+	}
+	cells = append(cells, d.Preview(w.layout[len(w.layout)-1]))
+	if w.n == 0 {
+		h := fitRow(peekHeader, w.layout)
+		if w.color {
+			h = "\x1b[1m" + h + "\x1b[0m"
+		}
+		fmt.Fprintln(w.out, h)
+	}
+	_, err := fmt.Fprintln(w.out, fitRow(cells, w.layout))
+	return err
+}
+
+func (w *peekWriter) finish() error {
+	if w.opts.format == OutputJSON {
+		if w.n == 0 {
+			_, err := fmt.Fprintln(w.out, "[]")
+			return err
+		}
+		_, err := fmt.Fprintln(w.out, "\n]")
+		return err
+	}
+	return nil
+}
+
+// peekDocument is the JSON form of a message in `peek --output json`: the
+// filter document plus where it came from and how its body was decoded.
+func peekDocument(m *broker.Message, now time.Time) map[string]any {
+	doc := inspect.DocumentAt(m, now)
+	doc["source"] = inspect.Source(m)
+	if m.Position != "" {
+		doc["position"] = m.Position
+	}
+	d := inspect.Decode(m)
+	doc["body_kind"] = string(d.Kind)
+	if d.Encoding != "" {
+		doc["body_inflated_from"] = d.Encoding
+	}
+	return doc
+}
+
+func marshalDoc(doc map[string]any, indent bool) ([]byte, error) {
+	if indent {
+		b, err := json.MarshalIndent(doc, "  ", "  ")
+		return b, err
+	}
+	return json.Marshal(doc)
+}
+
+// fitRow pads or truncates each cell to its width, two spaces apart.
+func fitRow(cells []string, widths []int) string {
+	var b strings.Builder
+	for i, c := range cells {
+		wd := widths[i]
+		c = truncate(c, wd)
+		b.WriteString(c)
+		if i < len(cells)-1 {
+			b.WriteString(strings.Repeat(" ", wd-utf8.RuneCountInString(c)+2))
+		}
+	}
+	return strings.TrimRight(b.String(), " ")
+}
+
+// truncate cuts s to n runes with an ellipsis and makes it one line.
+func truncate(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' || r == '\t' {
+			return ' '
+		}
+		return r
+	}, s)
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:max(n-1, 0)]) + "…"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// humanAge is a short age: 45s, 12m, 5h, 3d; "-" when unknown.
+func humanAge(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "-"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	default:
+		return fmt.Sprintf("%dd", int(d.Hours()/24))
+	}
+}
+
+// humanBytes is a short size: 512B, 1.2K, 3.4M, 1.1G.
+func humanBytes(n int64) string {
+	switch {
+	case n < 1024:
+		return fmt.Sprintf("%dB", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1fK", float64(n)/1024)
+	case n < 1<<30:
+		return fmt.Sprintf("%.1fM", float64(n)/(1<<20))
+	default:
+		return fmt.Sprintf("%.1fG", float64(n)/(1<<30))
+	}
+}
