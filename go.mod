@@ -50,3 +50,4 @@ require (
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 )
+	gopkg.in/yaml.v3 v3.0.1 // indirect

@@ -30,6 +30,9 @@ type QueueDecl struct {
 	Type string `json:"type,omitempty"`
 	// Policy is the policy in effect on the queue, when reading.
 	Policy string `json:"policy,omitempty"`
+	// Messages is how many messages the queue holds (ready and unacked),
+	// when reading; a declare ignores it.
+	Messages int64 `json:"messages,omitempty"`
 }
 
 // Binding routes from an exchange to a queue or another exchange.

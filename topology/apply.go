@@ -1,0 +1,163 @@
+package topology
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+// ConflictError refuses a plan that has conflicts; nothing was applied.
+type ConflictError struct {
+	Conflicts []Change
+}
+
+func (e *ConflictError) Error() string {
+	names := make([]string, 0, len(e.Conflicts))
+	for _, c := range e.Conflicts {
+		names = append(names, c.Kind+" `"+c.Name+"`")
+	}
+	return fmt.Sprintf("%d conflict(s) (%s): nothing was applied, the broker is unchanged; resolve them as `dlq topology plan` explains",
+		len(e.Conflicts), strings.Join(names, ", "))
+}
+
+// Is makes a ConflictError match broker.ErrConflict.
+func (e *ConflictError) Is(target error) bool { return target == broker.ErrConflict }
+
+// ApplyResult says what an apply did.
+type ApplyResult struct {
+	Applied []Change `json:"applied"`
+	// Failed is the change that failed, when one did; nothing after it was
+	// attempted.
+	Failed *Change `json:"failed,omitempty"`
+}
+
+// Apply carries out a plan, in its order, and stops at the first failure.
+// A plan with any conflict is refused before anything is done. progress,
+// when not nil, is called after each change with its outcome.
+func Apply(ctx context.Context, b broker.Broker, p *Plan, progress func(Change, error)) (ApplyResult, error) {
+	var res ApplyResult
+	if cs := p.Conflicts(); len(cs) > 0 {
+		return res, &ConflictError{Conflicts: cs}
+	}
+	if p.System != b.System() {
+		return res, fmt.Errorf("the plan is for %s but the broker is %s", p.System, b.System())
+	}
+	ra, _ := b.(broker.RabbitTopologyApplier)
+	sa, _ := b.(broker.SQSTopologyApplier)
+	if (p.System == broker.RabbitMQ && ra == nil) || (p.System == broker.SQS && sa == nil) {
+		return res, broker.Errorf(broker.ErrUnsupported, "apply", "this broker connection cannot declare topology")
+	}
+	arns := arnResolver{}
+	if p.System == broker.SQS {
+		if r, ok := b.(broker.SQSTopologyReader); ok {
+			var names []string
+			for _, c := range p.Changes {
+				if c.sqs != nil {
+					names = append(names, c.sqs.Name)
+					if c.sqs.DeadLetter != nil {
+						names = append(names, c.sqs.DeadLetter.Queue)
+					}
+				}
+			}
+			states, err := r.ReadSQSQueues(ctx, names)
+			if err != nil {
+				return res, fmt.Errorf("read queues: %w", err)
+			}
+			for _, s := range states {
+				arns[s.Name] = s.ARN
+			}
+		}
+	}
+	for _, c := range p.Changes {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		var err error
+		switch {
+		case c.rabbit != nil:
+			err = ra.ApplyRabbitChange(ctx, *c.rabbit)
+		case c.System == broker.SQS && c.Action == Remove:
+			_, err = sa.ApplySQSChange(ctx, broker.SQSChange{Action: broker.Delete, Name: c.Name})
+		case c.sqs != nil:
+			err = applySQSQueue(ctx, sa, c, arns)
+		default:
+			err = fmt.Errorf("%s `%s` has nothing to apply", c.Kind, c.Name)
+		}
+		if progress != nil {
+			progress(c, err)
+		}
+		if err != nil {
+			cc := c
+			res.Failed = &cc
+			return res, fmt.Errorf("%s %s `%s`: %w", c.Action, c.Kind, c.Name, err)
+		}
+		res.Applied = append(res.Applied, c)
+	}
+	return res, nil
+}
+
+func applySQSQueue(ctx context.Context, sa broker.SQSTopologyApplier, c Change, arns arnResolver) error {
+	q := c.sqs
+	render := func() (map[string]string, bool) {
+		complete := true
+		want := q.desired(func(name string) string {
+			a, ok := arns.arn(name)
+			if !ok {
+				complete = false
+			}
+			return a
+		})
+		return want, complete
+	}
+	want, complete := render()
+	attrs := want
+	if c.Action == Update {
+		// Only what differs; SQS rejects setting FifoQueue on an existing queue.
+		attrs = map[string]string{}
+		for _, d := range c.Diffs {
+			if d.Field != "FifoQueue" {
+				attrs[d.Field] = want[d.Field]
+			}
+		}
+	}
+	var later []string
+	if !complete {
+		// No ARN is known yet (nothing of this account exists): create the
+		// queue without its redrive policies, learn its ARN, then set them.
+		for _, k := range []string{"RedrivePolicy", "RedriveAllowPolicy"} {
+			if _, ok := attrs[k]; ok {
+				delete(attrs, k)
+				later = append(later, k)
+			}
+		}
+	}
+	st, err := sa.ApplySQSChange(ctx, broker.SQSChange{Action: broker.Declare, Name: q.Name, Attributes: attrs})
+	if err != nil {
+		return err
+	}
+	if st.ARN != "" {
+		arns[q.Name] = st.ARN
+	}
+	if len(later) == 0 {
+		return nil
+	}
+	want, complete = render()
+	if !complete {
+		return fmt.Errorf("cannot tell the ARNs its redrive policies name: create the queues they name first")
+	}
+	rest := map[string]string{}
+	for _, k := range later {
+		rest[k] = want[k]
+	}
+	_, err = sa.ApplySQSChange(ctx, broker.SQSChange{Action: broker.Declare, Name: q.Name, Attributes: rest})
+	return err
+}
+
+// IsConflict reports whether err is a refused plan or a broker conflict.
+func IsConflict(err error) bool {
+	var ce *ConflictError
+	return errors.As(err, &ce) || errors.Is(err, broker.ErrConflict)
+}

@@ -1,0 +1,473 @@
+package topology
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Severity of a lint finding.
+type Severity string
+
+const (
+	SevError   Severity = "error"
+	SevWarning Severity = "warning"
+	SevInfo    Severity = "info"
+)
+
+// Finding is one lint result.
+type Finding struct {
+	Severity Severity `json:"severity"`
+	Rule     string   `json:"rule"`
+	Pos      Pos      `json:"position"`
+	Object   string   `json:"object"`
+	Message  string   `json:"message"`
+}
+
+func (f Finding) String() string {
+	return fmt.Sprintf("%s: %s: %s [%s]", f.Pos, f.Severity, f.Message, f.Rule)
+}
+
+// Rules lists every lint rule with its severity and what it catches.
+var Rules = []struct {
+	Name     string
+	Severity Severity
+	Doc      string
+}{
+	{"dlx-self", SevError, "a queue dead-letters into itself (a loop, or dropped by RabbitMQ's cycle detection)"},
+	{"dlx-cycle", SevError, "queues dead-letter into each other in a cycle without a message TTL: messages loop forever"},
+	{"dlx-unroutable", SevError, "no binding of the dead-letter exchange matches the dead-letter routing key: dead letters are dropped"},
+	{"dlx-undeclared", SevWarning, "the dead-letter exchange is not declared in the spec (it must already exist)"},
+	{"binding-undeclared", SevWarning, "a binding names an exchange or queue the spec does not declare"},
+	{"ladder-ttl-order", SevWarning, "retry ladder tiers whose delays do not increase"},
+	{"quorum-no-delivery-limit", SevWarning, "a quorum queue without a delivery limit: a poison message is redelivered forever"},
+	{"classic-queue", SevWarning, "a durable classic queue where a quorum queue would serve (replicated, delivery limit)"},
+	{"ttl-no-dlx", SevWarning, "a queue with a message TTL and no dead-letter exchange: expired messages vanish"},
+	{"sqs-dlq-retention", SevError, "an SQS DLQ keeps messages no longer than its source (SQS keeps the original enqueue time)"},
+	{"sqs-fifo-mismatch", SevError, "a FIFO source with a standard DLQ or the reverse (SQS rejects it)"},
+	{"sqs-dlq-undeclared", SevWarning, "a RedrivePolicy names a queue the spec does not declare"},
+	{"sqs-redrive-denied", SevError, "the DLQ's redrive_allow does not admit a source that names it"},
+}
+
+// Lint checks a model offline. Findings are sorted by position.
+func Lint(m *Model) []Finding {
+	var out []Finding
+	add := func(sev Severity, rule string, pos Pos, obj, format string, args ...any) {
+		if slices.Contains(m.Ignore, rule) {
+			return
+		}
+		if pos.File == "" {
+			pos.File = m.File
+		}
+		out = append(out, Finding{Severity: sev, Rule: rule, Pos: pos, Object: obj, Message: fmt.Sprintf(format, args...)})
+	}
+	if m.Rabbit != nil {
+		lintRabbit(m.Rabbit, add)
+	}
+	if m.SQS != nil {
+		lintSQS(m.SQS, add)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Pos.Line != out[j].Pos.Line {
+			return out[i].Pos.Line < out[j].Pos.Line
+		}
+		return out[i].Pos.Col < out[j].Pos.Col
+	})
+	return out
+}
+
+// CountSeverity counts findings of one severity.
+func CountSeverity(fs []Finding, s Severity) int {
+	n := 0
+	for _, f := range fs {
+		if f.Severity == s {
+			n++
+		}
+	}
+	return n
+}
+
+type addFunc func(sev Severity, rule string, pos Pos, obj, format string, args ...any)
+
+// effective is what applies to a queue from its arguments and the spec's
+// policies (arguments win).
+type effective struct {
+	dlx, dlrk     *string
+	ttl, limit    *int64
+	policy        string
+	hasMaxPrio    bool
+	incomingKeys  []string
+	incomingFound bool
+}
+
+func effectiveOf(q Queue, m *RabbitModel) effective {
+	var e effective
+	str := func(v any) *string { s := fmt.Sprint(v); return &s }
+	num := func(v any) *int64 {
+		switch x := normalizeValue(v).(type) {
+		case int64:
+			return &x
+		case string:
+			if n, err := strconv.ParseInt(x, 10, 64); err == nil {
+				return &n
+			}
+		}
+		return nil
+	}
+	if p := matchingPolicy(q.Name, specPolicies(m.Policies)); p != nil {
+		e.policy = p.Name
+		if v, ok := p.Definition["dead-letter-exchange"]; ok {
+			e.dlx = str(v)
+		}
+		if v, ok := p.Definition["dead-letter-routing-key"]; ok {
+			e.dlrk = str(v)
+		}
+		if v, ok := p.Definition["message-ttl"]; ok {
+			e.ttl = num(v)
+		}
+		if v, ok := p.Definition["delivery-limit"]; ok {
+			e.limit = num(v)
+		}
+	}
+	a := q.Arguments
+	if v, ok := a["x-dead-letter-exchange"]; ok {
+		e.dlx = str(v)
+	}
+	if v, ok := a["x-dead-letter-routing-key"]; ok {
+		e.dlrk = str(v)
+	}
+	if v, ok := a["x-message-ttl"]; ok {
+		e.ttl = num(v)
+	}
+	if v, ok := a["x-delivery-limit"]; ok {
+		e.limit = num(v)
+	}
+	_, e.hasMaxPrio = a["x-max-priority"]
+	for _, b := range m.Bindings {
+		if b.DestinationType == "queue" && b.Destination == q.Name {
+			e.incomingKeys = append(e.incomingKeys, b.RoutingKey)
+			e.incomingFound = true
+		}
+	}
+	return e
+}
+
+// topicMatch matches an AMQP topic binding pattern against a routing key.
+func topicMatch(pattern, key string) bool {
+	return topicWords(strings.Split(pattern, "."), strings.Split(key, "."), 0)
+}
+
+func topicWords(p, k []string, depth int) bool {
+	if depth > 64 {
+		return false
+	}
+	if len(p) == 0 {
+		return len(k) == 0
+	}
+	switch p[0] {
+	case "#":
+		for i := 0; i <= len(k); i++ {
+			if topicWords(p[1:], k[i:], depth+1) {
+				return true
+			}
+		}
+		return false
+	case "*":
+		return len(k) > 0 && topicWords(p[1:], k[1:], depth+1)
+	default:
+		return len(k) > 0 && p[0] == k[0] && topicWords(p[1:], k[1:], depth+1)
+	}
+}
+
+// routes returns the queues a message with key reaches from exchange x,
+// following exchange-to-exchange bindings. known is false when the
+// exchange is not in the model (or is a type whose routing cannot be
+// judged offline).
+func routes(m *RabbitModel, x, key string, seen map[string]bool) (queues []string, known bool) {
+	if x == "" { // the default exchange routes by queue name
+		for _, q := range m.Queues {
+			if q.Name == key {
+				return []string{q.Name}, true
+			}
+		}
+		return nil, true
+	}
+	var typ string
+	for _, e := range m.Exchanges {
+		if e.Name == x {
+			typ = e.Type
+		}
+	}
+	if typ == "" || seen[x] {
+		return nil, typ != ""
+	}
+	seen[x] = true
+	known = true
+	for _, b := range m.Bindings {
+		if b.Source != x {
+			continue
+		}
+		match := false
+		switch typ {
+		case "fanout":
+			match = true
+		case "direct":
+			match = b.RoutingKey == key
+		case "topic":
+			match = topicMatch(b.RoutingKey, key)
+		default: // headers and plugin types: assume it may match
+			match = true
+		}
+		if !match {
+			continue
+		}
+		if b.DestinationType == "exchange" {
+			q, k := routes(m, b.Destination, key, seen)
+			queues = append(queues, q...)
+			known = known && k
+		} else {
+			queues = append(queues, b.Destination)
+		}
+	}
+	return queues, known
+}
+
+func lintRabbit(m *RabbitModel, add addFunc) {
+	exists := map[string]bool{"": true}
+	for _, x := range m.Exchanges {
+		exists[x.Name] = true
+	}
+	qexists := map[string]bool{}
+	for _, q := range m.Queues {
+		qexists[q.Name] = true
+	}
+	for _, b := range m.Bindings {
+		if !exists[b.Source] && !strings.HasPrefix(b.Source, "amq.") {
+			add(SevWarning, "binding-undeclared", b.Pos, b.Source, "binding from exchange `%s`, which this spec does not declare: it must already exist", b.Source)
+		}
+		if b.DestinationType == "exchange" && !exists[b.Destination] && !strings.HasPrefix(b.Destination, "amq.") {
+			add(SevWarning, "binding-undeclared", b.Pos, b.Destination, "binding to exchange `%s`, which this spec does not declare", b.Destination)
+		}
+		if b.DestinationType != "exchange" && !qexists[b.Destination] {
+			add(SevWarning, "binding-undeclared", b.Pos, b.Destination, "binding to queue `%s`, which this spec does not declare", b.Destination)
+		}
+	}
+	// Dead-letter graph: queue → queues its dead letters reach.
+	edges := map[string][]string{}
+	effs := map[string]effective{}
+	for _, q := range m.Queues {
+		effs[q.Name] = effectiveOf(q, m)
+	}
+	// Parking lots: queues that dead letters reach. Nobody processes them in
+	// a loop, so a delivery limit matters less there.
+	parked := map[string]bool{}
+	for _, q := range m.Queues {
+		if e := effs[q.Name]; e.dlx != nil {
+			k := q.Name
+			if e.dlrk != nil {
+				k = *e.dlrk
+			} else if len(e.incomingKeys) > 0 {
+				k = e.incomingKeys[0]
+			}
+			reached, _ := routes(m, *e.dlx, k, map[string]bool{})
+			for _, r := range reached {
+				if effs[r].ttl == nil {
+					parked[r] = true
+				}
+			}
+		}
+	}
+	for _, l := range m.Ladders {
+		parked[l.DeadQueue] = true
+	}
+	for _, q := range m.Queues {
+		e := effs[q.Name]
+		obj := "queue " + q.Name
+		delayQueue := e.ttl != nil && e.dlx != nil
+		if q.Kind == "quorum" && (e.limit == nil || *e.limit <= 0) && !delayQueue && !parked[q.Name] {
+			add(SevWarning, "quorum-no-delivery-limit", q.Pos, obj,
+				"quorum queue `%s` has no delivery limit: a message that always fails is redelivered forever; set `delivery_limit`", q.Name)
+		}
+		if q.Kind == "classic" && q.Durable && !q.AutoDelete && !e.hasMaxPrio {
+			add(SevWarning, "classic-queue", q.Pos, obj,
+				"queue `%s` is classic: a quorum queue would serve (replicated, with a delivery limit for poison messages); set `type: quorum`, or ignore `classic-queue`", q.Name)
+		}
+		if e.ttl != nil && e.dlx == nil {
+			add(SevWarning, "ttl-no-dlx", q.Pos, obj, "queue `%s` expires messages after %dms without a dead-letter exchange: expired messages are lost", q.Name, *e.ttl)
+		}
+		if e.dlx == nil {
+			continue
+		}
+		dlx := *e.dlx
+		if !exists[dlx] {
+			add(SevWarning, "dlx-undeclared", q.Pos, obj, "queue `%s` dead-letters to exchange `%s`, which this spec does not declare: it must already exist", q.Name, dlx)
+			continue
+		}
+		keys := e.incomingKeys
+		if e.dlrk != nil {
+			keys = []string{*e.dlrk}
+		}
+		if len(keys) == 0 {
+			// No binding and no dead-letter key: messages published straight
+			// to the queue keep the queue's name as their key.
+			keys = []string{q.Name}
+		}
+		for _, k := range keys {
+			reached, known := routes(m, dlx, k, map[string]bool{})
+			if known && len(reached) == 0 {
+				what := "routing key `" + k + "`"
+				if e.dlrk == nil {
+					what = "the messages' own routing key `" + k + "` (no dead-letter routing key is set)"
+				}
+				add(SevError, "dlx-unroutable", q.Pos, obj,
+					"queue `%s` dead-letters to `%s` with %s, but no binding of `%s` matches it: dead letters are silently dropped; bind a queue or set a dead-letter routing key that is bound",
+					q.Name, dlx, what, dlx)
+			}
+			for _, r := range reached {
+				if !slices.Contains(edges[q.Name], r) {
+					edges[q.Name] = append(edges[q.Name], r)
+				}
+			}
+		}
+	}
+	pos := map[string]Pos{}
+	for _, q := range m.Queues {
+		pos[q.Name] = q.Pos
+	}
+	for _, q := range m.Queues {
+		if slices.Contains(edges[q.Name], q.Name) {
+			add(SevError, "dlx-self", q.Pos, "queue "+q.Name,
+				"queue `%s` dead-letters into itself: rejected messages loop forever and expired ones are dropped by RabbitMQ's cycle detection; dead-letter to another queue", q.Name)
+		}
+	}
+	for _, scc := range cycles(m.Queues, edges) {
+		hasTTL := false
+		for _, n := range scc {
+			if e := effs[n]; e.ttl != nil && *e.ttl > 0 {
+				hasTTL = true
+			}
+		}
+		if !hasTTL {
+			add(SevError, "dlx-cycle", pos[scc[0]], "queue "+scc[0],
+				"queues %s dead-letter into each other and none has a message TTL: a rejected message circles forever; give the retry queue a `message_ttl` or break the cycle", "`"+strings.Join(scc, "` → `")+"`")
+		}
+	}
+	for _, l := range m.Ladders {
+		for i := 1; i < len(l.Tiers); i++ {
+			if l.Tiers[i].Delay <= l.Tiers[i-1].Delay {
+				add(SevWarning, "ladder-ttl-order", l.Tiers[i].Pos, "retry ladder "+l.Name,
+					"retry ladder `%s`: tier %d (%s) is not longer than tier %d (%s); order tiers from the shortest delay to the longest",
+					l.Name, i+1, FormatDuration(l.Tiers[i].Delay), i, FormatDuration(l.Tiers[i-1].Delay))
+			}
+		}
+	}
+}
+
+// cycles returns the strongly connected components of more than one queue
+// (Tarjan), each in a stable order.
+func cycles(qs []Queue, edges map[string][]string) [][]string {
+	index := map[string]int{}
+	low := map[string]int{}
+	on := map[string]bool{}
+	var stack []string
+	var out [][]string
+	n := 0
+	var strong func(v string)
+	strong = func(v string) {
+		index[v], low[v] = n, n
+		n++
+		stack = append(stack, v)
+		on[v] = true
+		for _, w := range edges[v] {
+			if _, seen := index[w]; !seen {
+				strong(w)
+				low[v] = min(low[v], low[w])
+			} else if on[w] {
+				low[v] = min(low[v], index[w])
+			}
+		}
+		if low[v] == index[v] {
+			var comp []string
+			for {
+				w := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				on[w] = false
+				comp = append(comp, w)
+				if w == v {
+					break
+				}
+			}
+			if len(comp) > 1 {
+				slices.Reverse(comp)
+				out = append(out, comp)
+			}
+		}
+	}
+	for _, q := range qs {
+		if _, seen := index[q.Name]; !seen {
+			strong(q.Name)
+		}
+	}
+	return out
+}
+
+func lintSQS(m *SQSModel, add addFunc) {
+	for _, l := range m.Ladders {
+		for i := 1; i < len(l.Delays); i++ {
+			if l.Delays[i] <= l.Delays[i-1] {
+				add(SevWarning, "ladder-ttl-order", l.Pos, "sqs retry ladder "+l.Main,
+					"sqs retry ladder `%s`: tier %d (%s) is not longer than tier %d (%s); order tiers from the shortest delay to the longest",
+					l.Main, i+1, FormatDuration(l.Delays[i]), i, FormatDuration(l.Delays[i-1]))
+			}
+		}
+	}
+	byName := map[string]SQSQueue{}
+	for _, q := range m.Queues {
+		byName[q.Name] = q
+	}
+	retention := func(q SQSQueue) time.Duration {
+		if v, ok := q.Attributes["MessageRetentionPeriod"]; ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return time.Duration(n) * time.Second
+		}
+		return 4 * 24 * time.Hour // the SQS default
+	}
+	for _, q := range m.Queues {
+		if q.DeadLetter == nil {
+			continue
+		}
+		obj := "sqs queue " + q.Name
+		dlq, ok := byName[q.DeadLetter.Queue]
+		if !ok {
+			add(SevWarning, "sqs-dlq-undeclared", q.Pos, obj, "queue `%s` dead-letters to `%s`, which this spec does not declare: it must already exist", q.Name, q.DeadLetter.Queue)
+			continue
+		}
+		if q.FIFO != dlq.FIFO {
+			kind := func(f bool) string {
+				if f {
+					return "FIFO"
+				}
+				return "standard"
+			}
+			add(SevError, "sqs-fifo-mismatch", q.Pos, obj, "%s queue `%s` dead-letters to %s queue `%s`: SQS requires both to be FIFO or both standard",
+				kind(q.FIFO), q.Name, kind(dlq.FIFO), dlq.Name)
+		}
+		if rs, rd := retention(q), retention(dlq); rd < rs {
+			add(SevError, "sqs-dlq-retention", dlq.Pos, "sqs queue "+dlq.Name,
+				"DLQ `%s` keeps messages %s, less than its source `%s` (%s): SQS keeps the original enqueue time, so dead letters can expire on arrival; set the DLQ's `retention` longer (14d is the most)",
+				dlq.Name, FormatDuration(rd), q.Name, FormatDuration(rs))
+		} else if rd == rs && rd < 14*24*time.Hour {
+			add(SevWarning, "sqs-dlq-retention", dlq.Pos, "sqs queue "+dlq.Name,
+				"DLQ `%s` keeps messages exactly as long as its source `%s` (%s): dead letters may expire soon after arrival; set the DLQ's `retention` longer",
+				dlq.Name, q.Name, FormatDuration(rd))
+		}
+		if ra := dlq.RedriveAllow; ra != nil {
+			if ra.Permission == "denyAll" || (ra.Permission == "byQueue" && !slices.Contains(ra.Sources, q.Name)) {
+				add(SevError, "sqs-redrive-denied", q.Pos, obj, "DLQ `%s`'s redrive_allow does not admit `%s`: SQS refuses the RedrivePolicy; add it to `sources`", dlq.Name, q.Name)
+			}
+		}
+	}
+}

@@ -1,0 +1,720 @@
+package topology
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+// Action is what a plan does to one object.
+type Action string
+
+const (
+	Create   Action = "create"
+	Update   Action = "update"   // in place: policies, SQS attributes
+	Conflict Action = "conflict" // cannot be applied as it stands; see Fix
+	Remove   Action = "delete"   // only with pruning
+)
+
+// Diff is one field that differs. Old is absent for a create, New for a
+// delete.
+type Diff struct {
+	Field string `json:"field"`
+	Old   any    `json:"old,omitempty"`
+	New   any    `json:"new,omitempty"`
+}
+
+// Change is one step of a plan.
+type Change struct {
+	Action  Action        `json:"action"`
+	System  broker.System `json:"system"`
+	Kind    string        `json:"kind"` // exchange, queue, binding, policy, sqs-queue
+	Name    string        `json:"name"`
+	Diffs   []Diff        `json:"diffs,omitempty"`
+	Problem string        `json:"problem,omitempty"` // conflicts: what is wrong
+	Fix     string        `json:"fix,omitempty"`     // conflicts: how to resolve it
+	Pos     *Pos          `json:"position,omitempty"`
+	From    string        `json:"from,omitempty"`
+
+	rabbit *broker.RabbitChange
+	sqs    *SQSQueue // the queue to declare; nil for deletes
+}
+
+// Plan is the ordered list of changes that makes a broker match a spec.
+// Changes are in apply order: RabbitMQ exchanges, policies, queues,
+// bindings (policies before queues so that a queue is born with its
+// dead-letter settings); SQS dead-letter targets before their sources;
+// deletions last, in reverse dependency order.
+type Plan struct {
+	System    broker.System `json:"system"`
+	Broker    string        `json:"broker"`
+	Vhost     string        `json:"vhost,omitempty"`
+	Changes   []Change      `json:"changes"`
+	Unchanged int           `json:"unchanged"`
+	Warnings  []string      `json:"warnings,omitempty"`
+	// Skipped names a section of the spec that this broker cannot hold.
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// Summary counts changes by action.
+type Summary struct {
+	Create    int `json:"create"`
+	Update    int `json:"update"`
+	Delete    int `json:"delete"`
+	Conflict  int `json:"conflict"`
+	Unchanged int `json:"unchanged"`
+}
+
+// Summary counts the plan's changes.
+func (p *Plan) Summary() Summary {
+	s := Summary{Unchanged: p.Unchanged}
+	for _, c := range p.Changes {
+		switch c.Action {
+		case Create:
+			s.Create++
+		case Update:
+			s.Update++
+		case Remove:
+			s.Delete++
+		case Conflict:
+			s.Conflict++
+		}
+	}
+	return s
+}
+
+// HasChanges reports whether applying the plan would change anything (or
+// is blocked by a conflict).
+func (p *Plan) HasChanges() bool { return len(p.Changes) > 0 }
+
+// Conflicts returns the changes that block the plan.
+func (p *Plan) Conflicts() []Change {
+	var out []Change
+	for _, c := range p.Changes {
+		if c.Action == Conflict {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// PlanOptions shape a plan.
+type PlanOptions struct {
+	// Prune adds deletions of objects that the broker has and the spec does
+	// not, among those whose names start with PruneScope (which must not be
+	// empty: pruning never considers a whole vhost or account).
+	Prune      bool
+	PruneScope string
+}
+
+// MakePlan reads what the broker has and diffs it with the model's part for
+// that broker's system.
+func MakePlan(ctx context.Context, b broker.Broker, m *Model, opts PlanOptions) (*Plan, error) {
+	if opts.Prune && opts.PruneScope == "" {
+		return nil, fmt.Errorf("pruning needs a scope: set `name_prefix` in the spec so that only objects whose names start with it are considered")
+	}
+	p := &Plan{System: b.System(), Broker: b.String()}
+	switch b.System() {
+	case broker.RabbitMQ:
+		if m.Rabbit == nil {
+			return nil, fmt.Errorf("the spec has no `rabbitmq:` section but `--broker` is a RabbitMQ broker: point `--broker` at SQS (sqs://REGION)")
+		}
+		if m.SQS != nil {
+			p.Skipped = "sqs"
+		}
+		r, ok := b.(broker.RabbitTopologyReader)
+		if !ok {
+			return nil, broker.Errorf(broker.ErrUnsupported, "plan", "this RabbitMQ connection cannot read topology: it needs the management API (`--management-url`)")
+		}
+		cur, err := r.ReadRabbitTopology(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read topology: %w", err)
+		}
+		if m.Rabbit.Vhost != "" && cur.Vhost != "" && m.Rabbit.Vhost != cur.Vhost {
+			return nil, fmt.Errorf("the spec is for vhost `%s` but `--broker` connects to vhost `%s`: add the vhost to the broker URL (amqp://host/%s)",
+				m.Rabbit.Vhost, cur.Vhost, urlVhost(m.Rabbit.Vhost))
+		}
+		p.Vhost = cur.Vhost
+		planRabbit(p, m.Rabbit, cur, opts)
+	case broker.SQS:
+		if m.SQS == nil {
+			return nil, fmt.Errorf("the spec has no `sqs:` section but `--broker` is SQS: point `--broker` at RabbitMQ (amqp://…)")
+		}
+		if m.Rabbit != nil {
+			p.Skipped = "rabbitmq"
+		}
+		r, ok := b.(broker.SQSTopologyReader)
+		if !ok {
+			return nil, broker.Errorf(broker.ErrUnsupported, "plan", "this SQS connection cannot read queue attributes")
+		}
+		if err := planSQS(ctx, p, m.SQS, r, opts); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, broker.Errorf(broker.ErrUnsupported, "plan", "topology needs a RabbitMQ or SQS `--broker`, not %s", b.System())
+	}
+	return p, nil
+}
+
+func urlVhost(v string) string {
+	if v == "/" {
+		return "%2F"
+	}
+	return v
+}
+
+// ---- RabbitMQ ----
+
+// Arguments that a policy can set instead, keyed by argument name.
+var policyKey = map[string]string{
+	"x-dead-letter-exchange":    "dead-letter-exchange",
+	"x-dead-letter-routing-key": "dead-letter-routing-key",
+	"x-message-ttl":             "message-ttl",
+	"x-delivery-limit":          "delivery-limit",
+	"x-max-length":              "max-length",
+	"x-max-length-bytes":        "max-length-bytes",
+	"x-overflow":                "overflow",
+	"x-expires":                 "expires",
+	"x-queue-mode":              "queue-mode",
+}
+
+func planRabbit(p *Plan, m *RabbitModel, cur broker.RabbitTopology, opts PlanOptions) {
+	exs := map[string]broker.Exchange{}
+	for _, x := range cur.Exchanges {
+		exs[x.Name] = x
+	}
+	qs := map[string]broker.QueueDecl{}
+	for _, q := range cur.Queues {
+		qs[q.Name] = q
+	}
+	pols := map[string]broker.Policy{}
+	for _, pl := range cur.Policies {
+		pols[pl.Name] = pl
+	}
+	binds := map[string]bool{}
+	for _, b := range cur.Bindings {
+		binds[bindingKey(b)] = true
+	}
+	var exChanges, polChanges, qChanges, bChanges []Change
+	for _, x := range m.Exchanges {
+		pos := x.Pos
+		c := Change{System: broker.RabbitMQ, Kind: "exchange", Name: x.Name, Pos: &pos, From: x.From}
+		old, ok := exs[x.Name]
+		if !ok {
+			c.Action = Create
+			xx := x.Exchange
+			c.rabbit = &broker.RabbitChange{Action: broker.Declare, Exchange: &xx}
+			c.Diffs = []Diff{{Field: "type", New: x.Type}, {Field: "durable", New: x.Durable}}
+			c.Diffs = append(c.Diffs, argDiffs("arguments.", nil, x.Arguments)...)
+			exChanges = append(exChanges, c)
+			continue
+		}
+		var d []Diff
+		if old.Type != x.Type {
+			d = append(d, Diff{"type", old.Type, x.Type})
+		}
+		if old.Durable != x.Durable {
+			d = append(d, Diff{"durable", old.Durable, x.Durable})
+		}
+		if old.AutoDelete != x.AutoDelete {
+			d = append(d, Diff{"auto_delete", old.AutoDelete, x.AutoDelete})
+		}
+		if old.Internal != x.Internal {
+			d = append(d, Diff{"internal", old.Internal, x.Internal})
+		}
+		d = append(d, argDiffs("arguments.", old.Arguments, x.Arguments)...)
+		if len(d) == 0 {
+			p.Unchanged++
+			continue
+		}
+		c.Action, c.Diffs = Conflict, d
+		c.Problem = fmt.Sprintf("exchange `%s` exists with different settings; RabbitMQ would refuse the declare with 406 PRECONDITION_FAILED", x.Name)
+		c.Fix = fmt.Sprintf("exchanges cannot change in place: give the spec's exchange a new name, or write the exchange as it exists (`dlq topology export` shows it), or delete `%s` (its bindings go with it) and apply again", x.Name)
+		exChanges = append(exChanges, c)
+	}
+	for _, pl := range m.Policies {
+		pos := pl.Pos
+		c := Change{System: broker.RabbitMQ, Kind: "policy", Name: pl.Name, Pos: &pos, From: pl.From}
+		pp := pl.Policy
+		c.rabbit = &broker.RabbitChange{Action: broker.Declare, Policy: &pp}
+		old, ok := pols[pl.Name]
+		if !ok {
+			c.Action = Create
+			c.Diffs = []Diff{{Field: "pattern", New: pl.Pattern}, {Field: "apply_to", New: pl.ApplyTo}, {Field: "priority", New: pl.Priority}}
+			c.Diffs = append(c.Diffs, argDiffs("definition.", nil, pl.Definition)...)
+			polChanges = append(polChanges, c)
+			continue
+		}
+		var d []Diff
+		if old.Pattern != pl.Pattern {
+			d = append(d, Diff{"pattern", old.Pattern, pl.Pattern})
+		}
+		if old.ApplyTo != pl.ApplyTo {
+			d = append(d, Diff{"apply_to", old.ApplyTo, pl.ApplyTo})
+		}
+		if old.Priority != pl.Priority {
+			d = append(d, Diff{"priority", old.Priority, pl.Priority})
+		}
+		d = append(d, argDiffs("definition.", old.Definition, pl.Definition)...)
+		if len(d) == 0 {
+			p.Unchanged++
+			continue
+		}
+		c.Action, c.Diffs = Update, d
+		polChanges = append(polChanges, c)
+	}
+	for _, q := range m.Queues {
+		pos := q.Pos
+		c := Change{System: broker.RabbitMQ, Kind: "queue", Name: q.Name, Pos: &pos, From: q.From}
+		old, ok := qs[q.Name]
+		if !ok {
+			c.Action = Create
+			qq := q.QueueDecl
+			c.rabbit = &broker.RabbitChange{Action: broker.Declare, Queue: &qq}
+			c.Diffs = []Diff{{Field: "type", New: q.Kind}, {Field: "durable", New: q.Durable}}
+			c.Diffs = append(c.Diffs, argDiffs("arguments.", nil, q.Arguments)...)
+			qChanges = append(qChanges, c)
+			continue
+		}
+		var d []Diff
+		if old.Durable != q.Durable {
+			d = append(d, Diff{"durable", old.Durable, q.Durable})
+		}
+		if old.AutoDelete != q.AutoDelete {
+			d = append(d, Diff{"auto_delete", old.AutoDelete, q.AutoDelete})
+		}
+		if old.Exclusive {
+			d = append(d, Diff{"exclusive", true, false})
+		}
+		ad := argDiffs("arguments.", old.Arguments, q.Arguments)
+		d = append(d, ad...)
+		if len(d) == 0 {
+			p.Unchanged++
+			continue
+		}
+		c.Action, c.Diffs = Conflict, d
+		c.Problem = fmt.Sprintf("queue `%s` exists with different settings; RabbitMQ would refuse the declare with 406 PRECONDITION_FAILED", q.Name)
+		c.Fix = queueFix(q.Name, old, ad, len(d) == len(ad))
+		qChanges = append(qChanges, c)
+	}
+	for _, b := range m.Bindings {
+		if binds[bindingKey(b.Binding)] {
+			p.Unchanged++
+			continue
+		}
+		pos := b.Pos
+		bb := b.Binding
+		bChanges = append(bChanges, Change{Action: Create, System: broker.RabbitMQ, Kind: "binding", Name: bindingName(b.Binding),
+			Pos: &pos, From: b.From, rabbit: &broker.RabbitChange{Action: broker.Declare, Binding: &bb}})
+	}
+	p.Changes = append(p.Changes, exChanges...)
+	p.Changes = append(p.Changes, polChanges...)
+	p.Changes = append(p.Changes, qChanges...)
+	p.Changes = append(p.Changes, bChanges...)
+	p.Warnings = append(p.Warnings, policyShadows(m, cur)...)
+	if opts.Prune {
+		p.Changes = append(p.Changes, pruneRabbit(m, cur, opts.PruneScope)...)
+	}
+}
+
+func queueFix(name string, old broker.QueueDecl, ad []Diff, argsOnly bool) string {
+	onlyAdded, policyable := argsOnly, argsOnly
+	for _, d := range ad {
+		k := strings.TrimPrefix(d.Field, "arguments.")
+		if d.Old != nil {
+			onlyAdded = false
+		}
+		if _, ok := policyKey[k]; !ok {
+			policyable = false
+		}
+	}
+	migrate := fmt.Sprintf("or migrate: declare a new queue (for example `%s.v2`), move the messages over (a shovel, or `dlq redrive`), point publishers at it, then delete `%s`", name, name)
+	if onlyAdded && policyable {
+		return "set these with a policy instead of queue arguments (`dead_letter_via: policy`): a policy applies to the existing queue in place, " + migrate
+	}
+	return fmt.Sprintf("queue arguments and type cannot change in place: write the queue as it exists (`dlq topology export` shows it) and put new settings in a policy where the queue has no argument for them, %s", migrate)
+}
+
+func argDiffs(prefix string, old, new map[string]any) []Diff {
+	keys := map[string]bool{}
+	for k := range old {
+		keys[k] = true
+	}
+	for k := range new {
+		keys[k] = true
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	var d []Diff
+	for _, k := range sorted {
+		o, oo := old[k]
+		n, nn := new[k]
+		if oo && nn && equalValues(o, n) {
+			continue
+		}
+		df := Diff{Field: prefix + k}
+		if oo {
+			df.Old = normalizeValue(o)
+		}
+		if nn {
+			df.New = normalizeValue(n)
+		}
+		d = append(d, df)
+	}
+	return d
+}
+
+func bindingName(b broker.Binding) string {
+	dt := b.DestinationType
+	if dt == "" {
+		dt = "queue"
+	}
+	s := fmt.Sprintf("%s → %s", b.Source, b.Destination)
+	if dt == "exchange" {
+		s = fmt.Sprintf("%s → exchange %s", b.Source, b.Destination)
+	}
+	if b.Source == "" {
+		s = "(default) → " + b.Destination
+	}
+	s += fmt.Sprintf(" [%s]", b.RoutingKey)
+	if len(b.Arguments) > 0 {
+		s += " " + canonical(b.Arguments)
+	}
+	return s
+}
+
+// policyShadows warns when a policy outside the spec outranks the spec's
+// policy for a queue, so that the spec's dead-letter settings would not
+// apply (only one policy applies to a queue).
+func policyShadows(m *RabbitModel, cur broker.RabbitTopology) []string {
+	inSpec := map[string]bool{}
+	for _, p := range m.Policies {
+		inSpec[p.Name] = true
+	}
+	var out []string
+	for _, q := range m.Queues {
+		mine := matchingPolicy(q.Name, specPolicies(m.Policies))
+		if mine == nil {
+			continue
+		}
+		for _, other := range cur.Policies {
+			if inSpec[other.Name] || !policyMatches(other, q.Name) {
+				continue
+			}
+			if other.Priority >= mine.Priority {
+				out = append(out, fmt.Sprintf("policy `%s` (priority %d) on the broker also matches queue `%s` and outranks or ties `%s` (priority %d): only one policy applies to a queue; raise `priority` in the spec",
+					other.Name, other.Priority, q.Name, mine.Name, mine.Priority))
+			}
+		}
+	}
+	return out
+}
+
+func specPolicies(ps []Policy) []broker.Policy {
+	out := make([]broker.Policy, len(ps))
+	for i, p := range ps {
+		out[i] = p.Policy
+	}
+	return out
+}
+
+func policyMatches(p broker.Policy, queue string) bool {
+	if p.ApplyTo != "queues" && p.ApplyTo != "all" && p.ApplyTo != "" {
+		return false
+	}
+	re, err := regexp.Compile(p.Pattern)
+	return err == nil && re.MatchString(queue)
+}
+
+// matchingPolicy is the policy RabbitMQ would apply to a queue: the
+// matching one with the highest priority.
+func matchingPolicy(queue string, ps []broker.Policy) *broker.Policy {
+	var best *broker.Policy
+	for i := range ps {
+		if policyMatches(ps[i], queue) && (best == nil || ps[i].Priority > best.Priority) {
+			best = &ps[i]
+		}
+	}
+	return best
+}
+
+func pruneRabbit(m *RabbitModel, cur broker.RabbitTopology, scope string) []Change {
+	inX, inQ, inP, inB := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, x := range m.Exchanges {
+		inX[x.Name] = true
+	}
+	for _, q := range m.Queues {
+		inQ[q.Name] = true
+	}
+	for _, p := range m.Policies {
+		inP[p.Name] = true
+	}
+	for _, b := range m.Bindings {
+		inB[bindingKey(b.Binding)] = true
+	}
+	var out []Change
+	for _, b := range cur.Bindings {
+		if !strings.HasPrefix(b.Source, scope) || !strings.HasPrefix(b.Destination, scope) || inB[bindingKey(b)] {
+			continue
+		}
+		bb := b
+		out = append(out, Change{Action: Remove, System: broker.RabbitMQ, Kind: "binding", Name: bindingName(b),
+			rabbit: &broker.RabbitChange{Action: broker.Delete, Binding: &bb}})
+	}
+	for _, q := range cur.Queues {
+		if !strings.HasPrefix(q.Name, scope) || inQ[q.Name] {
+			continue
+		}
+		qq := q
+		c := Change{Action: Remove, System: broker.RabbitMQ, Kind: "queue", Name: q.Name,
+			rabbit: &broker.RabbitChange{Action: broker.Delete, Queue: &qq}}
+		if q.Messages > 0 {
+			c.Action = Conflict
+			c.Problem = fmt.Sprintf("queue `%s` is not in the spec but holds %d messages; pruning never deletes messages", q.Name, q.Messages)
+			c.Fix = "move or drain the messages first (`dlq redrive`, `dlq purge`), or add the queue to the spec"
+			c.rabbit = nil
+		}
+		out = append(out, c)
+	}
+	for _, p := range cur.Policies {
+		if !strings.HasPrefix(p.Name, scope) || inP[p.Name] {
+			continue
+		}
+		pp := p
+		out = append(out, Change{Action: Remove, System: broker.RabbitMQ, Kind: "policy", Name: p.Name,
+			rabbit: &broker.RabbitChange{Action: broker.Delete, Policy: &pp}})
+	}
+	for _, x := range cur.Exchanges {
+		if !strings.HasPrefix(x.Name, scope) || inX[x.Name] {
+			continue
+		}
+		xx := x
+		out = append(out, Change{Action: Remove, System: broker.RabbitMQ, Kind: "exchange", Name: x.Name,
+			rabbit: &broker.RabbitChange{Action: broker.Delete, Exchange: &xx}})
+	}
+	return out
+}
+
+// ---- SQS ----
+
+// arnResolver knows queue ARNs and derives the ARN of a queue that does not
+// exist yet from any known ARN of the same account and region.
+type arnResolver map[string]string
+
+func (r arnResolver) arn(name string) (string, bool) {
+	if a, ok := r[name]; ok {
+		return a, true
+	}
+	for _, a := range r {
+		if i := strings.LastIndexByte(a, ':'); i > 0 {
+			return a[:i+1] + name, true
+		}
+	}
+	return "", false
+}
+
+func (r arnResolver) arnOrPlaceholder(name string) string {
+	if a, ok := r.arn(name); ok {
+		return a
+	}
+	return "(ARN of " + name + ", known after apply)"
+}
+
+// desired renders a queue's attributes with RedrivePolicy and
+// RedriveAllowPolicy as SQS wants them.
+func (q *SQSQueue) desired(arn func(string) string) map[string]string {
+	out := make(map[string]string, len(q.Attributes)+2)
+	for k, v := range q.Attributes {
+		out[k] = v
+	}
+	if q.DeadLetter != nil {
+		b, _ := json.Marshal(map[string]any{"deadLetterTargetArn": arn(q.DeadLetter.Queue), "maxReceiveCount": q.DeadLetter.MaxReceiveCount})
+		out["RedrivePolicy"] = string(b)
+	}
+	if q.RedriveAllow != nil {
+		m := map[string]any{"redrivePermission": q.RedriveAllow.Permission}
+		if len(q.RedriveAllow.Sources) > 0 {
+			arns := make([]string, len(q.RedriveAllow.Sources))
+			for i, s := range q.RedriveAllow.Sources {
+				arns[i] = arn(s)
+			}
+			m["sourceQueueArns"] = arns
+		}
+		b, _ := json.Marshal(m)
+		out["RedriveAllowPolicy"] = string(b)
+	}
+	return out
+}
+
+// sameAttribute compares attribute values as SQS means them: JSON policies
+// by content (numbers and numeric strings alike, ARN lists in any order).
+func sameAttribute(k, a, b string) bool {
+	if a == b {
+		return true
+	}
+	switch k {
+	case "RedrivePolicy", "RedriveAllowPolicy", "Policy":
+		return canonicalJSON(a) == canonicalJSON(b) && canonicalJSON(a) != ""
+	case "ContentBasedDeduplication", "FifoQueue", "SqsManagedSseEnabled":
+		return strings.EqualFold(a, b)
+	}
+	return false
+}
+
+func canonicalJSON(s string) string {
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		return ""
+	}
+	if m, ok := v.(map[string]any); ok {
+		if n, ok := m["maxReceiveCount"]; ok {
+			if str, ok := n.(string); ok {
+				if i, err := strconv.ParseInt(str, 10, 64); err == nil {
+					m["maxReceiveCount"] = i
+				}
+			}
+		}
+		if l, ok := m["sourceQueueArns"].([]any); ok {
+			sort.Slice(l, func(i, j int) bool { return fmt.Sprint(l[i]) < fmt.Sprint(l[j]) })
+		}
+	}
+	return canonical(v)
+}
+
+// sqsOrder sorts queues so that every dead-letter target comes before the
+// queues that name it.
+func sqsOrder(qs []SQSQueue) []SQSQueue {
+	idx := map[string]int{}
+	for i, q := range qs {
+		idx[q.Name] = i
+	}
+	state := make([]int, len(qs))
+	var out []SQSQueue
+	var visit func(i int)
+	visit = func(i int) {
+		if state[i] != 0 {
+			return
+		}
+		state[i] = 1
+		if dl := qs[i].DeadLetter; dl != nil {
+			if j, ok := idx[dl.Queue]; ok {
+				visit(j)
+			}
+		}
+		state[i] = 2
+		out = append(out, qs[i])
+	}
+	for i := range qs {
+		visit(i)
+	}
+	return out
+}
+
+func planSQS(ctx context.Context, p *Plan, m *SQSModel, r broker.SQSTopologyReader, opts PlanOptions) error {
+	names := make([]string, len(m.Queues))
+	for i, q := range m.Queues {
+		names[i] = q.Name
+	}
+	states, err := r.ReadSQSQueues(ctx, names)
+	if err != nil {
+		return fmt.Errorf("read queues: %w", err)
+	}
+	have := map[string]broker.SQSQueueState{}
+	arns := arnResolver{}
+	for _, s := range states {
+		have[s.Name] = s
+		if s.ARN != "" {
+			arns[s.Name] = s.ARN
+		}
+	}
+	var all []broker.SQSQueueState
+	if opts.Prune {
+		all, err = r.ListSQSQueues(ctx, opts.PruneScope)
+		if err != nil {
+			return fmt.Errorf("list queues: %w", err)
+		}
+		for _, s := range all {
+			if s.ARN != "" {
+				arns[s.Name] = s.ARN
+			}
+		}
+	}
+	for _, q := range sqsOrder(m.Queues) {
+		pos := q.Pos
+		qq := q
+		c := Change{System: broker.SQS, Kind: "sqs-queue", Name: q.Name, Pos: &pos, From: q.From, sqs: &qq}
+		want := q.desired(arns.arnOrPlaceholder)
+		keys := make([]string, 0, len(want))
+		for k := range want {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		old, ok := have[q.Name]
+		if !ok {
+			c.Action = Create
+			for _, k := range keys {
+				c.Diffs = append(c.Diffs, Diff{Field: k, New: want[k]})
+			}
+			p.Changes = append(p.Changes, c)
+			continue
+		}
+		for _, k := range keys {
+			if k == "FifoQueue" {
+				continue // fixed by the name
+			}
+			if o, has := old.Attributes[k]; !has || !sameAttribute(k, o, want[k]) {
+				d := Diff{Field: k, New: want[k]}
+				if has {
+					d.Old = o
+				}
+				c.Diffs = append(c.Diffs, d)
+			}
+		}
+		if len(c.Diffs) == 0 {
+			p.Unchanged++
+			continue
+		}
+		c.Action = Update
+		p.Changes = append(p.Changes, c)
+	}
+	if opts.Prune {
+		in := map[string]bool{}
+		for _, q := range m.Queues {
+			in[q.Name] = true
+		}
+		// Sources before their DLQs: delete in reverse dependency order.
+		var dels []Change
+		for _, s := range all {
+			if in[s.Name] || !strings.HasPrefix(s.Name, opts.PruneScope) {
+				continue
+			}
+			c := Change{Action: Remove, System: broker.SQS, Kind: "sqs-queue", Name: s.Name}
+			var n int64
+			for _, a := range []string{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"} {
+				v, _ := strconv.ParseInt(s.Attributes[a], 10, 64)
+				n += v
+			}
+			if n > 0 {
+				c.Action = Conflict
+				c.Problem = fmt.Sprintf("queue `%s` is not in the spec but holds about %d messages; pruning never deletes messages", s.Name, n)
+				c.Fix = "move or drain the messages first (`dlq redrive`, `dlq purge`), or add the queue to the spec"
+			}
+			if _, isSource := s.Attributes["RedrivePolicy"]; isSource {
+				dels = append([]Change{c}, dels...)
+			} else {
+				dels = append(dels, c)
+			}
+		}
+		p.Changes = append(p.Changes, dels...)
+	}
+	return nil
+}
