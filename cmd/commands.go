@@ -8,4 +8,8 @@ func addCommands(root *cobra.Command, f *Factory) {
 	root.AddCommand(newCmdStats(f, nil))
 	root.AddCommand(newCmdExport(f, nil))
 	root.AddCommand(newHelpPeekSafety())
+	root.AddCommand(newCmdQueues(f, nil))
+	root.AddCommand(newCmdContexts(f, nil))
+	root.AddCommand(newCmdVersion(f, nil))
+	root.AddCommand(newHelpExitCodes(), newHelpArchiveFormat(), newHelpBrokers())
 }

@@ -27,6 +27,7 @@ Brokers are named with --broker (or a context from the config file):
 			if o.NoColor {
 				f.IO.SetColor(false)
 			}
+			f.applyContext()
 			return nil
 		},
 	}
@@ -47,6 +48,17 @@ Brokers are named with --broker (or a context from the config file):
 	pf.StringVar(&o.KeyFile, "key-file", "", "client key for TLS (PEM)")
 	pf.BoolVar(&o.Insecure, "insecure-skip-verify", false, "do not verify TLS certificates (dangerous)")
 	pf.StringVar(&o.AuditLog, "audit-log", "", "audit log file (default $XDG_STATE_HOME/dlq/audit.jsonl)")
+
+	_ = root.RegisterFlagCompletionFunc("context", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		cfg, err := f.LoadConfig()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return cfg.Names(), cobra.ShellCompDirectiveNoFileComp
+	})
+	_ = root.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return []string{"table", "json", "csv"}, cobra.ShellCompDirectiveNoFileComp
+	})
 
 	addCommands(root, f)
 	return root

@@ -1,0 +1,98 @@
+package cmd
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/dlq-tools/dlq/broker/archive"
+)
+
+// newHelpTopic is a command that only carries text: cobra lists it under
+// "Additional help topics" and `dlq help NAME` prints it.
+func newHelpTopic(name, short, long string) *cobra.Command {
+	return &cobra.Command{
+		Use:   name,
+		Short: short,
+		Long:  long,
+	}
+}
+
+func newHelpExitCodes() *cobra.Command {
+	return newHelpTopic("exit-codes", "Exit codes and what they mean", exitCodesHelp)
+}
+
+func newHelpArchiveFormat() *cobra.Command {
+	return newHelpTopic("archive-format", "The archive file format (file://…jsonl[.gz])", archive.FormatHelp)
+}
+
+func newHelpBrokers() *cobra.Command {
+	return newHelpTopic("brokers", "Naming brokers, queues, destinations; contexts and the config file", brokersHelp)
+}
+
+const brokersHelp = `BROKERS. --broker takes a URL or the name of a context:
+
+  amqp://USER@HOST:5672/VHOST     RabbitMQ (the path is the vhost; "/" or
+  amqps://USER@HOST:5671/VHOST    nothing is the default vhost, %2F escaped)
+                                  TLS: --ca-file, --cert-file, --key-file;
+                                  certificates are verified unless you pass
+                                  --insecure-skip-verify. The management API
+                                  is http://HOST:15672 (https://HOST:15671
+                                  for amqps) unless --management-url says.
+  sqs://   sqs://REGION           Amazon SQS through the AWS config chain
+                                  (AWS_PROFILE, AWS_REGION, SSO, …);
+                                  --region, --endpoint-url (or the SDK's
+                                  AWS_ENDPOINT_URL_SQS) for emulators.
+  file://PATH                     an archive (.jsonl, .jsonl.gz)
+  demo:                           the embedded sample archive
+  NAME                            a context from the config file
+
+The RabbitMQ password comes from the URL, else from the environment variable
+that the context names in password_env, else from DLQ_PASSWORD. dlq never
+prints it.
+
+Without --broker, dlq uses --context NAME (or DLQ_CONTEXT), else the config
+file's current-context, else the DLQ_BROKER environment variable. A URL given
+with --broker is used on its own. Flags override a context's values.
+
+QUEUES. A command's QUEUE argument is a queue name on that broker, or:
+
+  file://PATH                     every message of an archive
+  demo:NAME                       one queue of the sample archive
+  https://sqs.REGION.amazonaws.com/ACCOUNT/NAME, arn:aws:sqs:REGION:ACCOUNT:NAME
+                                  an SQS queue, whatever --broker says
+
+DESTINATIONS (redrive --to):
+
+  origin                          where each message was dead-lettered from
+  queue:NAME                      a queue on the source's broker
+  exchange:NAME[:ROUTING-KEY]     a RabbitMQ exchange on the source's broker
+  file://PATH                     appended to an archive (created if missing)
+  BROKER#DEST                     DEST on another broker, named by URL or
+                                  context:
+                                    amqp://ops@rabbit-b:5672/shop#queue:orders
+                                    sqs://eu-west-1#queue:orders
+                                    prod-rabbit#exchange:orders.x:order.created
+  an SQS queue URL or ARN         that queue
+
+CONTEXTS live in $XDG_CONFIG_HOME/dlq/config.yaml (~/.config/dlq/config.yaml),
+or the file --config names. They hold no secrets:
+
+  current-context: prod-rabbit
+  contexts:
+    prod-rabbit:
+      broker: amqps://ops@rabbit.prod.example.com:5671/shop
+      management_url: https://rabbit.prod.example.com:15671
+      password_env: RABBIT_PROD_PASSWORD   # the variable, not the password
+      ca_file: /etc/ssl/certs/prod-ca.pem
+      read_only: true                      # every mutation exits with code 4
+      audit_log: /var/log/dlq/audit.jsonl
+    prod-sqs:
+      broker: sqs://eu-west-1
+      profile: prod-admin
+    local-sqs:
+      broker: sqs://us-east-1
+      endpoint: http://127.0.0.1:9324
+
+Keys: broker, management_url, region, endpoint, profile, ca_file, cert_file,
+key_file, insecure_skip_verify, password_env, read_only, audit_log. Unknown
+keys are errors. ` + "`dlq contexts`" + ` lists the contexts.
+`

@@ -1,0 +1,387 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+type queuesOptions struct {
+	f       *Factory
+	Pattern string
+	DLQOnly bool
+	Sort    string
+}
+
+// Sort orders of `dlq queues`.
+const (
+	sortAttention = "attention"
+	sortName      = "name"
+	sortDepth     = "depth"
+)
+
+func newCmdQueues(f *Factory, runF func(*queuesOptions) error) *cobra.Command {
+	opts := &queuesOptions{f: f}
+	c := &cobra.Command{
+		Use:   "queues [PATTERN]",
+		Short: "Health snapshot of every queue: depth, in flight, consumers, DLQs",
+		Long: `List every queue of the broker with its depth (ready messages), messages
+in flight (unacknowledged on RabbitMQ, not visible on SQS), consumers,
+consumer capacity (RabbitMQ) or delayed messages (SQS), the age of the oldest
+message where the broker knows it, and the dead-letter relations: which queue
+each queue dead-letters to, and which queues dead-letter into each DLQ.
+
+A queue is a DLQ when another queue dead-letters into it (a dead-letter
+exchange argument or policy, or an SQS RedrivePolicy). By default DLQs that
+hold messages come first, deepest first; then every other queue by name.
+
+PATTERN filters by name: a glob (orders.*, *-dlq) or else a substring.`,
+		Example: `  dlq queues --broker amqp://ops@rabbit:5672/shop
+  dlq queues --context prod-sqs --dlq-only
+  dlq queues --broker demo: 'orders*'
+  dlq queues --output json | jq '.[] | select(.is_dlq and .depth > 0) | .name'`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Pattern = args[0]
+			}
+			switch opts.Sort {
+			case sortAttention, sortName, sortDepth:
+			default:
+				return flagErrorf("unknown `--sort` %q: use attention, name or depth", opts.Sort)
+			}
+			if opts.Pattern != "" {
+				if _, err := path.Match(opts.Pattern, ""); err != nil {
+					return flagErrorf("malformed pattern %q: %v", opts.Pattern, err)
+				}
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return queuesRun(c.Context(), opts)
+		},
+	}
+	c.Flags().BoolVar(&opts.DLQOnly, "dlq-only", false, "show only dead-letter queues")
+	c.Flags().StringVar(&opts.Sort, "sort", sortAttention, "order: attention (DLQs with messages first), name, depth")
+	return c
+}
+
+func queuesRun(ctx context.Context, opts *queuesOptions) error {
+	f := opts.f
+	format, err := outputFormat(f, OutputTable, OutputJSON, OutputCSV)
+	if err != nil {
+		return err
+	}
+	b, err := f.OpenBroker(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	lister, ok := b.(broker.QueueLister)
+	if !ok {
+		return fmt.Errorf("%s cannot list queues", b.String())
+	}
+	lctx, cancel := context.WithTimeout(ctx, f.timeout())
+	defer cancel()
+	qs, err := lister.Queues(lctx)
+	if err != nil {
+		if lctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+			return fmt.Errorf("list queues on %s: no answer within %s: raise `--timeout`", b.String(), f.timeout())
+		}
+		return err
+	}
+	qs = filterQueues(qs, opts.Pattern, opts.DLQOnly)
+	sortQueues(qs, opts.Sort)
+
+	switch format {
+	case OutputJSON:
+		out := make([]queueJSON, len(qs))
+		for i := range qs {
+			out[i] = toQueueJSON(&qs[i])
+		}
+		return writeJSON(f.IO.Out, out)
+	case OutputCSV:
+		return queuesTable(qs, true).RenderCSV(f.IO.Out)
+	}
+	if len(qs) == 0 {
+		what := "queues"
+		if opts.DLQOnly {
+			what = "dead-letter queues"
+		}
+		if opts.Pattern != "" {
+			what += " matching " + strconv.Quote(opts.Pattern)
+		}
+		f.IO.Statusf("no %s on %s", what, b.String())
+		return nil
+	}
+	return renderQueues(f.IO.Out, qs, f.IO.ColorEnabled(), f.IO.IsStdoutTTY())
+}
+
+func filterQueues(qs []broker.Queue, pattern string, dlqOnly bool) []broker.Queue {
+	glob := strings.ContainsAny(pattern, "*?[")
+	out := qs[:0]
+	for _, q := range qs {
+		if dlqOnly && !q.IsDLQ {
+			continue
+		}
+		if pattern != "" {
+			if glob {
+				if ok, _ := path.Match(pattern, q.Name); !ok {
+					continue
+				}
+			} else if !strings.Contains(q.Name, pattern) {
+				continue
+			}
+		}
+		out = append(out, q)
+	}
+	return out
+}
+
+func needsAttention(q *broker.Queue) bool { return q.IsDLQ && q.Depth > 0 }
+
+func sortQueues(qs []broker.Queue, by string) {
+	sort.SliceStable(qs, func(i, j int) bool {
+		a, b := &qs[i], &qs[j]
+		switch by {
+		case sortDepth:
+			if a.Depth != b.Depth {
+				return a.Depth > b.Depth
+			}
+		case sortAttention:
+			if na, nb := needsAttention(a), needsAttention(b); na != nb {
+				return na
+			} else if na && a.Depth != b.Depth {
+				return a.Depth > b.Depth
+			}
+		}
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		return a.Vhost < b.Vhost
+	})
+}
+
+// queueJSON is a queue as `--output json` prints it: ages in seconds.
+type queueJSON struct {
+	Name                 string         `json:"name"`
+	System               broker.System  `json:"system"`
+	Kind                 string         `json:"kind"`
+	Vhost                string         `json:"vhost,omitempty"`
+	URL                  string         `json:"url,omitempty"`
+	ARN                  string         `json:"arn,omitempty"`
+	Depth                int64          `json:"depth"`
+	InFlight             *int64         `json:"in_flight"`
+	Delayed              *int64         `json:"delayed,omitempty"`
+	Consumers            *int64         `json:"consumers"`
+	ConsumerCapacity     *float64       `json:"consumer_capacity,omitempty"`
+	OldestAgeSeconds     *float64       `json:"oldest_age_seconds"`
+	Bytes                *int64         `json:"bytes,omitempty"`
+	IsDLQ                bool           `json:"is_dlq"`
+	DeadLetterTarget     string         `json:"dead_letter_target,omitempty"`
+	DeadLetterRoutingKey string         `json:"dead_letter_routing_key,omitempty"`
+	DeadLetterQueues     []string       `json:"dead_letter_queues,omitempty"`
+	DeadLetterSources    []string       `json:"dead_letter_sources,omitempty"`
+	DeliveryLimit        int64          `json:"delivery_limit,omitempty"`
+	Policy               string         `json:"policy,omitempty"`
+	Durable              bool           `json:"durable,omitempty"`
+	Arguments            map[string]any `json:"arguments,omitempty"`
+}
+
+func toQueueJSON(q *broker.Queue) queueJSON {
+	j := queueJSON{
+		Name: q.Name, System: q.System, Kind: string(q.Kind), Vhost: q.Vhost, URL: q.URL, ARN: q.ARN,
+		Depth: q.Depth, InFlight: q.InFlight, Delayed: q.Delayed, Consumers: q.Consumers,
+		ConsumerCapacity: q.ConsumerCapacity, Bytes: q.Bytes, IsDLQ: q.IsDLQ,
+		DeadLetterTarget: q.DeadLetterTarget, DeadLetterRoutingKey: q.DeadLetterRoutingKey,
+		DeadLetterQueues: q.DeadLetterQueues, DeadLetterSources: q.DeadLetterSources,
+		DeliveryLimit: q.DeliveryLimit, Policy: q.Policy, Durable: q.Durable, Arguments: q.Arguments,
+	}
+	if q.OldestAge != nil {
+		s := q.OldestAge.Seconds()
+		j.OldestAgeSeconds = &s
+	}
+	return j
+}
+
+// queuesTable builds the rows; csv keeps machine-readable values and
+// every column.
+func queuesTable(qs []broker.Queue, csv bool) *Table {
+	t := NewTable("NAME", "KIND", "DEPTH", "IN FLIGHT", "CONSUMERS", "CAPACITY", "DELAYED", "OLDEST", "DLQ", "DEAD LETTERS TO", "DEAD LETTERS FROM")
+	if csv {
+		t = NewTable("NAME", "KIND", "DEPTH", "IN FLIGHT", "CONSUMERS", "CAPACITY", "DELAYED", "OLDEST SECONDS", "DLQ", "DEAD LETTERS TO", "DEAD LETTERS FROM", "VHOST", "URL")
+	}
+	num := func(p *int64) string {
+		if p == nil {
+			if csv {
+				return ""
+			}
+			return "-"
+		}
+		return strconv.FormatInt(*p, 10)
+	}
+	for i := range qs {
+		q := &qs[i]
+		capacity, oldest := "-", "-"
+		if csv {
+			capacity, oldest = "", ""
+		}
+		if q.ConsumerCapacity != nil {
+			if csv {
+				capacity = strconv.FormatFloat(*q.ConsumerCapacity, 'f', -1, 64)
+			} else {
+				capacity = strconv.Itoa(int(*q.ConsumerCapacity*100+0.5)) + "%"
+			}
+		}
+		if q.OldestAge != nil {
+			if csv {
+				oldest = strconv.FormatFloat(q.OldestAge.Seconds(), 'f', 0, 64)
+			} else {
+				oldest = spanAge(*q.OldestAge)
+			}
+		}
+		dlq := ""
+		if q.IsDLQ {
+			dlq = "yes"
+		} else if csv {
+			dlq = "no"
+		}
+		to := deadLetterTo(q)
+		sep := ", "
+		if csv {
+			sep = ";"
+		}
+		from := strings.Join(q.DeadLetterSources, sep)
+		if !csv {
+			if to == "" {
+				to = "-"
+			}
+			if from == "" {
+				from = "-"
+			}
+		}
+		row := []any{q.Name, q.Kind, q.Depth, num(q.InFlight), num(q.Consumers), capacity, num(q.Delayed), oldest, dlq, to, from}
+		if csv {
+			row = append(row, q.Vhost, q.URL)
+		}
+		t.Row(row...)
+	}
+	return t
+}
+
+// deadLetterTo names where a queue's dead letters go: its DLQs when known,
+// else the dead-letter exchange (with routing key) or SQS target.
+func deadLetterTo(q *broker.Queue) string {
+	if len(q.DeadLetterQueues) > 0 {
+		return strings.Join(q.DeadLetterQueues, ",")
+	}
+	if q.DeadLetterTarget == "" {
+		return ""
+	}
+	s := q.DeadLetterTarget
+	if q.DeadLetterRoutingKey != "" {
+		s += " (" + q.DeadLetterRoutingKey + ")"
+	}
+	if strings.HasPrefix(s, "arn:") {
+		if i := strings.LastIndexByte(s, ':'); i >= 0 {
+			s = s[i+1:]
+		}
+	}
+	return s
+}
+
+// spanAge prints a duration the way people say it: 45s, 12m, 3h05m, 4d02h.
+func spanAge(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return strconv.Itoa(int(d.Seconds())) + "s"
+	case d < time.Hour:
+		return strconv.Itoa(int(d.Minutes())) + "m"
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	default:
+		return fmt.Sprintf("%dd%02dh", int(d.Hours())/24, int(d.Hours())%24)
+	}
+}
+
+// renderQueues prints the table aligned, leaving out columns that no queue
+// fills (CAPACITY on SQS, DELAYED on RabbitMQ). With colour, DLQs holding
+// messages are red and the header is bold.
+func renderQueues(w io.Writer, qs []broker.Queue, color, tty bool) error {
+	t := queuesTable(qs, false)
+	keep := make([]bool, len(t.header))
+	for c := range t.header {
+		for _, r := range t.rows {
+			if r[c] != "-" && r[c] != "" {
+				keep[c] = true
+				break
+			}
+		}
+	}
+	keep[0], keep[2] = true, true // NAME, DEPTH
+	cols := []int{}
+	for c, k := range keep {
+		if k {
+			cols = append(cols, c)
+		}
+	}
+	width := make([]int, len(t.header))
+	for _, c := range cols {
+		width[c] = utf8.RuneCountInString(t.header[c])
+		for _, r := range t.rows {
+			width[c] = max(width[c], utf8.RuneCountInString(r[c]))
+		}
+	}
+	numeric := map[int]bool{2: true, 3: true, 4: true, 5: true, 6: true}
+	line := func(cells []string) string {
+		var sb strings.Builder
+		for i, c := range cols {
+			cell := cells[c]
+			pad := strings.Repeat(" ", width[c]-utf8.RuneCountInString(cell))
+			if i == len(cols)-1 {
+				if numeric[c] {
+					sb.WriteString(pad + cell)
+				} else {
+					sb.WriteString(cell)
+				}
+				break
+			}
+			if numeric[c] {
+				sb.WriteString(pad + cell)
+			} else {
+				sb.WriteString(cell + pad)
+			}
+			sb.WriteString("  ")
+		}
+		return strings.TrimRight(sb.String(), " ")
+	}
+	h := line(t.header)
+	if color {
+		h = "\x1b[1m" + h + "\x1b[0m"
+	}
+	if _, err := fmt.Fprintln(w, h); err != nil {
+		return err
+	}
+	for i, r := range t.rows {
+		l := line(r)
+		if color && needsAttention(&qs[i]) {
+			l = "\x1b[31m" + l + "\x1b[0m"
+		}
+		if _, err := fmt.Fprintln(w, l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
