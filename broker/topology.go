@@ -118,9 +118,6 @@ type SQSTopologyReader interface {
 	// ListSQSQueues returns every queue whose name starts with prefix (""
 	// for all queues of the account and region).
 	ListSQSQueues(ctx context.Context, prefix string) ([]SQSQueueState, error)
-	// SQSQueueARN returns the ARN a queue of this name has, or would have
-	// once created, in the broker's account and region.
-	SQSQueueARN(ctx context.Context, name string) (string, error)
 }
 
 // SQSChange creates a queue with attributes, sets attributes of an existing

@@ -123,15 +123,15 @@ type LintSpec struct {
 
 // RabbitSpec is the RabbitMQ part of a spec.
 type RabbitSpec struct {
-	Vhost        string           `yaml:"vhost,omitempty"`
-	Defaults     *RabbitDefaults  `yaml:"defaults,omitempty"`
-	RetryLadders []RetryLadder    `yaml:"retry_ladders,omitempty"`
-	WorkQueues   []WorkQueue      `yaml:"work_queues,omitempty"`
-	Exchanges    []ExchangeSpec   `yaml:"exchanges,omitempty"`
-	Queues       []QueueSpec      `yaml:"queues,omitempty"`
-	Bindings     []BindingSpec    `yaml:"bindings,omitempty"`
-	Policies     []PolicySpec     `yaml:"policies,omitempty"`
-	Pos          Pos              `yaml:"-"`
+	Vhost        string          `yaml:"vhost,omitempty"`
+	Defaults     *RabbitDefaults `yaml:"defaults,omitempty"`
+	RetryLadders []RetryLadder   `yaml:"retry_ladders,omitempty"`
+	WorkQueues   []WorkQueue     `yaml:"work_queues,omitempty"`
+	Exchanges    []ExchangeSpec  `yaml:"exchanges,omitempty"`
+	Queues       []QueueSpec     `yaml:"queues,omitempty"`
+	Bindings     []BindingSpec   `yaml:"bindings,omitempty"`
+	Policies     []PolicySpec    `yaml:"policies,omitempty"`
+	Pos          Pos             `yaml:"-"`
 }
 
 // RabbitDefaults apply to every queue and high-level construct that does not
@@ -322,7 +322,7 @@ type SQSRedriveAllow struct {
 
 // SQSQueueSpec declares one SQS queue with exactly the attributes given.
 type SQSQueueSpec struct {
-	Name         string           `yaml:"name"`
+	Name         string `yaml:"name"`
 	SQSSettings  `yaml:",inline"`
 	DeadLetter   *SQSDeadLetter   `yaml:"dead_letter,omitempty"`
 	RedriveAllow *SQSRedriveAllow `yaml:"redrive_allow,omitempty"`
