@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/dlq-tools/dlq/broker"
 )
@@ -27,6 +28,16 @@ func (e *engine) dryRun(ctx context.Context) (Summary, error) {
 	po := broker.PeekOptions{}
 	if e.opts.Limit > 0 && !e.selective() {
 		po.Limit = int(e.opts.Limit)
+	}
+	if e.src.System() == broker.RabbitMQ && po.Limit == 0 {
+		// A whole classic or quorum queue is read by rotation: at most a
+		// window is unacknowledged and no delivery count goes up.
+		po.Mode = broker.PeekRotate
+		if qi, ok := e.src.(broker.QueueInspector); ok {
+			if q, err := qi.Queue(ctx, e.queue); err == nil && q.Kind == broker.KindStream {
+				po.Mode = broker.PeekStream
+			}
+		}
 	}
 	rep, err := p.Peek(ctx, e.queue, po, func(m *broker.Message) error {
 		if m.ID == "" {
@@ -166,6 +177,8 @@ func viewValue(x any) any {
 			return string(t)
 		}
 		return base64.StdEncoding.EncodeToString(t)
+	case time.Time:
+		return t.UTC().Format(time.RFC3339Nano)
 	case fmt.Stringer:
 		return t.String()
 	default:

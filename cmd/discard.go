@@ -1,0 +1,223 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/redrive"
+)
+
+// archiveFlags are the archive-first flags of discard and purge.
+type archiveFlags struct {
+	ArchiveTo string
+	NoArchive bool
+}
+
+func (a *archiveFlags) register(c *cobra.Command) {
+	c.Flags().StringVar(&a.ArchiveTo, "archive-to", "", "write every removed message to this archive (file://PATH.jsonl[.gz]) first, fsynced before anything is removed")
+	c.Flags().BoolVar(&a.NoArchive, "no-archive", false, "remove without keeping a copy")
+}
+
+func (a *archiveFlags) validate(verb string) error {
+	switch {
+	case a.ArchiveTo != "" && a.NoArchive:
+		return flagErrorf("`--archive-to` and `--no-archive` exclude each other: choose one")
+	case a.ArchiveTo == "" && !a.NoArchive:
+		return flagErrorf("%s removes messages for good: pass `--archive-to file://PATH.jsonl` to keep a copy first, or `--no-archive`", verb)
+	case a.ArchiveTo != "" && (!strings.HasPrefix(a.ArchiveTo, "file://") || strings.TrimPrefix(a.ArchiveTo, "file://") == ""):
+		return flagErrorf("`--archive-to %s` is not an archive: use file://PATH.jsonl or file://PATH.jsonl.gz", a.ArchiveTo)
+	}
+	return nil
+}
+
+// open creates the archive; nil without one.
+func (a *archiveFlags) open(ctx context.Context, f *Factory) (broker.Broker, broker.Publisher, broker.Destination, error) {
+	if a.NoArchive {
+		return nil, nil, broker.Destination{}, nil
+	}
+	b, ref, err := f.OpenDestination(ctx, a.ArchiveTo)
+	if err != nil {
+		return nil, nil, broker.Destination{}, err
+	}
+	p, ok := b.(broker.Publisher)
+	if !ok {
+		b.Close()
+		return nil, nil, broker.Destination{}, fmt.Errorf("`--archive-to %s` cannot be written", a.ArchiveTo)
+	}
+	return b, p, broker.Destination{Kind: broker.ToFile, Path: strings.TrimPrefix(ref, "file://")}, nil
+}
+
+type discardOptions struct {
+	f   *Factory
+	ctx context.Context
+
+	Queue   string
+	Select  selectFlags
+	Archive archiveFlags
+	DryRun  bool
+
+	format string
+}
+
+func newCmdDiscard(f *Factory, runF func(*discardOptions) error) *cobra.Command {
+	opts := &discardOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "discard QUEUE (--filter JQ | --id ID… | --older-than D) (--archive-to file://… | --no-archive)",
+		Short: "Remove selected dead letters, archiving them first",
+		Long: `Remove the messages of QUEUE that --filter, --id, --older-than or --newer-than
+select (at most --limit). With --archive-to each batch is written to the
+archive and fsynced before any of its messages is removed from the queue; a
+crash leaves a message in the archive and the queue, never in neither.
+Without an archive you must say --no-archive. Messages that are not selected
+stay as they were (see ` + "`dlq help redrive-safety`" + `). On a terminal dlq asks
+first; without one it needs --yes. To remove everything, use ` + "`dlq purge`" + `.`,
+		Example: `  dlq discard orders.dlq --filter '.reason == "expired"' --archive-to file://expired.jsonl.gz
+  dlq discard orders.dlq --id 7f3c2a91,9d1e0b44 --no-archive --yes
+  dlq discard orders.dlq --older-than 720h --archive-to file://old.jsonl --dry-run`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Queue = args[0]
+			opts.ctx = c.Context()
+			var err error
+			if opts.format, err = outputFormat(f, OutputTable, OutputJSON); err != nil {
+				return err
+			}
+			if err := opts.Select.validate(); err != nil {
+				return err
+			}
+			if !opts.Select.any() {
+				return flagErrorf("discard needs a selection: `--filter`, `--id`, `--older-than` or `--newer-than`; to remove every message use `dlq purge`")
+			}
+			if err := opts.Archive.validate("discard"); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return discardRun(opts.ctx, opts)
+		},
+	}
+	opts.Select.register(cmd)
+	opts.Archive.register(cmd)
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "change nothing: count what would be removed")
+	return cmd
+}
+
+func discardRun(ctx context.Context, o *discardOptions) error {
+	f := o.f
+	if !o.DryRun {
+		if err := f.CheckWritable("discard"); err != nil {
+			return err
+		}
+	}
+	src, queue, err := f.OpenQueue(ctx, o.Queue)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	name := queue
+	if name == "" {
+		name = o.Queue
+	}
+	if !o.DryRun {
+		what := fmt.Sprintf("discard the messages of `%s` that %s", name, describeSelection(o.Select))
+		if o.Archive.NoArchive {
+			what += ", WITHOUT an archive"
+		} else {
+			what += ", archived to " + o.Archive.ArchiveTo
+		}
+		if err := requireYes(f, what); err != nil {
+			return err
+		}
+	}
+	var arch broker.Publisher
+	var dest broker.Destination
+	if !o.DryRun {
+		ab, p, d, err := o.Archive.open(ctx, f)
+		if err != nil {
+			return err
+		}
+		if ab != nil {
+			defer ab.Close()
+		}
+		arch, dest = p, d
+	}
+	ro := redrive.Options{DryRun: o.DryRun, Notice: func(s string) { f.IO.Statusf("dlq: %s", s) }}
+	o.Select.apply(&ro)
+	bar := newRedriveBar(f, "discarded")
+	ro.Progress = bar.update
+	sum, runErr := redrive.Discard(ctx, src, queue, arch, dest, ro)
+	bar.finish()
+	sum.Source = name
+	sum.Destination = o.Archive.ArchiveTo
+	if sum.Destination == "" {
+		sum.Destination = "discard"
+	}
+	return finishRemoval(f, o.format, "discard", src, name, o.Archive.ArchiveTo, o.Select.Filter, sum, runErr, o.DryRun)
+}
+
+func describeSelection(s selectFlags) string {
+	var parts []string
+	if s.Filter != "" {
+		parts = append(parts, "match "+s.Filter)
+	}
+	if len(s.IDs) > 0 {
+		parts = append(parts, fmt.Sprintf("have one of %d IDs", len(s.IDs)))
+	}
+	if s.OlderThan > 0 {
+		parts = append(parts, "are older than "+s.OlderThan.String())
+	}
+	if s.NewerThan > 0 {
+		parts = append(parts, "are newer than "+s.NewerThan.String())
+	}
+	d := strings.Join(parts, " and ")
+	if s.Limit > 0 {
+		d += fmt.Sprintf(" (at most %d)", s.Limit)
+	}
+	return d
+}
+
+// finishRemoval audits, prints and maps the result of a discard or purge.
+func finishRemoval(f *Factory, format, action string, src broker.Broker, queue, archive, filter string, sum redrive.Summary, runErr error, dry bool) error {
+	outcome, exitErr := redriveOutcome(sum, runErr, dry)
+	if !dry {
+		if aerr := f.Audit(AuditRecord{Action: action, Broker: src.String(), Source: queue, Destination: archive,
+			Filter: filter, Counts: summaryCounts(sum), IDs: sum.IDs, Outcome: outcome, Error: errString(runErr)}); aerr != nil {
+			f.IO.Statusf("dlq: %v", aerr)
+		}
+	}
+	if format == OutputJSON {
+		if err := writeJSON(f.IO.Out, sum); err != nil && exitErr == nil {
+			return err
+		}
+		return exitErr
+	}
+	w := f.IO.Out
+	verb := "removed"
+	if dry {
+		verb = "would remove"
+		fmt.Fprintln(w, "dry run: nothing was changed")
+		sum.Moved = sum64(sum.Destinations)
+	}
+	fmt.Fprintf(w, "%s %d of %d messages examined in `%s`", verb, sum.Moved, sum.Examined, queue)
+	if sum.Archived > 0 {
+		fmt.Fprintf(w, " (each archived first to %s)", archive)
+	}
+	fmt.Fprintln(w)
+	if n := sum.TotalSkipped(); n > 0 {
+		fmt.Fprintf(w, "left in the queue %d:\n", n)
+		printCounts(w, "", sum.Skipped)
+	}
+	if n := sum.TotalFailed(); n > 0 {
+		fmt.Fprintf(w, "could not remove %d (they stay in the queue):\n", n)
+		printCounts(w, "", sum.Failed)
+	}
+	for _, e := range sum.Errors {
+		fmt.Fprintf(w, "  %s\n", e)
+	}
+	return exitErr
+}

@@ -1,0 +1,122 @@
+package cmd
+
+import "github.com/spf13/cobra"
+
+const redriveSafetyHelp = `What dlq redrive, discard and purge guarantee, and how.
+
+Nothing is lost
+  A message is removed from the source (RabbitMQ basic.ack, SQS
+  DeleteMessageBatch, archive: never) only after the destination took
+  responsibility for it: a RabbitMQ publisher confirm (published with
+  mandatory, so an unroutable message comes back as a return, not a
+  confirm), a successful SQS SendMessageBatch entry, an archive write that
+  was fsynced. Exactly the confirmed messages of a window are acknowledged;
+  everything else stays in the source and is reported by reason
+  (unroutable, rejected, invalid-transform, ambiguous-origin, no-origin).
+  A crash or kill at any instant can leave a message in both places (at
+  most the messages in flight: --window × (--concurrency + 1)), never in
+  neither. Discard and purge with --archive-to follow the same rule with
+  the archive as the destination.
+
+Journal and --resume
+  Each run keeps a journal in $XDG_STATE_HOME/dlq/journal (mode 0600),
+  locked while the run lives, recording per message fingerprint: published,
+  confirmed, acknowledged. ` + "`dlq redrive SOURCE --resume`" + ` reads the journals of
+  interrupted runs of SOURCE, finishes with the same destination and
+  selection, removes messages that were confirmed but not yet acknowledged
+  without sending them again, and lists the messages that were published
+  but not confirmed when the run stopped: those were sent again and may be
+  at the destination twice. Journal lines are written at each step (they
+  survive a killed process); the file is fsynced at the end.
+
+Several processes at once
+  Runs on the same queue are competing consumers: RabbitMQ delivers each
+  message to one of them; SQS hides a received message from the others for
+  the visibility timeout, which dlq extends while it works. No message is
+  moved twice beyond what a crash allows. Each run has its own journal.
+
+Messages that are not moved
+  Messages a filter, --id, the age flags or --limit leave out, and messages
+  that failed, stay in the source unchanged:
+  - RabbitMQ classic: up to 1000 are held unacknowledged and returned
+    together at the end; RabbitMQ puts them back in their places (order
+    kept, redelivered flag set). Beyond that they are rotated (below).
+  - RabbitMQ quorum: a return would add 1 to x-delivery-count and move the
+    message to the back (with a delivery limit it could be dead-lettered
+    away), so they are rotated instead: republished unchanged (x-death
+    kept) to the back of the same queue with confirms, then the original is
+    acknowledged. The run stops when it meets a message it rotated, after
+    one pass over the queue; the cyclic order of the rotated messages is
+    kept, and no delivery count goes up. Tested in redrive's test suite.
+  - SQS: each is received once per run (ApproximateReceiveCount +1), kept
+    hidden while the run lasts, and made visible again at the end. On a FIFO
+    queue a held message blocks the rest of its group, which keeps the
+    group's order.
+  - Archives: read-only; nothing is removed from an archive.
+
+Fidelity
+  Body bytes, content type and encoding, message-id, correlation-id,
+  timestamp, priority, delivery mode, type, app-id, reply-to, expiration,
+  application headers with their AMQP types, and SQS message attributes
+  are kept. Death metadata (x-death, x-first-death-*, x-last-death-*,
+  x-delivery-count) is stripped, because consumers that count x-death would
+  dead-letter the message again at once; --keep-death-headers keeps it. An
+  x-dlq-redrive header (a table on RabbitMQ; a String attribute holding
+  {"count","time","source"} as JSON on SQS) records how often, when and
+  from where the message was redriven. A --transform result that cannot be
+  mapped back faithfully is refused for that message (invalid-transform),
+  which stays in the source; nothing half-made is ever published.
+  RabbitMQ → SQS: headers and properties become message attributes as
+  described in the SQS adapter (dlq-* attributes, overflow in dlq-amqp).
+  SQS → RabbitMQ: String attributes become string headers, Number ones
+  integers or floats, Binary ones byte strings; MessageId becomes the
+  message-id property, so the message keeps its ID.
+
+SQS FIFO
+  MessageGroupId is kept and windows go one at a time in receive order, so
+  a group's order is kept. Each redriven message gets a NEW deduplication
+  id: re-sending the original id within 5 minutes would be silently dropped
+  by SQS.
+
+Rate and flow control
+  --rate N/s is a token bucket (--ramp raises it from a tenth to N).
+  When RabbitMQ blocks publishers (connection.blocked: a memory or disk
+  alarm), dlq prints a notice on stderr, pauses, and resumes when the
+  broker unblocks.
+
+Ctrl-C
+  Stops taking messages, finishes the windows already being published,
+  acknowledges exactly what was confirmed, returns the rest, prints the
+  summary and exits 2 (cancelled). A run that stops on an error after
+  moving some messages, or that leaves some it could not move, exits 3
+  (partly done); run it again (or with --resume) to continue.
+
+--dry-run
+  Reads the source under the peek-safety rules (` + "`dlq help peek-safety`" + `),
+  changes nothing, and prints the count per destination, what would be
+  skipped and why (filtered, ambiguous origin, unroutable: RabbitMQ
+  bindings are checked through the management API), and before/after diffs
+  of the first transformed messages.
+
+--server-side
+  The broker moves every message itself: SQS StartMessageMoveTask (--rate
+  becomes MaxNumberOfMessagesPerSecond, at most 500; ` + "`dlq redrive status`" + `
+  and ` + "`dlq redrive cancel`" + `), RabbitMQ a dynamic shovel with ack-mode
+  on-confirm and src-delete-after queue-length, followed until done and
+  then removed. The broker sees no filter, transform or per-message origin,
+  so those flags are refused with --server-side, and death headers are not
+  stripped by a shovel.
+
+Audit and read-only
+  Every redrive, discard, purge and cancel appends a record to the audit
+  log (` + "`dlq audit`" + `). --read-only, or a context with read_only: true,
+  refuses them before anything is touched (exit code 4); --dry-run is
+  allowed.`
+
+func newHelpRedriveSafety() *cobra.Command {
+	return &cobra.Command{
+		Use:   "redrive-safety",
+		Short: "What redrive, discard and purge guarantee, and how",
+		Long:  redriveSafetyHelp,
+	}
+}

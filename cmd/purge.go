@@ -1,0 +1,98 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/redrive"
+)
+
+type purgeOptions struct {
+	f   *Factory
+	ctx context.Context
+
+	Queue   string
+	Archive archiveFlags
+
+	format string
+}
+
+func newCmdPurge(f *Factory, runF func(*purgeOptions) error) *cobra.Command {
+	opts := &purgeOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "purge QUEUE (--archive-to file://… | --no-archive)",
+		Short: "Remove every message of a queue, archiving them first",
+		Long: `Remove every message of QUEUE. With --archive-to, messages are taken in
+batches, each written to the archive and fsynced before it is removed (a
+broker-side purge is not used, because it would also remove messages that
+arrived after the archive was written). With --no-archive the broker's own
+purge is used where there is one. On a terminal dlq shows the queue's depth
+and asks; without one it needs --yes.`,
+		Example: `  dlq purge orders.dlq --archive-to file://orders-dlq-2024-06-01.jsonl.gz
+  dlq purge https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq --no-archive --yes`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Queue = args[0]
+			opts.ctx = c.Context()
+			var err error
+			if opts.format, err = outputFormat(f, OutputTable, OutputJSON); err != nil {
+				return err
+			}
+			if err := opts.Archive.validate("purge"); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return purgeRun(opts.ctx, opts)
+		},
+	}
+	opts.Archive.register(cmd)
+	return cmd
+}
+
+func purgeRun(ctx context.Context, o *purgeOptions) error {
+	f := o.f
+	if err := f.CheckWritable("purge"); err != nil {
+		return err
+	}
+	src, queue, err := f.OpenQueue(ctx, o.Queue)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	name := queue
+	if name == "" {
+		name = o.Queue
+	}
+	what := fmt.Sprintf("purge every message of `%s`", name)
+	if qi, ok := src.(broker.QueueInspector); ok {
+		if q, err := qi.Queue(ctx, queue); err == nil {
+			what = fmt.Sprintf("purge all %d messages of `%s`", q.Depth, name)
+		}
+	}
+	if o.Archive.NoArchive {
+		what += ", WITHOUT an archive"
+	} else {
+		what += ", archived to " + o.Archive.ArchiveTo
+	}
+	if err := requireYes(f, what); err != nil {
+		return err
+	}
+	ab, arch, dest, err := o.Archive.open(ctx, f)
+	if err != nil {
+		return err
+	}
+	if ab != nil {
+		defer ab.Close()
+	}
+	bar := newRedriveBar(f, "purged")
+	ro := redrive.Options{Progress: bar.update, Notice: func(s string) { f.IO.Statusf("dlq: %s", s) }}
+	sum, runErr := redrive.Purge(ctx, src, queue, arch, dest, ro)
+	bar.finish()
+	sum.Source = name
+	return finishRemoval(f, o.format, "purge", src, name, o.Archive.ArchiveTo, "", sum, runErr, false)
+}

@@ -1,0 +1,859 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/inspect"
+	"github.com/dlq-tools/dlq/redrive"
+)
+
+// selectFlags are the message selection flags redrive and discard share.
+type selectFlags struct {
+	Filter    string
+	IDs       []string
+	Limit     int64
+	OlderThan time.Duration
+	NewerThan time.Duration
+
+	filter *inspect.Query
+}
+
+func (s *selectFlags) register(c *cobra.Command) {
+	fl := c.Flags()
+	fl.StringVar(&s.Filter, "filter", "", "jq expression selecting messages (same document as `dlq peek --filter`)")
+	fl.StringSliceVar(&s.IDs, "id", nil, "message IDs (fingerprints shown by peek and the TUI); repeat or separate with commas")
+	fl.Int64Var(&s.Limit, "limit", 0, "move at most this many messages (0: all)")
+	fl.DurationVar(&s.OlderThan, "older-than", 0, "only messages dead-lettered longer ago than this (e.g. 1h)")
+	fl.DurationVar(&s.NewerThan, "newer-than", 0, "only messages dead-lettered within this (e.g. 30m)")
+}
+
+func (s *selectFlags) validate() error {
+	if s.Limit < 0 {
+		return flagErrorf("`--limit` must be 0 (all) or more")
+	}
+	if s.OlderThan < 0 || s.NewerThan < 0 {
+		return flagErrorf("`--older-than` and `--newer-than` take a positive duration such as 30m or 24h")
+	}
+	if s.OlderThan > 0 && s.NewerThan > 0 && s.NewerThan <= s.OlderThan {
+		return flagErrorf("`--newer-than %s` with `--older-than %s` selects nothing: the newer-than window must be longer", s.NewerThan, s.OlderThan)
+	}
+	for i, id := range s.IDs {
+		s.IDs[i] = strings.TrimSpace(id)
+		if s.IDs[i] == "" {
+			return flagErrorf("empty `--id`: pass the message IDs shown by `dlq peek`")
+		}
+	}
+	var err error
+	s.filter, err = compileFlag("--filter", s.Filter)
+	return err
+}
+
+func (s *selectFlags) apply(o *redrive.Options) {
+	if s.filter != nil {
+		o.Filter = s.filter
+	}
+	o.IDs, o.Limit, o.OlderThan, o.NewerThan = s.IDs, s.Limit, s.OlderThan, s.NewerThan
+}
+
+func (s *selectFlags) any() bool {
+	return s.Filter != "" || len(s.IDs) > 0 || s.OlderThan > 0 || s.NewerThan > 0
+}
+
+type redriveOptions struct {
+	f   *Factory
+	ctx context.Context
+
+	Source           string
+	To               string
+	Select           selectFlags
+	Transform        string
+	SetHeaders       []string
+	KeepDeathHeaders bool
+	DryRun           bool
+	Rate             float64
+	Ramp             time.Duration
+	Concurrency      int
+	Window           int
+	Resume           bool
+	ServerSide       bool
+	NoJournal        bool
+
+	format    string
+	transform *inspect.Query
+	headers   map[string]string
+	changed   func(string) bool
+}
+
+func newCmdRedrive(f *Factory, runF func(*redriveOptions) error) *cobra.Command {
+	opts := &redriveOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "redrive SOURCE [--to DEST]",
+		Short: "Move dead letters back where they came from, or anywhere else, without losing one",
+		Long: `Move messages from a dead-letter queue (or an archive file) to their origin or
+to --to. Each message is removed from the source only after the destination
+confirmed it; a crash may duplicate the messages in flight, never lose one.
+See ` + "`dlq help redrive-safety`" + ` for the exact guarantees.
+
+Destinations (--to, default origin):
+  origin                        where each message was dead-lettered from
+  queue:NAME                    a queue on the source's broker
+  exchange:NAME[:ROUTING-KEY]   a RabbitMQ exchange (default: the message's key)
+  file://PATH                   an archive file
+  BROKER#DEST                   DEST on another broker (URL or context name)
+
+Select with --filter, --id, --limit, --older-than, --newer-than; rewrite with
+--transform (jq over the same document as --filter, e.g. '.body.retry = 0')
+and --set-header. Death headers (x-death, x-first-death-*, x-last-death-*,
+x-delivery-count) are stripped unless --keep-death-headers, and an
+x-dlq-redrive header (SQS: attribute) records count, time and source.
+
+--dry-run reads under the peek-safety rules and changes nothing. A journal in
+$XDG_STATE_HOME/dlq/journal records each message's progress; --resume finishes
+an interrupted run (with its recorded destination and selection) and reports
+what was in flight. --server-side hands the whole move to the broker (SQS
+message move task, RabbitMQ shovel); see ` + "`dlq redrive status`" + ` and ` + "`cancel`" + `.
+
+Exit codes: 0 all selected messages moved; 1 nothing moved (error, bad flags);
+2 cancelled (Ctrl-C: in-flight messages were settled, the summary says what
+moved); 3 partly done (some moved, then an error, or some could not be
+moved: unroutable, refused); 4 read-only.`,
+		Example: `  dlq redrive orders.dlq --dry-run
+  dlq redrive orders.dlq
+  dlq redrive orders.dlq --filter '.reason == "rejected"' --transform '.body.retry = 0'
+  dlq redrive orders.dlq --to queue:orders.retry --rate 200/s --ramp 30s
+  dlq redrive https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq --server-side --rate 100
+  dlq redrive orders.dlq --resume
+  dlq redrive file://evidence.jsonl --to 'amqp://ops@rabbit:5672/#exchange:orders'`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Source = args[0]
+			opts.ctx = c.Context()
+			opts.changed = func(name string) bool { return c.Flags().Changed(name) }
+			if err := opts.validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return redriveRun(opts.ctx, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.To, "to", "origin", "destination: origin, queue:NAME, exchange:NAME[:KEY], file://PATH, BROKER#DEST")
+	opts.Select.register(cmd)
+	fl.StringVar(&opts.Transform, "transform", "", "jq expression rewriting each message document (body, headers, properties, attributes)")
+	fl.StringArrayVar(&opts.SetHeaders, "set-header", nil, "set a header (SQS: attribute) KEY=VALUE on every moved message; repeatable")
+	fl.BoolVar(&opts.KeepDeathHeaders, "keep-death-headers", false, "keep x-death, x-first-death-*, x-last-death-*, x-delivery-count")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "change nothing: show counts per destination, skips and diffs")
+	fl.Var((*rateValue)(&opts.Rate), "rate", "at most N messages per second (N or N/s; 0: unlimited)")
+	fl.DurationVar(&opts.Ramp, "ramp", 0, "raise the rate from a tenth of --rate to --rate over this long")
+	fl.IntVar(&opts.Concurrency, "concurrency", 0, "windows published at once (default 2; 1 for SQS FIFO)")
+	fl.IntVar(&opts.Window, "window", 0, "messages published and confirmed together (default 250)")
+	fl.BoolVar(&opts.Resume, "resume", false, "finish an interrupted redrive of SOURCE from its journal")
+	fl.BoolVar(&opts.ServerSide, "server-side", false, "let the broker move every message itself (SQS move task, RabbitMQ shovel)")
+	fl.BoolVar(&opts.NoJournal, "no-journal", false, "keep no journal (an interrupted run cannot be resumed)")
+	cmd.AddCommand(newCmdRedriveStatus(f, nil), newCmdRedriveCancel(f, nil))
+	return cmd
+}
+
+// rateValue parses "200", "200/s", "12000/m".
+type rateValue float64
+
+func (r *rateValue) String() string { return strconv.FormatFloat(float64(*r), 'g', -1, 64) }
+func (r *rateValue) Type() string   { return "rate" }
+func (r *rateValue) Set(s string) error {
+	n, err := parseRate(s)
+	if err != nil {
+		return err
+	}
+	*r = rateValue(n)
+	return nil
+}
+
+func parseRate(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	per := 1.0
+	switch {
+	case strings.HasSuffix(s, "/s"):
+		s = strings.TrimSuffix(s, "/s")
+	case strings.HasSuffix(s, "/m"):
+		s, per = strings.TrimSuffix(s, "/m"), 60
+	case strings.HasSuffix(s, "/h"):
+		s, per = strings.TrimSuffix(s, "/h"), 3600
+	}
+	n, err := strconv.ParseFloat(s, 64)
+	if err != nil || n < 0 || n != n {
+		return 0, fmt.Errorf("%q is not a rate: use messages per second such as 200 or 200/s (also /m, /h)", s)
+	}
+	return n / per, nil
+}
+
+func (o *redriveOptions) validate() error {
+	var err error
+	if o.format, err = outputFormat(o.f, OutputTable, OutputJSON); err != nil {
+		return err
+	}
+	if err := o.Select.validate(); err != nil {
+		return err
+	}
+	if o.transform, err = compileFlag("--transform", o.Transform); err != nil {
+		return err
+	}
+	if o.headers, err = parseSetHeaders(o.SetHeaders); err != nil {
+		return err
+	}
+	if o.Concurrency < 0 || o.Concurrency > 64 {
+		return flagErrorf("`--concurrency` must be from 1 to 64")
+	}
+	if o.Window < 0 || o.Window > 10000 {
+		return flagErrorf("`--window` must be from 1 to 10000")
+	}
+	if o.Ramp < 0 {
+		return flagErrorf("`--ramp` must be a positive duration")
+	}
+	if o.Ramp > 0 && o.Rate == 0 {
+		return flagErrorf("`--ramp` needs `--rate`: the rate to ramp up to")
+	}
+	if _, err := parseDestination(o.To); err != nil && !strings.Contains(o.To, "#") && !strings.HasPrefix(o.To, "http") && !strings.HasPrefix(o.To, "arn:") {
+		return err
+	}
+	if o.ServerSide {
+		if o.Resume {
+			return flagErrorf("`--resume` cannot be used with `--server-side`: a server-side move keeps no journal; check it with `dlq redrive status`")
+		}
+		if o.Rate > redrive.MaxServerSideRate {
+			return flagErrorf("`--rate` %g is too high for `--server-side`: the broker accepts at most %d messages per second", o.Rate, redrive.MaxServerSideRate)
+		}
+		if o.Ramp > 0 || o.Concurrency > 0 || o.Window > 0 || o.KeepDeathHeaders {
+			return flagErrorf("`--ramp`, `--concurrency`, `--window` and `--keep-death-headers` do not apply to `--server-side`: the broker moves messages as they are")
+		}
+		var ro redrive.Options
+		o.libOptions(&ro)
+		if err := redrive.ServerSideRefusal(ro); err != nil {
+			return flagErrorf("%v", err)
+		}
+	}
+	return nil
+}
+
+func parseSetHeaders(kvs []string) (map[string]string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	h := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, flagErrorf("`--set-header %s`: use KEY=VALUE", kv)
+		}
+		if broker.IsDeathHeader(k) || k == redrive.RedriveHeader {
+			return nil, flagErrorf("`--set-header %s`: %s is set by the broker or by dlq; choose another name", kv, k)
+		}
+		h[k] = v
+	}
+	return h, nil
+}
+
+// parseDestination reads origin, queue:NAME, exchange:NAME[:KEY] and
+// file://PATH.
+func parseDestination(s string) (broker.Destination, error) {
+	switch {
+	case s == "" || s == "origin":
+		return broker.Destination{Kind: broker.ToOrigin}, nil
+	case strings.HasPrefix(s, "queue:"):
+		q := strings.TrimPrefix(s, "queue:")
+		if q == "" {
+			return broker.Destination{}, flagErrorf("`--to queue:` names no queue: use queue:NAME")
+		}
+		return broker.Destination{Kind: broker.ToQueue, Queue: q}, nil
+	case strings.HasPrefix(s, "exchange:"):
+		rest := strings.TrimPrefix(s, "exchange:")
+		name, key, hasKey := strings.Cut(rest, ":")
+		d := broker.Destination{Kind: broker.ToExchange, Exchange: name}
+		if hasKey {
+			d.RoutingKeys = strings.Split(key, ",")
+		}
+		return d, nil
+	case strings.HasPrefix(s, "file://"):
+		p := strings.TrimPrefix(s, "file://")
+		if p == "" {
+			return broker.Destination{}, flagErrorf("`--to file://` names no file: use file://PATH.jsonl")
+		}
+		return broker.Destination{Kind: broker.ToFile, Path: p}, nil
+	}
+	return broker.Destination{}, flagErrorf("`--to %s` is not a destination: use origin, queue:NAME, exchange:NAME[:KEY], file://PATH or BROKER#DEST", RedactURL(s))
+}
+
+// libOptions fills the library options the flags decide.
+func (o *redriveOptions) libOptions(ro *redrive.Options) {
+	o.Select.apply(ro)
+	if o.transform != nil {
+		ro.Transform = redrive.JQTransform(o.transform, inspect.Document)
+	}
+	ro.SetHeaders = o.headers
+	ro.KeepDeathHeaders = o.KeepDeathHeaders
+	ro.DryRun = o.DryRun
+	ro.Rate, ro.Ramp = o.Rate, o.Ramp
+	ro.Concurrency, ro.Window = o.Concurrency, o.Window
+}
+
+// plan is what a journal records to finish the run the same way.
+func (o *redriveOptions) plan() map[string]string {
+	p := map[string]string{"to": o.To}
+	add := func(k, v string) {
+		if v != "" {
+			p[k] = v
+		}
+	}
+	add("filter", o.Select.Filter)
+	add("id", strings.Join(o.Select.IDs, ","))
+	if o.Select.Limit > 0 {
+		p["limit"] = strconv.FormatInt(o.Select.Limit, 10)
+	}
+	if o.Select.OlderThan > 0 {
+		p["older-than"] = o.Select.OlderThan.String()
+	}
+	if o.Select.NewerThan > 0 {
+		p["newer-than"] = o.Select.NewerThan.String()
+	}
+	add("transform", o.Transform)
+	add("set-header", strings.Join(o.SetHeaders, "\x1f"))
+	if o.KeepDeathHeaders {
+		p["keep-death-headers"] = "true"
+	}
+	return p
+}
+
+// adoptPlan takes the interrupted run's settings for every flag not given
+// now.
+func (o *redriveOptions) adoptPlan(p map[string]string) error {
+	set := func(flag string, fn func(v string) error) error {
+		v, ok := p[flag]
+		if !ok || o.changed(flag) {
+			return nil
+		}
+		if err := fn(v); err != nil {
+			return fmt.Errorf("journal: `--%s %s`: %w", flag, v, err)
+		}
+		return nil
+	}
+	errs := []error{
+		set("to", func(v string) error { o.To = v; return nil }),
+		set("filter", func(v string) error { o.Select.Filter = v; return nil }),
+		set("id", func(v string) error { o.Select.IDs = strings.Split(v, ","); return nil }),
+		set("limit", func(v string) (err error) { o.Select.Limit, err = strconv.ParseInt(v, 10, 64); return }),
+		set("older-than", func(v string) (err error) { o.Select.OlderThan, err = time.ParseDuration(v); return }),
+		set("newer-than", func(v string) (err error) { o.Select.NewerThan, err = time.ParseDuration(v); return }),
+		set("transform", func(v string) error { o.Transform = v; return nil }),
+		set("set-header", func(v string) error { o.SetHeaders = strings.Split(v, "\x1f"); return nil }),
+		set("keep-death-headers", func(v string) error { o.KeepDeathHeaders = v == "true"; return nil }),
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return o.validate()
+}
+
+func redriveRun(ctx context.Context, o *redriveOptions) error {
+	f := o.f
+	if !o.DryRun {
+		if err := f.CheckWritable("redrive"); err != nil {
+			return err
+		}
+	}
+	src, queue, err := f.OpenQueue(ctx, o.Source)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	srcName := queue
+	if srcName == "" {
+		srcName = o.Source
+	}
+
+	// Resume: the interrupted run's plan fills the flags not given now.
+	jdir := redrive.JournalDir()
+	jkey := redrive.JournalKey(src.String(), srcName)
+	var resume *redrive.ResumeState
+	if o.Resume {
+		resume, err = redrive.LoadInterrupted(jdir, jkey)
+		if errors.Is(err, redrive.ErrNoJournal) {
+			return flagErrorf("nothing to resume: no interrupted redrive of `%s` on %s (journals in %s); drop `--resume`", srcName, src.String(), jdir)
+		}
+		if err != nil {
+			return err
+		}
+		defer resume.Release()
+		if err := o.adoptPlan(resume.Plan().Plan); err != nil {
+			return err
+		}
+	} else if !o.DryRun && !o.ServerSide && !o.NoJournal {
+		if paths, _ := redrive.Interrupted(jdir, jkey); len(paths) > 0 {
+			f.IO.Statusf("note: an interrupted redrive of `%s` left a journal: `dlq redrive %s --resume` finishes it without moving its confirmed messages twice", srcName, o.Source)
+		}
+	}
+
+	dstB, destRef, err := f.OpenDestination(ctx, o.To)
+	if err != nil {
+		return err
+	}
+	dst := src
+	if dstB != nil {
+		defer dstB.Close()
+		dst = dstB
+	}
+	dest, err := parseDestination(destRef)
+	if err != nil {
+		return err
+	}
+	if dest.Kind == broker.ToFile && dstB == nil {
+		return flagErrorf("`--to %s`: could not open the archive", o.To)
+	}
+	if o.ServerSide {
+		return redriveServerSide(ctx, o, src, srcName, dest)
+	}
+
+	ro := redrive.Options{Dest: dest, SourceName: srcName}
+	o.libOptions(&ro)
+	ro.Resume = resume
+	ro.Notice = func(s string) { f.IO.Statusf("dlq: %s", s) }
+	bar := newRedriveBar(f, "moved")
+	if !o.DryRun {
+		ro.Progress = bar.update
+	}
+	if !o.DryRun && !o.NoJournal {
+		j, err := redrive.CreateJournal(jdir, redrive.JournalHeader{Key: jkey, Broker: Redact(src.String()), Source: srcName, Destination: Redact(o.To), Plan: o.plan()})
+		if err != nil {
+			return fmt.Errorf("%w: pass `--no-journal` to run without one (an interrupted run then cannot be resumed)", err)
+		}
+		ro.Journal = j
+		defer j.Close()
+	}
+	sum, runErr := redrive.Run(ctx, src, queue, dst, ro)
+	bar.finish()
+	sum.Source, sum.Destination = srcName, Redact(o.To)
+
+	outcome, exitErr := redriveOutcome(sum, runErr, o.DryRun)
+	if !o.DryRun {
+		if aerr := f.Audit(AuditRecord{Action: "redrive", Broker: src.String(), Source: srcName, Destination: o.To,
+			Filter: o.Select.Filter, Transform: o.Transform, Counts: summaryCounts(sum), IDs: sum.IDs,
+			Outcome: outcome, Error: errString(runErr)}); aerr != nil {
+			f.IO.Statusf("dlq: %v", aerr)
+		}
+	}
+	if perr := printSummary(f, o.format, sum); perr != nil && exitErr == nil {
+		return perr
+	}
+	return exitErr
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// redriveOutcome maps a run's result to the audit outcome and the error that
+// sets the exit code: 2 on a cancel, 3 when something moved and something
+// did not (or an error stopped it), 1 when nothing moved and something
+// failed.
+func redriveOutcome(s redrive.Summary, err error, dry bool) (string, error) {
+	failed := s.TotalFailed()
+	switch {
+	case dry && err == nil:
+		return "dry-run", nil
+	case errors.Is(err, context.Canceled) || s.Cancelled:
+		return "cancelled", WithExitCode(ExitCancelled, fmt.Errorf("cancelled after moving %d messages; in-flight messages were settled", s.Moved))
+	case err != nil && s.Moved > 0:
+		return "partial", Partial(fmt.Errorf("stopped after moving %d messages: %w; run the same command again to continue", s.Moved, err))
+	case err != nil:
+		return "failed", err
+	case failed > 0 && s.Moved > 0:
+		return "partial", Partial(fmt.Errorf("%d messages could not be moved and stay in the source (%s)", failed, reasons(s.Failed)))
+	case failed > 0:
+		return "failed", fmt.Errorf("no message moved: %d could not be (%s)", failed, reasons(s.Failed))
+	}
+	return "ok", nil
+}
+
+func reasons(m map[string]int64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func summaryCounts(s redrive.Summary) map[string]int64 {
+	c := map[string]int64{"examined": s.Examined, "moved": s.Moved}
+	for k, v := range s.Skipped {
+		c["skipped:"+k] = v
+	}
+	for k, v := range s.Failed {
+		c["failed:"+k] = v
+	}
+	if s.Archived > 0 {
+		c["archived"] = s.Archived
+	}
+	return c
+}
+
+// printSummary writes the summary: JSON for scripts, lines for people.
+func printSummary(f *Factory, format string, s redrive.Summary) error {
+	if format == OutputJSON {
+		return writeJSON(f.IO.Out, s)
+	}
+	w := f.IO.Out
+	verb := "moved"
+	if s.DryRun {
+		verb = "would move"
+	}
+	total := sum64(s.Destinations)
+	if s.DryRun {
+		fmt.Fprintf(w, "dry run: nothing was changed\n")
+		fmt.Fprintf(w, "%s %d of %d messages examined in `%s`\n", verb, total, s.Examined, s.Source)
+	} else {
+		rate := ""
+		if secs := s.Elapsed.Seconds(); secs > 0 && s.Moved > 0 {
+			rate = fmt.Sprintf(", %.0f msg/s", float64(s.Moved)/secs)
+		}
+		fmt.Fprintf(w, "%s %d of %d messages examined in `%s` (%s%s)\n", verb, s.Moved, s.Examined, s.Source, s.Elapsed.Round(time.Millisecond), rate)
+	}
+	printCounts(w, "", s.Destinations)
+	if n := s.TotalSkipped(); n > 0 {
+		fmt.Fprintf(w, "left in the source on purpose %d:\n", n)
+		printCounts(w, "", s.Skipped)
+	}
+	if n := s.TotalFailed(); n > 0 {
+		fmt.Fprintf(w, "could not move %d (they stay in the source):\n", n)
+		printCounts(w, "", s.Failed)
+	}
+	for _, e := range s.Errors {
+		fmt.Fprintf(w, "  %s\n", e)
+	}
+	if r := s.Resumed; r != nil {
+		fmt.Fprintf(w, "resumed %d interrupted run(s): %d messages were confirmed but not removed (removed now, not sent again); %d were in flight and were sent again (each may now be at the destination twice)\n",
+			r.Journals, r.ConfirmedNotAcked, r.InFlight)
+		if len(r.InFlightIDs) > 0 {
+			fmt.Fprintf(w, "  in flight: %s\n", strings.Join(r.InFlightIDs, " "))
+		}
+	}
+	if s.Rotated > 0 {
+		fmt.Fprintf(w, "%d messages left in the source were republished to its back (see `dlq help redrive-safety`)\n", s.Rotated)
+	}
+	for _, d := range s.Diffs {
+		fmt.Fprintf(w, "\n--- %s before\n+++ %s after\n%s\n", d.ID, d.ID, d.Lines)
+	}
+	return nil
+}
+
+func printCounts(w io.Writer, indent string, m map[string]int64) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] || m[keys[i]] == m[keys[j]] && keys[i] < keys[j] })
+	for _, k := range keys {
+		fmt.Fprintf(w, "%s  %8d  %s\n", indent, m[k], k)
+	}
+}
+
+func sum64(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// redriveBar draws a progress bar on a terminal's stderr.
+type redriveBar struct {
+	f     *Factory
+	verb  string
+	shown bool
+	last  time.Time
+}
+
+func newRedriveBar(f *Factory, verb string) *redriveBar { return &redriveBar{f: f, verb: verb} }
+
+func (b *redriveBar) update(p redrive.Progress) {
+	if !b.f.IO.IsStderrTTY() || p.Done {
+		return
+	}
+	if now := time.Now(); now.Sub(b.last) < 200*time.Millisecond {
+		return
+	} else {
+		b.last = now
+	}
+	b.shown = true
+	line := fmt.Sprintf("%s %d", b.verb, p.Moved)
+	if p.Total > 0 {
+		const width = 24
+		frac := float64(p.Examined) / float64(p.Total)
+		if frac > 1 {
+			frac = 1
+		}
+		n := int(frac * width)
+		line = fmt.Sprintf("[%s%s] %s %d/%d", strings.Repeat("=", n), strings.Repeat(" ", width-n), b.verb, p.Moved, p.Total)
+	}
+	line += fmt.Sprintf("  %.0f msg/s", p.Rate)
+	if eta := p.ETA(); eta > 0 {
+		line += "  ETA " + eta.Round(time.Second).String()
+	}
+	if p.Skipped > 0 || p.Failed > 0 {
+		line += fmt.Sprintf("  skipped %d failed %d", p.Skipped, p.Failed)
+	}
+	if p.Blocked {
+		line += "  (paused: broker blocked)"
+	}
+	fmt.Fprintf(b.f.IO.ErrOut, "\r\x1b[K%s", line)
+}
+
+func (b *redriveBar) finish() {
+	if b.shown {
+		fmt.Fprint(b.f.IO.ErrOut, "\r\x1b[K")
+	}
+}
+
+// redriveServerSide hands the move to the broker and follows it.
+func redriveServerSide(ctx context.Context, o *redriveOptions, src broker.Broker, queue string, dest broker.Destination) error {
+	f := o.f
+	if dest.Kind == broker.ToFile {
+		return flagErrorf("`--server-side` cannot write an archive: drop `--server-side` or choose a queue")
+	}
+	bar := newRedriveBar(f, "server-side")
+	task, err := redrive.ServerSide(ctx, src, queue, redrive.ServerSideOptions{Dest: dest, Rate: o.Rate, Wait: true,
+		Progress: func(t broker.MoveTask) {
+			p := redrive.Progress{}
+			if t.Moved != nil {
+				p.Moved = *t.Moved
+			}
+			if t.ToMove != nil {
+				p.Total, p.Examined = *t.ToMove, p.Moved
+			}
+			if t.Remaining != nil {
+				p.Moved = 0
+				bar.verb = fmt.Sprintf("server-side, %d left", *t.Remaining)
+			}
+			bar.update(p)
+		}})
+	bar.finish()
+	outcome := "ok"
+	var exitErr error
+	switch {
+	case errors.Is(err, context.Canceled) && task.Handle != "":
+		outcome = "cancelled"
+		exitErr = WithExitCode(ExitCancelled, fmt.Errorf("stopped watching; the broker keeps moving (%s): `dlq redrive status %s`, or stop it with `dlq redrive cancel %s`", task.Handle, o.Source, o.Source))
+	case err != nil && task.Handle != "":
+		outcome = "failed"
+		exitErr = Partial(err)
+	case err != nil:
+		outcome = "failed"
+		exitErr = err
+	}
+	counts := map[string]int64{}
+	if task.Moved != nil {
+		counts["moved"] = *task.Moved
+	}
+	if aerr := f.Audit(AuditRecord{Action: "redrive-server-side", Broker: src.String(), Source: queue, Destination: o.To,
+		Counts: counts, Outcome: outcome, Error: errString(err)}); aerr != nil {
+		f.IO.Statusf("dlq: %v", aerr)
+	}
+	if o.format == OutputJSON {
+		if werr := writeJSON(f.IO.Out, task); werr != nil && exitErr == nil {
+			return werr
+		}
+	} else if task.Handle != "" {
+		printTask(f.IO.Out, task)
+	}
+	return exitErr
+}
+
+func printTask(w io.Writer, t broker.MoveTask) {
+	fmt.Fprintf(w, "%s  %s → %s  %s", t.Handle, t.Source, t.Destination, t.State)
+	if t.Moved != nil {
+		fmt.Fprintf(w, "  moved %d", *t.Moved)
+		if t.ToMove != nil {
+			fmt.Fprintf(w, " of %d", *t.ToMove)
+		}
+	}
+	if t.Remaining != nil {
+		fmt.Fprintf(w, "  %d left in the source", *t.Remaining)
+	}
+	if t.MaxPerSecond > 0 {
+		fmt.Fprintf(w, "  ≤%d msg/s", t.MaxPerSecond)
+	}
+	if !t.Started.IsZero() {
+		fmt.Fprintf(w, "  started %s", t.Started.UTC().Format(time.RFC3339))
+	}
+	if t.Failure != "" {
+		fmt.Fprintf(w, "  failure: %s", t.Failure)
+	}
+	fmt.Fprintln(w)
+}
+
+type redriveStatusOptions struct {
+	f      *Factory
+	Source string
+	format string
+}
+
+func newCmdRedriveStatus(f *Factory, runF func(*redriveStatusOptions) error) *cobra.Command {
+	opts := &redriveStatusOptions{f: f}
+	return &cobra.Command{
+		Use:     "status SOURCE",
+		Short:   "Show the server-side moves of a queue",
+		Example: "  dlq redrive status https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq\n  dlq redrive status orders.dlq -o json",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Source = args[0]
+			var err error
+			if opts.format, err = outputFormat(f, OutputTable, OutputJSON); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return redriveStatusRun(c.Context(), opts)
+		},
+	}
+}
+
+func openMover(ctx context.Context, f *Factory, ref string) (broker.Broker, broker.ServerSideMover, string, error) {
+	src, queue, err := f.OpenQueue(ctx, ref)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	mv, ok := src.(broker.ServerSideMover)
+	if !ok {
+		src.Close()
+		return nil, nil, "", broker.Errorf(broker.ErrUnsupported, "server-side moves", "%s has none", src.String())
+	}
+	return src, mv, queue, nil
+}
+
+func redriveStatusRun(ctx context.Context, o *redriveStatusOptions) error {
+	src, mv, queue, err := openMover(ctx, o.f, o.Source)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	tasks, err := mv.MoveStatus(ctx, queue)
+	if err != nil {
+		return err
+	}
+	if o.format == OutputJSON {
+		if tasks == nil {
+			tasks = []broker.MoveTask{}
+		}
+		return writeJSON(o.f.IO.Out, tasks)
+	}
+	if len(tasks) == 0 {
+		o.f.IO.Statusf("no server-side moves of `%s`", queue)
+		return nil
+	}
+	for _, t := range tasks {
+		printTask(o.f.IO.Out, t)
+	}
+	return nil
+}
+
+type redriveCancelOptions struct {
+	f      *Factory
+	Source string
+	Handle string
+	format string
+}
+
+func newCmdRedriveCancel(f *Factory, runF func(*redriveCancelOptions) error) *cobra.Command {
+	opts := &redriveCancelOptions{f: f}
+	return &cobra.Command{
+		Use:   "cancel SOURCE [HANDLE]",
+		Short: "Stop a server-side move (messages already moved stay moved)",
+		Long: `Stop the running server-side move of SOURCE (or the one HANDLE names, as
+` + "`dlq redrive status`" + ` shows it). Messages already moved stay at the destination;
+the rest stay in SOURCE.`,
+		Example: "  dlq redrive cancel https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq\n  dlq redrive cancel orders.dlq dlq-move-orders.dlq-1a2b",
+		Args:    cobra.RangeArgs(1, 2),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Source = args[0]
+			if len(args) == 2 {
+				opts.Handle = args[1]
+			}
+			var err error
+			if opts.format, err = outputFormat(f, OutputTable, OutputJSON); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return redriveCancelRun(c.Context(), opts)
+		},
+	}
+}
+
+func redriveCancelRun(ctx context.Context, o *redriveCancelOptions) error {
+	f := o.f
+	if err := f.CheckWritable("redrive cancel"); err != nil {
+		return err
+	}
+	src, mv, queue, err := openMover(ctx, f, o.Source)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	handle := o.Handle
+	if handle == "" {
+		tasks, err := mv.MoveStatus(ctx, queue)
+		if err != nil {
+			return err
+		}
+		var running []string
+		for _, t := range tasks {
+			if !t.State.Done() {
+				running = append(running, t.Handle)
+			}
+		}
+		switch len(running) {
+		case 0:
+			return fmt.Errorf("no running server-side move of `%s`: see `dlq redrive status %s`", queue, o.Source)
+		case 1:
+			handle = running[0]
+		default:
+			return flagErrorf("%d server-side moves of `%s` are running: name one (%s)", len(running), queue, strings.Join(running, ", "))
+		}
+	}
+	task, err := mv.CancelMove(ctx, queue, handle)
+	outcome := "ok"
+	if err != nil {
+		outcome = "failed"
+	}
+	if aerr := f.Audit(AuditRecord{Action: "redrive-cancel", Broker: src.String(), Source: queue, Destination: handle, Outcome: outcome, Error: errString(err)}); aerr != nil {
+		f.IO.Statusf("dlq: %v", aerr)
+	}
+	if err != nil {
+		return err
+	}
+	if o.format == OutputJSON {
+		return writeJSON(f.IO.Out, task)
+	}
+	printTask(f.IO.Out, task)
+	return nil
+}
