@@ -12,4 +12,9 @@ func addCommands(root *cobra.Command, f *Factory) {
 	root.AddCommand(newCmdContexts(f, nil))
 	root.AddCommand(newCmdVersion(f, nil))
 	root.AddCommand(newHelpExitCodes(), newHelpArchiveFormat(), newHelpBrokers())
+	root.AddCommand(newCmdRedrive(f, nil))
+	root.AddCommand(newCmdDiscard(f, nil))
+	root.AddCommand(newCmdPurge(f, nil))
+	root.AddCommand(newCmdAudit(f, nil))
+	root.AddCommand(newHelpRedriveSafety())
 }
