@@ -107,6 +107,18 @@ func WaitMove(ctx context.Context, mv broker.ServerSideMover, queue string, task
 			}
 		}
 		if !found {
+			// SQS lists finished tasks without their handle: the most recent
+			// one that started with ours is ours.
+			for _, x := range tasks {
+				if x.Handle == "" && x.State.Done() && !x.Started.Before(task.Started.Add(-time.Minute)) {
+					h := task.Handle
+					task, found = x, true
+					task.Handle = h
+					break
+				}
+			}
+		}
+		if !found {
 			task.State = broker.MoveCompleted
 		}
 		if progress != nil {
