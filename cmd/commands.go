@@ -11,6 +11,7 @@ func addCommands(root *cobra.Command, f *Factory) {
 	root.AddCommand(newCmdQueues(f, nil))
 	root.AddCommand(newCmdContexts(f, nil))
 	root.AddCommand(newCmdVersion(f, nil))
+	addTopologyCommands(root, f)
 	root.AddCommand(newHelpExitCodes(), newHelpArchiveFormat(), newHelpBrokers())
 	root.AddCommand(newCmdRedrive(f, nil))
 	root.AddCommand(newCmdDiscard(f, nil))

@@ -1,0 +1,593 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/topology"
+)
+
+// addTopologyCommands registers `dlq topology` and `dlq help topology-spec`.
+func addTopologyCommands(root *cobra.Command, f *Factory) {
+	root.AddCommand(newCmdTopology(f), newHelpTopic("topology-spec", "The topology spec file format (dlq topology)", topologySpecHelp()))
+}
+
+func newCmdTopology(f *Factory) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "topology",
+		Short: "Declare retry and dead-letter topologies from a spec file: plan, apply, export, lint, graph",
+		Long: `Topology as code. A spec file (YAML, see ` + "`dlq help topology-spec`" + `) declares
+exchanges, queues, bindings and policies on RabbitMQ, or queues with their
+redrive policies on SQS, directly or through high-level constructs (retry
+ladders, work queues with a DLQ, SQS pairs).
+
+  lint    offline checks: dead-letter loops, routes to nowhere, retention
+  plan    what would change on the broker, and conflicts it would refuse
+  apply   make the broker match the spec (never deletes without --prune)
+  export  write a broker's topology as a spec
+  graph   draw a spec or a broker as Mermaid or Graphviz`,
+	}
+	c.AddCommand(newCmdTopologyPlan(f, nil), newCmdTopologyApply(f, nil), newCmdTopologyExport(f, nil),
+		newCmdTopologyLint(f, nil), newCmdTopologyGraph(f, nil))
+	return c
+}
+
+// loadTopology reads a spec (path "-" is stdin). A malformed spec prints
+// every problem, one per line with file:line:column, to stderr.
+func loadTopology(f *Factory, path string) (*topology.Model, error) {
+	if path == "" {
+		return nil, flagErrorf("`-f` is required: the spec file (see `dlq help topology-spec`)")
+	}
+	var data []byte
+	var err error
+	name := path
+	if path == "-" {
+		name = "<stdin>"
+		data, err = io.ReadAll(io.LimitReader(f.IO.In, 8<<20))
+	} else {
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read spec %s: %w: check `-f`", name, err)
+	}
+	m, err := topology.LoadBytes(name, data)
+	var se *topology.SpecError
+	if errors.As(err, &se) {
+		for _, p := range se.Problems {
+			fmt.Fprintln(f.IO.ErrOut, p.String())
+		}
+		return nil, fmt.Errorf("%s: %d problem(s) in the spec: fix them and run again", name, len(se.Problems))
+	}
+	return m, err
+}
+
+// ---- plan ----
+
+type topologyPlanOptions struct {
+	f                *Factory
+	File             string
+	DetailedExitcode bool
+	Prune            bool
+}
+
+func newCmdTopologyPlan(f *Factory, runF func(*topologyPlanOptions) error) *cobra.Command {
+	opts := &topologyPlanOptions{f: f}
+	c := &cobra.Command{
+		Use:   "plan -f SPEC",
+		Short: "Show what apply would change, and the conflicts it would refuse",
+		Long: `Read what the broker has (the management API for RabbitMQ, GetQueueAttributes
+for SQS; nothing is declared) and print the difference with the spec:
+
+  + create      the object does not exist
+  ~ update      changes in place: a policy, SQS queue attributes
+  ! conflict    an existing queue or exchange differs in what cannot change
+                in place (arguments, type, durability): RabbitMQ would answer
+                406 PRECONDITION_FAILED. The plan says how to fix it: a policy
+                instead of an argument, or a migration to a new queue.
+  - delete      only with --prune: objects under the spec's name_prefix that
+                the spec no longer has
+
+A plan with conflicts exits 1. With --detailed-exitcode, a plan without
+conflicts exits 0 when nothing would change and 5 when changes are pending.`,
+		Example: `  dlq topology plan -f topology.yaml --broker amqp://ops@rabbit/shop
+  dlq topology plan -f queues.yaml --broker sqs://eu-west-1 --detailed-exitcode
+  dlq topology plan -f topology.yaml --output json | jq '.changes[] | select(.action=="conflict")'`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if opts.File == "" {
+				return flagErrorf("`-f` is required: the spec file (see `dlq help topology-spec`)")
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return topologyPlanRun(c.Context(), opts)
+		},
+	}
+	c.Flags().StringVarP(&opts.File, "file", "f", "", "spec file (- for stdin)")
+	c.Flags().BoolVar(&opts.DetailedExitcode, "detailed-exitcode", false, "exit 0 when nothing would change, 5 when changes are pending")
+	c.Flags().BoolVar(&opts.Prune, "prune", false, "also plan deleting objects under the spec's name_prefix that the spec lacks")
+	return c
+}
+
+type planJSON struct {
+	*topology.Plan
+	Summary topology.Summary `json:"summary"`
+}
+
+// makeTopologyPlan loads the spec, opens the broker and plans.
+func makeTopologyPlan(ctx context.Context, f *Factory, file string, prune bool) (*topology.Plan, broker.Broker, error) {
+	m, err := loadTopology(f, file)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := f.OpenBroker(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	popts := topology.PlanOptions{Prune: prune, PruneScope: m.Prefix}
+	if prune && m.Prefix == "" {
+		b.Close()
+		return nil, nil, flagErrorf("`--prune` needs `name_prefix` in the spec: only objects whose names start with it are ever deleted")
+	}
+	pctx, cancel := context.WithTimeout(ctx, f.timeout())
+	defer cancel()
+	p, err := topology.MakePlan(pctx, b, m, popts)
+	if err != nil {
+		b.Close()
+		return nil, nil, err
+	}
+	if p.Skipped != "" {
+		f.IO.Statusf("the spec's %s section is for another broker: plan it with a %s `--broker`", p.Skipped, p.Skipped)
+	}
+	return p, b, nil
+}
+
+func topologyPlanRun(ctx context.Context, opts *topologyPlanOptions) error {
+	f := opts.f
+	format, err := outputFormat(f, OutputTable, OutputJSON)
+	if err != nil {
+		return err
+	}
+	p, b, err := makeTopologyPlan(ctx, f, opts.File, opts.Prune)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if format == OutputJSON {
+		if err := writeJSON(f.IO.Out, planJSON{p, p.Summary()}); err != nil {
+			return err
+		}
+	} else if err := topology.WritePlan(f.IO.Out, p, f.IO.ColorEnabled()); err != nil {
+		return err
+	}
+	if n := p.Summary().Conflict; n > 0 {
+		return fmt.Errorf("the plan has %d conflict(s): apply would refuse to start; resolve them as the plan explains", n)
+	}
+	if opts.DetailedExitcode && p.HasChanges() {
+		return WithExitCode(ExitChanges, nil)
+	}
+	return nil
+}
+
+// ---- apply ----
+
+type topologyApplyOptions struct {
+	f     *Factory
+	File  string
+	Prune bool
+}
+
+func newCmdTopologyApply(f *Factory, runF func(*topologyApplyOptions) error) *cobra.Command {
+	opts := &topologyApplyOptions{f: f}
+	c := &cobra.Command{
+		Use:   "apply -f SPEC",
+		Short: "Make the broker match the spec",
+		Long: `Plan, then carry out the plan in dependency order: RabbitMQ exchanges, policies,
+queues, bindings (policies first, so that queues are born with their
+dead-letter settings); SQS dead-letter queues before the queues that name
+them in a RedrivePolicy.
+
+Apply refuses to start when the plan has a conflict: the broker is left
+unchanged. It is idempotent: applying the same spec again changes nothing.
+It never deletes anything unless --prune is given, and then only objects
+under the spec's name_prefix, only empty queues, and only after confirmation
+(--yes without a terminal). Every apply writes an audit record.`,
+		Example: `  dlq topology apply -f topology.yaml --broker amqp://ops@rabbit/shop
+  dlq topology apply -f queues.yaml --broker sqs://eu-west-1 --output json
+  dlq topology apply -f topology.yaml --prune --yes`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if opts.File == "" {
+				return flagErrorf("`-f` is required: the spec file (see `dlq help topology-spec`)")
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return topologyApplyRun(c.Context(), opts)
+		},
+	}
+	c.Flags().StringVarP(&opts.File, "file", "f", "", "spec file (- for stdin)")
+	c.Flags().BoolVar(&opts.Prune, "prune", false, "delete objects under the spec's name_prefix that the spec lacks (asks first)")
+	return c
+}
+
+type applyJSON struct {
+	Plan    planJSON          `json:"plan"`
+	Applied []topology.Change `json:"applied"`
+	Failed  *topology.Change  `json:"failed,omitempty"`
+	Error   string            `json:"error,omitempty"`
+}
+
+func topologyApplyRun(ctx context.Context, opts *topologyApplyOptions) error {
+	f := opts.f
+	format, err := outputFormat(f, OutputTable, OutputJSON)
+	if err != nil {
+		return err
+	}
+	if err := f.CheckWritable("topology apply"); err != nil {
+		return err
+	}
+	p, b, err := makeTopologyPlan(ctx, f, opts.File, opts.Prune)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	s := p.Summary()
+	rec := AuditRecord{Action: "topology-apply", Broker: b.String(), Source: opts.File,
+		Counts: map[string]int64{"create": int64(s.Create), "update": int64(s.Update), "delete": int64(s.Delete), "conflict": int64(s.Conflict)}}
+	audit := func(outcome string, err error) {
+		rec.Outcome = outcome
+		if err != nil {
+			rec.Error = err.Error()
+		}
+		if aerr := f.Audit(rec); aerr != nil {
+			f.IO.Statusf("warning: %v", aerr)
+		}
+	}
+	if format != OutputJSON {
+		if err := topology.WritePlan(f.IO.ErrOut, p, f.IO.ColorEnabled() && f.IO.IsStderrTTY()); err != nil {
+			return err
+		}
+	}
+	if s.Conflict > 0 {
+		err := &topology.ConflictError{Conflicts: p.Conflicts()}
+		audit("failed", err)
+		if format == OutputJSON {
+			_ = writeJSON(f.IO.Out, applyJSON{Plan: planJSON{p, s}, Applied: []topology.Change{}, Error: err.Error()})
+		}
+		return err
+	}
+	if !p.HasChanges() {
+		audit("ok", nil)
+		if format == OutputJSON {
+			return writeJSON(f.IO.Out, applyJSON{Plan: planJSON{p, s}, Applied: []topology.Change{}})
+		}
+		fmt.Fprintln(f.IO.Out, "Nothing to do: the broker already matches the spec.")
+		return nil
+	}
+	if s.Delete > 0 {
+		if err := requireYes(f, fmt.Sprintf("delete %d object(s) that the spec no longer has (listed above with -)", s.Delete)); err != nil {
+			audit("cancelled", err)
+			return err
+		}
+	}
+	start := f.Now()
+	progress := func(c topology.Change, err error) {
+		if format == OutputJSON {
+			return
+		}
+		verb := map[topology.Action]string{topology.Create: "created", topology.Update: "updated", topology.Remove: "deleted"}[c.Action]
+		if err != nil {
+			fmt.Fprintf(f.IO.Out, "%s failed: %s %s: %v\n", c.Action.Marker(), c.Kind, c.Name, err)
+			return
+		}
+		fmt.Fprintf(f.IO.Out, "%s %s %s %s\n", c.Action.Marker(), verb, c.Kind, c.Name)
+	}
+	res, err := topology.Apply(ctx, b, p, progress)
+	rec.Counts["applied"] = int64(len(res.Applied))
+	if format == OutputJSON {
+		out := applyJSON{Plan: planJSON{p, s}, Applied: res.Applied, Failed: res.Failed}
+		if out.Applied == nil {
+			out.Applied = []topology.Change{}
+		}
+		if err != nil {
+			out.Error = err.Error()
+		}
+		if jerr := writeJSON(f.IO.Out, out); jerr != nil && err == nil {
+			err = jerr
+		}
+	}
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			audit("cancelled", err)
+			return err
+		}
+		if len(res.Applied) > 0 {
+			audit("partial", err)
+			return Partial(fmt.Errorf("applied %d of %d change(s), then: %w; re-run apply to continue", len(res.Applied), len(p.Changes), err))
+		}
+		audit("failed", err)
+		return err
+	}
+	audit("ok", nil)
+	if format != OutputJSON {
+		fmt.Fprintf(f.IO.Out, "Applied %d change(s) in %s: %d created, %d updated, %d deleted.\n",
+			len(res.Applied), f.Now().Sub(start).Round(time.Millisecond), s.Create, s.Update, s.Delete)
+	}
+	return nil
+}
+
+// ---- export ----
+
+type topologyExportOptions struct {
+	f      *Factory
+	Vhost  string
+	Prefix string
+	Out    string
+}
+
+func newCmdTopologyExport(f *Factory, runF func(*topologyExportOptions) error) *cobra.Command {
+	opts := &topologyExportOptions{f: f}
+	c := &cobra.Command{
+		Use:   "export",
+		Short: "Write a broker's topology as a spec file",
+		Long: `Read every exchange, queue, binding and policy of a RabbitMQ vhost (leaving out
+the built-in amq.* exchanges and server-named queues), or every SQS queue of
+the account and region with its attributes, and write it in the spec format
+(the low-level form: exchanges, queues, bindings, policies; SQS queues with
+dead_letter and redrive_allow by name). Planning the result against the same
+broker shows no changes.
+
+--prefix keeps objects whose names start with it (and the policies that
+apply to them). --vhost reads another vhost of the same RabbitMQ server.`,
+		Example: `  dlq topology export --broker amqp://ops@rabbit/shop > shop.yaml
+  dlq topology export --broker amqp://ops@rabbit/ --vhost shop --prefix orders.
+  dlq topology export --broker sqs://eu-west-1 --prefix payments- -o payments.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if opts.Vhost != "" {
+				if err := setBrokerVhost(f, opts.Vhost); err != nil {
+					return err
+				}
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return topologyExportRun(c.Context(), opts)
+		},
+	}
+	c.Flags().StringVar(&opts.Vhost, "vhost", "", "RabbitMQ vhost to export (default: the one in the broker URL)")
+	c.Flags().StringVar(&opts.Prefix, "prefix", "", "only objects whose names start with this")
+	c.Flags().StringVar(&opts.Out, "file", "", "write to this file instead of stdout")
+	return c
+}
+
+// setBrokerVhost points an amqp:// `--broker` URL at another vhost.
+func setBrokerVhost(f *Factory, vhost string) error {
+	raw := f.Options.Broker
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "amqp" && u.Scheme != "amqps") {
+		return flagErrorf("`--vhost` needs `--broker amqp://…` (or put the vhost in the broker URL of the context)")
+	}
+	u.Path = "/" + vhost
+	u.RawPath = "/" + url.PathEscape(vhost)
+	f.Options.Broker = u.String()
+	return nil
+}
+
+func topologyExportRun(ctx context.Context, opts *topologyExportOptions) error {
+	f := opts.f
+	format, err := outputFormat(f, "yaml", OutputJSON)
+	if err != nil {
+		return err
+	}
+	b, err := f.OpenBroker(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	ectx, cancel := context.WithTimeout(ctx, f.timeout())
+	defer cancel()
+	spec, err := topology.Export(ectx, b, topology.ExportOptions{Prefix: opts.Prefix})
+	if err != nil {
+		return err
+	}
+	var data []byte
+	if format == OutputJSON {
+		var sb strings.Builder
+		if err := writeJSON(&sb, spec); err != nil {
+			return err
+		}
+		data = []byte(sb.String())
+	} else {
+		header := fmt.Sprintf("dlq topology export of %s", b.String())
+		if opts.Prefix != "" {
+			header += fmt.Sprintf(" (names starting with %q)", opts.Prefix)
+		}
+		header += "\n" + f.Now().UTC().Format(time.RFC3339) + "; see `dlq help topology-spec`"
+		if data, err = topology.MarshalSpec(spec, header); err != nil {
+			return err
+		}
+	}
+	if opts.Out != "" {
+		if err := os.WriteFile(opts.Out, data, 0o644); err != nil {
+			return fmt.Errorf("write %s: %w: check `--file`", opts.Out, err)
+		}
+		f.IO.Statusf("wrote %s", opts.Out)
+		return nil
+	}
+	_, err = f.IO.Out.Write(data)
+	return err
+}
+
+// ---- lint ----
+
+type topologyLintOptions struct {
+	f      *Factory
+	File   string
+	Strict bool
+}
+
+func lintRulesHelp() string {
+	var b strings.Builder
+	for _, r := range topology.Rules {
+		fmt.Fprintf(&b, "  %-26s %-8s %s\n", r.Name, r.Severity, r.Doc)
+	}
+	return b.String()
+}
+
+func newCmdTopologyLint(f *Factory, runF func(*topologyLintOptions) error) *cobra.Command {
+	opts := &topologyLintOptions{f: f}
+	c := &cobra.Command{
+		Use:   "lint -f SPEC",
+		Short: "Check a spec offline for dead-letter mistakes",
+		Long: `Validate a spec and check the topology it declares, without a broker. Each
+finding names its place (file:line:column), its severity and its rule.
+Lint exits 1 when it finds an error (or, with --strict, a warning).
+
+Rules (silence one with ` + "`lint: {ignore: [RULE]}`" + ` in the spec):
+` + lintRulesHelp(),
+		Example: `  dlq topology lint -f topology.yaml
+  dlq topology lint -f topology.yaml --strict --output json`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if opts.File == "" {
+				return flagErrorf("`-f` is required: the spec file (see `dlq help topology-spec`)")
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return topologyLintRun(opts)
+		},
+	}
+	c.Flags().StringVarP(&opts.File, "file", "f", "", "spec file (- for stdin)")
+	c.Flags().BoolVar(&opts.Strict, "strict", false, "fail on warnings too")
+	return c
+}
+
+func topologyLintRun(opts *topologyLintOptions) error {
+	f := opts.f
+	format, err := outputFormat(f, OutputTable, OutputJSON)
+	if err != nil {
+		return err
+	}
+	m, err := loadTopology(f, opts.File)
+	if err != nil {
+		return err
+	}
+	fs := topology.Lint(m)
+	errs, warns := topology.CountSeverity(fs, topology.SevError), topology.CountSeverity(fs, topology.SevWarning)
+	if format == OutputJSON {
+		if fs == nil {
+			fs = []topology.Finding{}
+		}
+		if err := writeJSON(f.IO.Out, map[string]any{"findings": fs, "errors": errs, "warnings": warns}); err != nil {
+			return err
+		}
+	} else {
+		color := f.IO.ColorEnabled()
+		for _, fd := range fs {
+			sev := string(fd.Severity)
+			if color {
+				code := "\x1b[33m"
+				if fd.Severity == topology.SevError {
+					code = "\x1b[31m"
+				}
+				sev = code + sev + "\x1b[0m"
+			}
+			fmt.Fprintf(f.IO.Out, "%s: %s: %s [%s]\n", fd.Pos, sev, fd.Message, fd.Rule)
+		}
+		if len(fs) == 0 {
+			f.IO.Statusf("%s: no findings", opts.File)
+		} else {
+			f.IO.Statusf("%d error(s), %d warning(s)", errs, warns)
+		}
+	}
+	if errs > 0 || (opts.Strict && warns > 0) {
+		return WithExitCode(ExitError, fmt.Errorf("lint found %d error(s) and %d warning(s)", errs, warns))
+	}
+	return nil
+}
+
+// ---- graph ----
+
+type topologyGraphOptions struct {
+	f      *Factory
+	File   string
+	Format string
+	Prefix string
+}
+
+func newCmdTopologyGraph(f *Factory, runF func(*topologyGraphOptions) error) *cobra.Command {
+	opts := &topologyGraphOptions{f: f}
+	c := &cobra.Command{
+		Use:   "graph [-f SPEC]",
+		Short: "Draw a spec, or what a broker has, as a Mermaid or Graphviz graph",
+		Long: `Draw the topology: exchanges as hexagons, queues as cylinders, bindings as
+arrows labelled with their keys, dead-letter and redrive routes dashed.
+With -f it draws the spec; without, it reads the broker (--broker, narrowed
+by --prefix).`,
+		Example: `  dlq topology graph -f topology.yaml > topology.mmd
+  dlq topology graph --broker amqp://ops@rabbit/shop --prefix orders. --format dot | dot -Tsvg > orders.svg`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			switch opts.Format {
+			case topology.GraphMermaid, topology.GraphDot:
+			default:
+				return flagErrorf("unknown `--format` %q: use mermaid or dot", opts.Format)
+			}
+			if opts.File != "" && opts.Prefix != "" {
+				return flagErrorf("`--prefix` narrows what is read from a broker: drop it, or drop `-f`")
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return topologyGraphRun(c.Context(), opts)
+		},
+	}
+	c.Flags().StringVarP(&opts.File, "file", "f", "", "spec file (- for stdin); without it, the broker's topology")
+	c.Flags().StringVar(&opts.Format, "format", topology.GraphMermaid, "mermaid or dot")
+	c.Flags().StringVar(&opts.Prefix, "prefix", "", "with a broker: only objects whose names start with this")
+	return c
+}
+
+func topologyGraphRun(ctx context.Context, opts *topologyGraphOptions) error {
+	f := opts.f
+	var m *topology.Model
+	var err error
+	if opts.File != "" {
+		if m, err = loadTopology(f, opts.File); err != nil {
+			return err
+		}
+	} else {
+		b, err := f.OpenBroker(ctx)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		ectx, cancel := context.WithTimeout(ctx, f.timeout())
+		defer cancel()
+		spec, err := topology.Export(ectx, b, topology.ExportOptions{Prefix: opts.Prefix})
+		if err != nil {
+			return err
+		}
+		spec.File = b.String()
+		if m, err = topology.Expand(spec); err != nil {
+			return fmt.Errorf("read the broker's topology: %w", err)
+		}
+	}
+	return topology.WriteGraph(f.IO.Out, m, opts.Format)
+}
+
+func topologySpecHelp() string {
+	return topology.SpecGuide + "\nEVERY FIELD\n\n" + topology.SchemaReference()
+}
