@@ -1,0 +1,906 @@
+package rabbitmq
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+var _ broker.Peeker = (*Broker)(nil)
+
+// Peek safety on RabbitMQ
+//
+// A peek reads messages without taking them away. What is safe depends on
+// the queue kind, so Peek chooses per kind (PeekAuto) and refuses, with
+// ErrUnsafe and the safe alternative, what could harm a message.
+//
+// Classic queues — hold (the default). dlq sets basic.qos to the number of
+// messages it will read, consumes them without acknowledging, and then closes
+// the channel: the broker returns every held message to its original
+// position, so the order of the queue is unchanged (tested). The only trace is
+// the redelivered flag on those messages, which the report states ("20
+// messages now carry the redelivered flag"). The number held unacknowledged at
+// once is bounded by MaxUnacked (default 5000; a client holding hundreds of
+// thousands of unacked messages has taken brokers down): a Limit above it, or
+// reading all (Limit 0) of a deeper queue, is refused with ErrUnsafe naming
+// `--mode rotate`. Time to the first message does not depend on the depth.
+//
+// Quorum queues — rotate (the default). Every return of a quorum message
+// (nack with requeue, a closed channel, the management UI's "get messages")
+// raises its x-delivery-count and moves it to the BACK of the queue; with a
+// delivery limit (x-delivery-limit argument or delivery-limit policy) a few
+// peeks dead-letter it away. Rotation never returns a message: each message
+// is republished to the same queue (default exchange, routing key = the queue)
+// with all its properties and headers except x-delivery-count, with publisher
+// confirms, and the original is acknowledged only after its copy is
+// confirmed. Rotation stops after the number of messages the queue held when
+// it started, so the queue ends in its original order (messages published
+// meanwhile by others end up between them). A crash mid-way may leave a
+// message twice (copy confirmed, original not yet acked), never lose one.
+// What changes: redelivered flags and x-delivery-counts are reset, the
+// delivery's exchange and routing key become "" and the queue name (the
+// x-death record keeps where the message came from), and per-message TTLs
+// start again.
+//
+// Stopping early in rotate mode (a Limit below the depth, or visit returning
+// ErrStop) would leave the visited messages at the back. dlq keeps the order
+// instead: it visits Limit messages and rotates the rest of the snapshot
+// without visiting them. So that a peek of 20 messages does not silently turn
+// into rotating a million, a Limit that leaves more than RotateTailMax
+// messages to rotate unvisited is refused with ErrUnsafe unless Force is set;
+// with Force only the visited messages are rotated, and the report says that
+// they moved to the back. When the walk is cancelled (ctx), the messages
+// already taken are still republished and confirmed before their originals
+// are acked, and the report says the order changed.
+//
+// Hold and requeue on quorum queues: allowed when the queue has no delivery
+// limit; the report says what changed. Measured on RabbitMQ 3.10: both raise
+// x-delivery-count by one; messages returned by closing the channel (hold)
+// keep their place, messages returned by nack-requeue (requeue) move to the
+// back; other versions move both to the back.
+// With a delivery limit they are refused with ErrUnsafe unless Force; with
+// Force, a message whose x-delivery-count is not at least 2 below the limit
+// is rotated (republished and confirmed, then acked) instead of being
+// returned, so no peek ever pushes a message over its limit.
+//
+// Streams — read from an offset (Offset: first (default), last, next, an
+// offset number, an RFC 3339 time, or a duration such as 2h meaning that long
+// ago). Streams need basic.qos and reject basic.get (which closes the whole
+// connection), so dlq consumes with x-stream-offset and acknowledges as it
+// goes (on a stream an ack only grants credit). The walk ends at Limit or at
+// the end of the stream, computed from the stream's message count and first
+// offset, with an idle timeout as a fallback. Nothing changes.
+//
+// Classic queues can also be rotated (`--mode rotate`), which reads a queue of
+// any depth with a bounded window and keeps its order. Requeue mode holds like
+// hold mode and then returns the messages with explicit nack-requeue once the
+// consumer is cancelled (returning each at once would get it delivered again
+// immediately, on classic and quorum queues alike); its effects are those of
+// hold mode.
+
+const (
+	// DefaultMaxUnacked bounds the deliveries a hold peek keeps unacked.
+	DefaultMaxUnacked = 5000
+	// RotateTailMax is the most messages a rotate peek rotates without
+	// visiting them, to keep order after Limit, unless Force is set.
+	RotateTailMax = 10000
+	// rotateWindow is the number of deliveries in flight during a rotation.
+	rotateWindow = 500
+	// firstWait bounds the wait for the first delivery of a non-empty queue;
+	// idleWait the wait between deliveries before the queue is taken as
+	// drained (other consumers took messages, or they expired).
+	firstWait = 10 * time.Second
+	idleWait  = 1500 * time.Millisecond
+)
+
+// peekInfo is what a peek needs to know about the queue before it starts.
+type peekInfo struct {
+	name          string
+	kind          broker.QueueKind
+	depth         int64 // ready messages (exact, passive declare); streams: message count
+	deliveryLimit int64
+}
+
+func (b *Broker) peekInfo(ctx context.Context, queue string) (peekInfo, error) {
+	op := "peek queue `" + queue + "`"
+	var mq mgmtQueue
+	err := b.mgmtDo(ctx, "GET", "/queues/"+b.vhostPath()+"/"+url.PathEscape(queue)+"?columns=name,type,arguments,effective_policy_definition,messages,messages_ready", nil, &mq)
+	if err != nil {
+		if errors.Is(err, broker.ErrNotFound) {
+			return peekInfo{}, b.notFoundQueue(op, queue)
+		}
+		if errors.Is(err, broker.ErrUnreachable) {
+			return peekInfo{}, &broker.Error{Kind: broker.ErrUnreachable, Op: op, Err: err,
+				Msg: "the management API is needed to tell the queue's kind and delivery limit, and is unreachable: " + err.Error()}
+		}
+		return peekInfo{}, translateErr(op, err)
+	}
+	q, dl := b.toQueue(&mq, b.serverMajor(ctx))
+	info := peekInfo{name: queue, kind: q.Kind, deliveryLimit: dl.limit}
+	if q.Kind == broker.KindQuorum {
+		info.deliveryLimit = q.DeliveryLimit
+	}
+	if q.Kind == broker.KindStream {
+		if mq.Messages != nil {
+			info.depth = *mq.Messages
+		} else {
+			info.depth = -1 // unknown yet: read until idle
+		}
+		return info, nil
+	}
+	n, _, err := b.inspect(ctx, queue)
+	if err != nil {
+		return peekInfo{}, err
+	}
+	info.depth = n
+	return info, nil
+}
+
+// Peek reads messages of queue without removing them, following the
+// peek-safety design above.
+func (b *Broker) Peek(ctx context.Context, queue string, opts broker.PeekOptions, visit func(*broker.Message) error) (broker.PeekReport, error) {
+	if opts.Limit < 0 {
+		return broker.PeekReport{}, fmt.Errorf("peek: `--limit` must be 0 (all) or more, not %d", opts.Limit)
+	}
+	info, err := b.peekInfo(ctx, queue)
+	if err != nil {
+		return broker.PeekReport{}, err
+	}
+	mode := opts.Mode
+	if mode == broker.PeekAuto {
+		switch info.kind {
+		case broker.KindQuorum:
+			mode = broker.PeekRotate
+		case broker.KindStream:
+			mode = broker.PeekStream
+		default:
+			mode = broker.PeekHold
+		}
+	}
+	if info.kind == broker.KindStream && mode != broker.PeekReceive {
+		// Reading a stream never changes it, whatever mode was asked for.
+		mode = broker.PeekStream
+	}
+	if opts.Offset != "" && info.kind != broker.KindStream {
+		return broker.PeekReport{Mode: mode}, &broker.Error{Kind: broker.ErrUnsupported, Op: "peek queue `" + queue + "`",
+			Msg: fmt.Sprintf("an offset (`--offset`, `--since`) applies to stream queues only; `%s` is a %s queue", queue, info.kind)}
+	}
+	switch mode {
+	case broker.PeekHold:
+		return b.peekHold(ctx, info, opts, false, visit)
+	case broker.PeekRequeue:
+		return b.peekHold(ctx, info, opts, true, visit)
+	case broker.PeekRotate:
+		return b.peekRotate(ctx, info, opts, visit)
+	case broker.PeekStream:
+		if info.kind != broker.KindStream {
+			return broker.PeekReport{Mode: mode}, &broker.Error{Kind: broker.ErrUnsupported, Op: "peek queue `" + queue + "`",
+				Msg: fmt.Sprintf("stream mode reads stream queues only; `%s` is a %s queue: use `--mode hold` or `--mode rotate`", queue, info.kind)}
+		}
+		return b.peekStream(ctx, info, opts, visit)
+	default:
+		return broker.PeekReport{Mode: mode}, &broker.Error{Kind: broker.ErrUnsupported, Op: "peek queue `" + queue + "`",
+			Msg: fmt.Sprintf("mode %q is not available on RabbitMQ: use hold, rotate, requeue or stream", mode)}
+	}
+}
+
+// windowedConsumer consumes at most target deliveries from a queue with a
+// prefetch window, and never lets the broker deliver more than target: while
+// the consumer is active it allows settling only as many deliveries as keep
+// settled+prefetch <= target (the broker delivers at most settled+prefetch),
+// and the rest are settled after cancel. This is what keeps a peek from
+// receiving (and then returning, which on a quorum queue raises the count)
+// messages beyond the snapshot, such as its own rotated copies.
+type windowedConsumer struct {
+	ch        *amqp.Channel
+	tag       string
+	ds        <-chan amqp.Delivery
+	closed    chan *amqp.Error
+	target    int64
+	prefetch  int64
+	received  int64
+	settled   int64
+	cancelled bool
+}
+
+func newTag(prefix string) string {
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	return prefix + "-" + hex.EncodeToString(r[:])
+}
+
+func startWindowed(ch *amqp.Channel, queue string, target, window int64, args amqp.Table) (*windowedConsumer, error) {
+	prefetch := window
+	if target < prefetch {
+		prefetch = target
+	}
+	if prefetch < 1 {
+		prefetch = 1
+	}
+	if prefetch > 65535 {
+		prefetch = 65535
+	}
+	if err := ch.Qos(int(prefetch), 0, false); err != nil {
+		return nil, err
+	}
+	w := &windowedConsumer{ch: ch, tag: newTag("dlq-peek"), target: target, prefetch: prefetch,
+		closed: ch.NotifyClose(make(chan *amqp.Error, 1))}
+	ds, err := ch.Consume(queue, w.tag, false, false, false, false, args)
+	if err != nil {
+		return nil, err
+	}
+	w.ds = ds
+	return w, nil
+}
+
+// next returns the next delivery, or nil when the target is reached, when
+// nothing arrives within wait, or after cancel once the buffered deliveries
+// are drained.
+func (w *windowedConsumer) next(ctx context.Context, wait time.Duration) (*amqp.Delivery, error) {
+	if w.received >= w.target && !w.cancelled {
+		return nil, nil
+	}
+	var timeout <-chan time.Time
+	if !w.cancelled {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case d, ok := <-w.ds:
+		if !ok {
+			if w.cancelled {
+				return nil, nil
+			}
+			return nil, w.closeErr()
+		}
+		w.received++
+		return &d, nil
+	case <-timeout:
+		return nil, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (w *windowedConsumer) closeErr() error {
+	select {
+	case e := <-w.closed:
+		if e != nil {
+			return e
+		}
+	default:
+	}
+	return amqp.ErrClosed
+}
+
+// canSettle reports whether n more deliveries may be settled now.
+func (w *windowedConsumer) canSettle(n int64) bool {
+	return w.cancelled || w.settled+n+w.prefetch <= w.target
+}
+
+// cancel stops deliveries; next then drains what the broker sent before the
+// cancel took effect.
+func (w *windowedConsumer) cancel() error {
+	if w.cancelled {
+		return nil
+	}
+	w.cancelled = true
+	return w.ch.Cancel(w.tag, false)
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.FormatInt(n, 10) + " " + many
+}
+
+// holdTarget checks the hold bound and returns how many messages to take.
+func holdTarget(info peekInfo, opts broker.PeekOptions, mode broker.PeekMode) (int64, error) {
+	maxUnacked := int64(opts.MaxUnacked)
+	if maxUnacked <= 0 {
+		maxUnacked = DefaultMaxUnacked
+	}
+	want := int64(opts.Limit)
+	if want == 0 || want > info.depth {
+		want = info.depth
+	}
+	if want > maxUnacked {
+		what := fmt.Sprintf("reading %d messages", want)
+		if opts.Limit == 0 {
+			what = fmt.Sprintf("reading all %d messages", want)
+		}
+		return 0, &broker.Error{Kind: broker.ErrUnsafe, Op: "peek queue `" + info.name + "`",
+			Msg: fmt.Sprintf("%s in hold mode would keep them all unacknowledged at once (the bound is %d, `--max-unacked`): use `--mode rotate` to read any number with a bounded window, order kept, or a smaller `--limit`", what, maxUnacked)}
+	}
+	return want, nil
+}
+
+// quorumRefusal is the ErrUnsafe for returning messages to a quorum queue
+// with a delivery limit.
+func quorumRefusal(info peekInfo, mode broker.PeekMode) error {
+	return &broker.Error{Kind: broker.ErrUnsafe, Op: "peek queue `" + info.name + "`",
+		Msg: fmt.Sprintf("quorum queue `%s` has a delivery limit of %d: %s mode returns every peeked message, which raises its x-delivery-count and moves it to the back, and a few peeks dead-letter it away; use `--mode rotate` (the default: republishes each message to the same queue with publisher confirms before acking it, order kept, no count raised), or `--force` to %s anyway (messages within 2 of the limit are then rotated instead of returned)",
+			info.name, info.deliveryLimit, mode, mode)}
+}
+
+// peekHold implements hold mode (all deliveries held, returned at the end by
+// closing the channel) and, with requeue, requeue mode (all held, then each
+// returned with an explicit nack-requeue after the consumer is cancelled:
+// returning one while consuming gets it delivered again at once, on classic
+// and on quorum queues alike). On quorum queues with a delivery limit it needs
+// Force and rescues messages near their limit by rotating them.
+func (b *Broker) peekHold(ctx context.Context, info peekInfo, opts broker.PeekOptions, requeue bool, visit func(*broker.Message) error) (broker.PeekReport, error) {
+	mode := broker.PeekHold
+	if requeue {
+		mode = broker.PeekRequeue
+	}
+	rep := broker.PeekReport{Mode: mode}
+	quorumLimit := info.kind == broker.KindQuorum && info.deliveryLimit > 0
+	if quorumLimit && !opts.Force {
+		return rep, quorumRefusal(info, mode)
+	}
+	target, err := holdTarget(info, opts, mode)
+	if err != nil || target == 0 {
+		return rep, err
+	}
+	window := target
+	var (
+		rescued  int64
+		returned int64
+		visitErr error
+	)
+	op := "peek queue `" + info.name + "`"
+	err = b.withChannel(ctx, func(ch *amqp.Channel) error {
+		var rot *rotator
+		if quorumLimit {
+			var err error
+			if rot, err = b.newRotator(ctx, info.name, 64); err != nil {
+				return err
+			}
+			defer rot.close()
+		}
+		w, err := startWindowed(ch, info.name, target, window, nil)
+		if err != nil {
+			return err
+		}
+		// requeue: the nacks, sent after the cancel (a message returned
+		// while the consumer is active would be delivered again at once).
+		var deferred []uint64
+		var rescueTags []uint64
+		visiting := true
+		wait := firstWait
+		handle := func(d *amqp.Delivery) error {
+			if visiting {
+				m := fromDelivery(info.name, d)
+				rep.Read++
+				if err := visit(m); err != nil {
+					visiting = false
+					if !errors.Is(err, broker.ErrStop) {
+						visitErr = err
+					}
+				}
+			}
+			if quorumLimit {
+				if n, _ := toInt64(d.Headers["x-delivery-count"]); n+2 > info.deliveryLimit {
+					// One more return would bring it within 1 of its limit
+					// (or over it): rotate it instead.
+					if err := rot.publish(d); err != nil {
+						return err
+					}
+					rescueTags = append(rescueTags, d.DeliveryTag)
+					rescued++
+					return nil
+				}
+			}
+			if requeue {
+				deferred = append(deferred, d.DeliveryTag)
+			}
+			return nil
+		}
+		for visiting {
+			d, err := w.next(ctx, wait)
+			if err != nil {
+				return err
+			}
+			if d == nil {
+				break
+			}
+			wait = idleWait
+			if err := handle(d); err != nil {
+				return err
+			}
+		}
+		if err := w.cancel(); err != nil {
+			return err
+		}
+		for {
+			d, err := w.next(ctx, 0)
+			if err != nil {
+				return err
+			}
+			if d == nil {
+				break
+			}
+			// Delivered before the cancel took effect: handled like the
+			// others but not visited (visiting stopped).
+			if err := handle(d); err != nil {
+				return err
+			}
+		}
+		if rot != nil {
+			// Rescued messages: ack only what was confirmed.
+			if err := rot.waitAll(ctx); err != nil {
+				return err
+			}
+			for _, tag := range rescueTags {
+				if err := ch.Ack(tag, false); err != nil {
+					return err
+				}
+			}
+		}
+		for _, tag := range deferred {
+			returned++
+			if err := ch.Nack(tag, false, true); err != nil {
+				return err
+			}
+		}
+		if !requeue {
+			returned = w.received - rescued
+		}
+		// Closing the channel (withChannel) returns every held delivery.
+		return nil
+	})
+	if err != nil {
+		return rep, translateErr(op, err)
+	}
+	var changed []string
+	if returned > 0 {
+		if info.kind == broker.KindQuorum && requeue {
+			changed = append(changed, plural(returned, "message", "messages")+" moved to the back of the queue with x-delivery-count +1 and the redelivered flag")
+		} else if info.kind == broker.KindQuorum {
+			changed = append(changed, plural(returned, "message", "messages")+" returned with x-delivery-count +1 and the redelivered flag (some RabbitMQ versions also move them to the back)")
+		} else {
+			changed = append(changed, plural(returned, "message now carries", "messages now carry")+" the redelivered flag")
+		}
+	}
+	if rescued > 0 {
+		changed = append(changed, plural(rescued, "message", "messages")+" near the delivery limit rotated to the back instead (count reset)")
+	}
+	rep.Changed = strings.Join(changed, "; ")
+	return rep, visitErr
+}
+
+// rotator republishes deliveries to the back of their queue with publisher
+// confirms, on a dedicated confirm-mode channel.
+type rotator struct {
+	b        *Broker
+	queue    string
+	ch       *amqp.Channel
+	confirms chan amqp.Confirmation
+	returns  chan amqp.Return
+	closed   chan *amqp.Error
+	window   int
+	// published and confirmed count publishes; failed is set when the
+	// broker refused (nack) or returned a copy: nothing more may be acked.
+	published, confirmed uint64
+	// safe counts the copies confirmed (in publish order) before any
+	// failure: their originals may be acked.
+	safe   uint64
+	failed error
+}
+
+func (b *Broker) newRotator(ctx context.Context, queue string, window int) (*rotator, error) {
+	ch, err := b.channel(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := ch.Confirm(false); err != nil {
+		_ = ch.Close()
+		return nil, err
+	}
+	r := &rotator{b: b, queue: queue, ch: ch, window: window,
+		confirms: ch.NotifyPublish(make(chan amqp.Confirmation, window+1)),
+		returns:  ch.NotifyReturn(make(chan amqp.Return, window+1)),
+		closed:   ch.NotifyClose(make(chan *amqp.Error, 1)),
+	}
+	return r, nil
+}
+
+func (r *rotator) close() { _ = r.ch.Close() }
+
+// copyOf is the publishing that puts d back at the end of its queue:
+// everything kept but x-delivery-count.
+func (r *rotator) copyOf(d *amqp.Delivery) amqp.Publishing {
+	h := d.Headers
+	if _, ok := h["x-delivery-count"]; ok {
+		h = make(amqp.Table, len(d.Headers))
+		for k, v := range d.Headers {
+			if k != "x-delivery-count" {
+				h[k] = v
+			}
+		}
+	}
+	p := amqp.Publishing{
+		Headers: h, ContentType: d.ContentType, ContentEncoding: d.ContentEncoding, DeliveryMode: d.DeliveryMode,
+		Priority: d.Priority, CorrelationId: d.CorrelationId, ReplyTo: d.ReplyTo, Expiration: d.Expiration,
+		MessageId: d.MessageId, Timestamp: d.Timestamp, Type: d.Type, AppId: d.AppId, Body: d.Body,
+	}
+	if d.UserId == r.b.user {
+		p.UserId = d.UserId
+	}
+	if p.DeliveryMode == 0 {
+		p.DeliveryMode = amqp.Transient
+	}
+	return p
+}
+
+// publish sends the copy of d, first waiting while a full window of copies
+// is unconfirmed.
+func (r *rotator) publish(d *amqp.Delivery) error {
+	for r.published-r.confirmed >= uint64(r.window) {
+		if _, err := r.awaitOne(context.Background()); err != nil {
+			return err
+		}
+	}
+	if err := r.ch.Publish("", r.queue, true, false, r.copyOf(d)); err != nil {
+		return err
+	}
+	r.published++
+	return nil
+}
+
+// awaitOne waits for the next confirm (in publish order) and reports
+// whether that copy is safely in the queue.
+func (r *rotator) awaitOne(ctx context.Context) (bool, error) {
+	select {
+	case c, ok := <-r.confirms:
+		if !ok {
+			return false, r.closeErr()
+		}
+		r.confirmed++
+		// A return for this copy arrives before its confirm.
+		select {
+		case ret := <-r.returns:
+			r.failed = &broker.Error{Kind: broker.ErrUnroutable, Op: "rotate queue `" + r.queue + "`",
+				Msg: fmt.Sprintf("the broker returned a copy (%d %s): the queue may have been deleted; the original was left in place", ret.ReplyCode, ret.ReplyText)}
+		default:
+		}
+		if !c.Ack && r.failed == nil {
+			r.failed = &broker.Error{Kind: broker.ErrConflict, Op: "rotate queue `" + r.queue + "`",
+				Msg: "the broker refused a copy (nack: queue full with overflow reject-publish, or an internal error); the original was left in place"}
+		}
+		if r.failed != nil {
+			return false, nil
+		}
+		r.safe++
+		return true, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+func (r *rotator) closeErr() error {
+	select {
+	case e := <-r.closed:
+		if e != nil {
+			return e
+		}
+	default:
+	}
+	return amqp.ErrClosed
+}
+
+// drain takes the confirms that have already arrived, without waiting.
+func (r *rotator) drain(ctx context.Context) error {
+	for r.confirmed < r.published && len(r.confirms) > 0 {
+		if _, err := r.awaitOne(ctx); err != nil {
+			return err
+		}
+	}
+	return r.failed
+}
+
+// waitAll waits for every outstanding confirm; an error means some copies
+// were not confirmed, so their originals must not be acked.
+func (r *rotator) waitAll(ctx context.Context) error {
+	for r.confirmed < r.published {
+		if _, err := r.awaitOne(ctx); err != nil {
+			return err
+		}
+	}
+	return r.failed
+}
+
+// peekRotate implements rotate mode (see the package's peek-safety notes).
+func (b *Broker) peekRotate(ctx context.Context, info peekInfo, opts broker.PeekOptions, visit func(*broker.Message) error) (broker.PeekReport, error) {
+	rep := broker.PeekReport{Mode: broker.PeekRotate}
+	op := "peek queue `" + info.name + "`"
+	if info.depth == 0 {
+		return rep, nil
+	}
+	visitLimit := int64(opts.Limit)
+	if visitLimit == 0 || visitLimit > info.depth {
+		visitLimit = info.depth
+	}
+	target := info.depth
+	partial := false
+	if tail := info.depth - visitLimit; tail > 0 {
+		if opts.Force {
+			target, partial = visitLimit, true
+		} else if tail > RotateTailMax {
+			return rep, &broker.Error{Kind: broker.ErrUnsafe, Op: op,
+				Msg: fmt.Sprintf("rotate mode keeps the queue's order by rotating every message it holds; reading %d of %d messages would rotate %d more without showing them: read them all with `--limit 0`, or pass `--force` to rotate only the first %d (they then move to the back of the queue)",
+					visitLimit, info.depth, tail, visitLimit)}
+		}
+	}
+	var (
+		rotated   int64
+		visitErr  error
+		cancelled bool
+	)
+	// Finishing what was taken must not depend on ctx: the originals are
+	// acked only after their copies are confirmed, whatever happens.
+	work := context.WithoutCancel(ctx)
+	err := b.withChannel(work, func(ch *amqp.Channel) error {
+		rot, err := b.newRotator(work, info.name, rotateWindow)
+		if err != nil {
+			return err
+		}
+		defer rot.close()
+		w, err := startWindowed(ch, info.name, target, rotateWindow, nil)
+		if err != nil {
+			return err
+		}
+		// tags of deliveries whose copies are published, in publish order;
+		// tags[0] is delivery number `base` of the walk, and the first
+		// `acked` deliveries of the walk are settled.
+		var tags []uint64
+		var base, acked int64
+		settle := func() error {
+			n := int64(rot.safe) - acked
+			if n <= 0 {
+				return nil
+			}
+			if !w.canSettle(n) {
+				n = w.target - w.prefetch - w.settled
+				if n <= 0 {
+					return nil
+				}
+			}
+			if err := ch.Ack(tags[acked+n-1-base], true); err != nil {
+				return err
+			}
+			acked += n
+			w.settled += n
+			rotated += n
+			if acked-base > 4096 {
+				tags = append(tags[:0], tags[acked-base:]...)
+				base = acked
+			}
+			return nil
+		}
+		visiting := true
+		wait := firstWait
+		process := func(d *amqp.Delivery) error {
+			if visiting {
+				rep.Read++
+				if err := visit(fromDelivery(info.name, d)); err != nil {
+					if !errors.Is(err, broker.ErrStop) {
+						visitErr = err
+					}
+					visiting = false
+				} else if rep.Read >= visitLimit {
+					visiting = false
+				}
+			}
+			if err := rot.publish(d); err != nil {
+				return err
+			}
+			tags = append(tags, d.DeliveryTag)
+			if err := rot.drain(work); err != nil {
+				return err
+			}
+			return settle()
+		}
+		for {
+			if partial && !visiting {
+				break
+			}
+			d, err := w.next(ctx, wait)
+			if err != nil {
+				if ctx.Err() != nil {
+					cancelled = true
+					break
+				}
+				return err
+			}
+			if d == nil {
+				break
+			}
+			wait = idleWait
+			if err := process(d); err != nil {
+				return err
+			}
+		}
+		if err := w.cancel(); err != nil {
+			return err
+		}
+		for {
+			d, err := w.next(work, 0)
+			if err != nil {
+				return err
+			}
+			if d == nil {
+				break
+			}
+			visiting = false
+			if err := process(d); err != nil {
+				return err
+			}
+		}
+		if err := rot.waitAll(work); err != nil {
+			return err
+		}
+		return settle()
+	})
+	switch {
+	case partial:
+		rep.Changed = fmt.Sprintf("rotated %s to the back of the queue (`--force`): they now come after the other %d; redelivered flags and delivery counts cleared", plural(rotated, "message", "messages"), info.depth-rotated)
+	case cancelled || err != nil:
+		if rotated > 0 {
+			rep.Changed = fmt.Sprintf("interrupted: rotated %s to the back of the queue before stopping, so they now come after the rest; none lost", plural(rotated, "message", "messages"))
+		}
+	case rotated > 0:
+		rep.Changed = fmt.Sprintf("rotated %s to the back of the queue; order kept; redelivered flags and delivery counts cleared", plural(rotated, "message", "messages"))
+	}
+	if err != nil {
+		return rep, translateErr(op, err)
+	}
+	if cancelled {
+		return rep, fmt.Errorf("%s: %w", op, ctx.Err())
+	}
+	return rep, visitErr
+}
+
+// streamOffset parses a stream offset: first, last, next, an offset number,
+// an RFC 3339 time, or a Go duration (2h, 30m) meaning that long before now.
+func streamOffset(s string, now time.Time) (any, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "first":
+		return "first", nil
+	case "last":
+		return "last", nil
+	case "next":
+		return "next", nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n < 0 {
+			return nil, fmt.Errorf("stream offset %d is negative: check `--offset`", n)
+		}
+		return n, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	return nil, fmt.Errorf("stream offset %q: want first, last, next, an offset number, an RFC 3339 time (2024-05-01T10:00:00Z) or a duration such as 2h: check `--offset`/`--since`", s)
+}
+
+// streamFirstOffset is the offset of the oldest message the stream still
+// holds (retention may have removed the ones before), or -1 when empty.
+func (b *Broker) streamFirstOffset(ctx context.Context, queue string) (int64, error) {
+	first := int64(-1)
+	err := b.withChannel(ctx, func(ch *amqp.Channel) error {
+		w, err := startWindowed(ch, queue, 1, 1, amqp.Table{"x-stream-offset": "first"})
+		if err != nil {
+			return err
+		}
+		d, err := w.next(ctx, idleWait)
+		if err != nil || d == nil {
+			return err
+		}
+		if n, ok := toInt64(d.Headers["x-stream-offset"]); ok {
+			first = n
+		}
+		return nil
+	})
+	return first, err
+}
+
+// peekStream reads a stream from an offset without changing it.
+func (b *Broker) peekStream(ctx context.Context, info peekInfo, opts broker.PeekOptions, visit func(*broker.Message) error) (broker.PeekReport, error) {
+	rep := broker.PeekReport{Mode: broker.PeekStream}
+	op := "peek stream `" + info.name + "`"
+	off, err := streamOffset(opts.Offset, time.Now())
+	if err != nil {
+		return rep, err
+	}
+	if info.depth == 0 {
+		return rep, nil
+	}
+	// The last offset, so that the walk ends at the end of the stream:
+	// first offset + message count - 1. The count comes from the management
+	// statistics and may lag by a statistics interval, so after the end a
+	// short grace reads what has just arrived; an idle timeout covers a
+	// count that is unknown or too high.
+	end := int64(-1)
+	if info.depth > 0 && off != "next" {
+		first, err := b.streamFirstOffset(ctx, info.name)
+		if err != nil {
+			return rep, translateErr(op, err)
+		}
+		if first < 0 {
+			return rep, nil
+		}
+		end = first + info.depth - 1
+		if n, ok := off.(int64); ok && n > end {
+			// Past the end: nothing to read (yet).
+			return rep, nil
+		}
+	}
+	limit := int64(opts.Limit)
+	target := limit
+	if target == 0 {
+		target = 1 << 62
+	}
+	err = b.withChannel(ctx, func(ch *amqp.Channel) error {
+		w, err := startWindowed(ch, info.name, target, 1000, amqp.Table{"x-stream-offset": off})
+		if err != nil {
+			return err
+		}
+		// A stream delivers from its segments at once; a time offset past
+		// the last message, or a count that is unknown, only has the idle
+		// timeout to end on.
+		wait := 3 * time.Second
+		if _, isTime := off.(time.Time); isTime || end < 0 {
+			wait = idleWait
+		}
+		for {
+			d, err := w.next(ctx, wait)
+			if err != nil {
+				return err
+			}
+			if d == nil {
+				return nil
+			}
+			// On a stream an ack only grants the consumer credit.
+			if err := ch.Ack(d.DeliveryTag, false); err != nil {
+				return err
+			}
+			m := fromDelivery(info.name, d)
+			rep.Read++
+			if err := visit(m); err != nil {
+				if errors.Is(err, broker.ErrStop) {
+					return nil
+				}
+				return err
+			}
+			wait = idleWait
+			if n, ok := toInt64(d.Headers["x-stream-offset"]); ok && end >= 0 && n >= end {
+				wait = 100 * time.Millisecond
+			}
+		}
+	})
+	if err != nil {
+		var be *broker.Error
+		if errors.As(err, &be) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return rep, translateErr(op, err)
+		}
+		return rep, err
+	}
+	return rep, nil
+}

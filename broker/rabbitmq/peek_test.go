@@ -1,0 +1,402 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/broker/brokertest"
+)
+
+// peekIDs peeks and returns the message-ids visited, stopping after stopAfter
+// (0: never) with ErrStop.
+func peekIDs(t *testing.T, b *Broker, queue string, opts broker.PeekOptions, stopAfter int) ([]string, broker.PeekReport, error) {
+	t.Helper()
+	var ids []string
+	rep, err := b.Peek(context.Background(), queue, opts, func(m *broker.Message) error {
+		ids = append(ids, m.Properties.MessageID)
+		if stopAfter > 0 && len(ids) >= stopAfter {
+			return broker.ErrStop
+		}
+		return nil
+	})
+	return ids, rep, err
+}
+
+func TestPeekClassicHold(t *testing.T) {
+	b, _ := openTest(t)
+	q := brokertest.Name(t, "classic")
+	declareQueue(t, b, q, nil)
+	publishN(t, b, q, "m", 50, nil)
+
+	ids, rep, err := peekIDs(t, b, q, broker.PeekOptions{Limit: 20}, 0)
+	if err != nil {
+		t.Fatalf("peek: %v", err)
+	}
+	if !reflect.DeepEqual(ids, seq("m", 0, 20)) {
+		t.Fatalf("visited %v", ids)
+	}
+	if rep.Mode != broker.PeekHold || rep.Read != 20 || rep.Changed != "20 messages now carry the redelivered flag" {
+		t.Errorf("report %+v", rep)
+	}
+	waitDepth(t, b, q, 50)
+
+	// Stop early: the rest of what was prefetched is returned as well.
+	ids, rep, err = peekIDs(t, b, q, broker.PeekOptions{Limit: 30}, 5)
+	if err != nil || len(ids) != 5 || rep.Read != 5 {
+		t.Fatalf("stopped peek: %v %v %+v", ids, err, rep)
+	}
+	var redelivered []bool
+	_, err = b.Peek(context.Background(), q, broker.PeekOptions{Limit: 3}, func(m *broker.Message) error {
+		redelivered = append(redelivered, m.Redelivered)
+		return nil
+	})
+	if err != nil || !reflect.DeepEqual(redelivered, []bool{true, true, true}) {
+		t.Errorf("second peek: redelivered %v, %v", redelivered, err)
+	}
+	waitDepth(t, b, q, 50)
+	ids, rep, err = peekIDs(t, b, q, broker.PeekOptions{Limit: 10, Mode: broker.PeekRequeue}, 0)
+	if err != nil || !reflect.DeepEqual(ids, seq("m", 0, 10)) || rep.Changed != "10 messages now carry the redelivered flag" {
+		t.Fatalf("requeue peek: %v %+v %v", ids, rep, err)
+	}
+	waitDepth(t, b, q, 50)
+	// The measured property: order unchanged after hold peeks.
+	if got := drainIDs(t, b, q); !reflect.DeepEqual(got, seq("m", 0, 50)) {
+		t.Fatalf("order after hold peeks:\n%v", got)
+	}
+}
+
+func TestPeekClassicHoldBounds(t *testing.T) {
+	b, _ := openTest(t)
+	q := brokertest.Name(t, "classic")
+	declareQueue(t, b, q, nil)
+	publishN(t, b, q, "m", 30, nil)
+	for _, opts := range []broker.PeekOptions{{Limit: 0, MaxUnacked: 10}, {Limit: 20, MaxUnacked: 10}} {
+		_, _, err := peekIDs(t, b, q, opts, 0)
+		if !errors.Is(err, broker.ErrUnsafe) || !strings.Contains(err.Error(), "`--mode rotate`") {
+			t.Errorf("peek %+v: %v, want ErrUnsafe naming --mode rotate", opts, err)
+		}
+	}
+	// All of a queue within the bound is fine.
+	ids, _, err := peekIDs(t, b, q, broker.PeekOptions{Limit: 0}, 0)
+	if err != nil || len(ids) != 30 {
+		t.Errorf("peek all: %d, %v", len(ids), err)
+	}
+	waitDepth(t, b, q, 30)
+
+	empty := brokertest.Name(t, "empty")
+	declareQueue(t, b, empty, nil)
+	ids, rep, err := peekIDs(t, b, empty, broker.PeekOptions{}, 0)
+	if err != nil || len(ids) != 0 || rep.Changed != "" {
+		t.Errorf("empty queue: %v %+v %v", ids, rep, err)
+	}
+}
+
+func TestPeekRotateClassic(t *testing.T) {
+	b, _ := openTest(t)
+	q := brokertest.Name(t, "classic")
+	declareQueue(t, b, q, nil)
+	publishN(t, b, q, "m", 40, amqp.Table{"tenant": "acme", "n": int32(7)})
+	var before []*broker.Message
+	_, err := b.Peek(context.Background(), q, broker.PeekOptions{Limit: 0, Mode: broker.PeekHold}, func(m *broker.Message) error {
+		before = append(before, m.Clone())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitDepth(t, b, q, 40)
+
+	tests := []struct {
+		name      string
+		opts      broker.PeekOptions
+		stopAfter int
+		visited   []string
+		order     []string
+		changed   string
+	}{
+		{name: "all", opts: broker.PeekOptions{Mode: broker.PeekRotate}, visited: seq("m", 0, 40), order: seq("m", 0, 40),
+			changed: "rotated 40 messages to the back of the queue; order kept"},
+		{name: "limit keeps order", opts: broker.PeekOptions{Mode: broker.PeekRotate, Limit: 10}, visited: seq("m", 0, 10), order: seq("m", 0, 40),
+			changed: "rotated 40 messages to the back of the queue; order kept"},
+		{name: "stop keeps order", opts: broker.PeekOptions{Mode: broker.PeekRotate}, stopAfter: 3, visited: seq("m", 0, 3), order: seq("m", 0, 40),
+			changed: "rotated 40 messages"},
+		{name: "force rotates only the visited", opts: broker.PeekOptions{Mode: broker.PeekRotate, Limit: 10, Force: true}, visited: seq("m", 0, 10),
+			order: append(seq("m", 10, 40), seq("m", 0, 10)...), changed: "they now come after the other 30"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ids, rep, err := peekIDs(t, b, q, tt.opts, tt.stopAfter)
+			if err != nil {
+				t.Fatalf("peek: %v", err)
+			}
+			if !reflect.DeepEqual(ids, tt.visited) {
+				t.Errorf("visited %v", ids)
+			}
+			if !strings.Contains(rep.Changed, tt.changed) || rep.Mode != broker.PeekRotate {
+				t.Errorf("report %+v, want %q", rep, tt.changed)
+			}
+			waitDepth(t, b, q, 40)
+			var after []*broker.Message
+			_, err = b.Peek(context.Background(), q, broker.PeekOptions{Limit: 0, Mode: broker.PeekRotate}, func(m *broker.Message) error {
+				after = append(after, m.Clone())
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var order []string
+			for _, m := range after {
+				order = append(order, m.Properties.MessageID)
+			}
+			if !reflect.DeepEqual(order, tt.order) {
+				t.Fatalf("order after rotation:\n%v\nwant\n%v", order, tt.order)
+			}
+			// Restore the original order for the next case.
+			if tt.opts.Force {
+				if _, _, err := peekIDs(t, b, q, broker.PeekOptions{Mode: broker.PeekRotate, Limit: 30, Force: true}, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+	// Everything but the redelivered flag survives rotation.
+	var after []*broker.Message
+	_, err = b.Peek(context.Background(), q, broker.PeekOptions{Limit: 0, Mode: broker.PeekRotate}, func(m *broker.Message) error {
+		after = append(after, m.Clone())
+		return nil
+	})
+	if err != nil || len(after) != 40 {
+		t.Fatalf("final peek: %d, %v", len(after), err)
+	}
+	for i := range after {
+		x, y := before[i], after[i]
+		if x.ID != y.ID || !reflect.DeepEqual(x.Headers, y.Headers) || x.Properties != y.Properties || string(x.Body) != string(y.Body) {
+			t.Fatalf("message %d changed by rotation:\n%+v\n%+v", i, x, y)
+		}
+		if y.Redelivered {
+			t.Errorf("message %d still redelivered after rotation", i)
+		}
+	}
+}
+
+func TestPeekRotateRefusesLongTail(t *testing.T) {
+	b, _ := openTest(t)
+	q := brokertest.Name(t, "classic")
+	declareQueue(t, b, q, nil)
+	publishN(t, b, q, "m", RotateTailMax+30, nil)
+	_, _, err := peekIDs(t, b, q, broker.PeekOptions{Mode: broker.PeekRotate, Limit: 20}, 0)
+	if !errors.Is(err, broker.ErrUnsafe) || !strings.Contains(err.Error(), "`--force`") || !strings.Contains(err.Error(), "`--limit 0`") {
+		t.Fatalf("long tail: %v, want ErrUnsafe naming --force and --limit 0", err)
+	}
+	if d := depth(t, b, q); d != RotateTailMax+30 {
+		t.Fatalf("depth %d after a refused peek", d)
+	}
+}
+
+// quorumWithDLQ declares a quorum queue with a delivery limit that
+// dead-letters into a classic queue; it returns both names.
+func quorumWithDLQ(t *testing.T, b *Broker, limit int64) (string, string) {
+	t.Helper()
+	dlq := brokertest.Name(t, "dlq")
+	qq := brokertest.Name(t, "qq")
+	declareQueue(t, b, dlq, nil)
+	args := amqp.Table{"x-queue-type": "quorum", "x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq}
+	if limit > 0 {
+		args["x-delivery-limit"] = limit
+	}
+	declareQueue(t, b, qq, args)
+	return qq, dlq
+}
+
+func TestPeekQuorumNeverDeadLetters(t *testing.T) {
+	b, _ := openTest(t)
+	qq, dlq := quorumWithDLQ(t, b, 3)
+	publishN(t, b, qq, "m", 3, nil)
+	const peeks = 1000
+	for i := 0; i < peeks; i++ {
+		ids, rep, err := peekIDs(t, b, qq, broker.PeekOptions{Limit: 20}, 0)
+		if err != nil {
+			t.Fatalf("peek %d: %v", i, err)
+		}
+		if len(ids) != 3 || rep.Mode != broker.PeekRotate {
+			t.Fatalf("peek %d: visited %v, mode %s", i, ids, rep.Mode)
+		}
+		if i == 0 && !reflect.DeepEqual(ids, seq("m", 0, 3)) {
+			t.Fatalf("order %v", ids)
+		}
+	}
+	if n := depth(t, b, dlq); n != 0 {
+		t.Fatalf("%d peeks dead-lettered %d messages", peeks, n)
+	}
+	if got := drainIDs(t, b, qq); !reflect.DeepEqual(got, seq("m", 0, 3)) {
+		t.Fatalf("quorum queue after %d peeks: %v", peeks, got)
+	}
+}
+
+func TestPeekQuorumHoldRefused(t *testing.T) {
+	b, _ := openTest(t)
+	qq, dlq := quorumWithDLQ(t, b, 3)
+	publishN(t, b, qq, "m", 4, nil)
+	for _, mode := range []broker.PeekMode{broker.PeekHold, broker.PeekRequeue} {
+		_, _, err := peekIDs(t, b, qq, broker.PeekOptions{Mode: mode}, 0)
+		if !errors.Is(err, broker.ErrUnsafe) || !strings.Contains(err.Error(), "`--mode rotate`") || !strings.Contains(err.Error(), "delivery limit of 3") {
+			t.Errorf("%s on a quorum queue with a limit: %v", mode, err)
+		}
+	}
+	// Forced holds never push a message over the limit: those near it are
+	// rotated instead of returned.
+	for i := 0; i < 8; i++ {
+		mode := broker.PeekHold
+		if i%2 == 1 {
+			mode = broker.PeekRequeue
+		}
+		ids, rep, err := peekIDs(t, b, qq, broker.PeekOptions{Mode: mode, Force: true}, 0)
+		if err != nil || len(ids) != 4 {
+			t.Fatalf("forced %s %d: %v %v", mode, i, ids, err)
+		}
+		if rep.Changed == "" {
+			t.Errorf("forced %s reported no change", mode)
+		}
+		waitDepth(t, b, qq, 4)
+	}
+	if n := depth(t, b, dlq); n != 0 {
+		t.Fatalf("forced holds dead-lettered %d messages", n)
+	}
+}
+
+func TestPeekQuorumNoLimitHold(t *testing.T) {
+	b, _ := openTest(t)
+	qq, _ := quorumWithDLQ(t, b, 0)
+	publishN(t, b, qq, "m", 3, nil)
+	_, rep, err := peekIDs(t, b, qq, broker.PeekOptions{Mode: broker.PeekHold}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rep.Changed, "3 messages returned with x-delivery-count +1") {
+		t.Errorf("report %+v", rep)
+	}
+	waitDepth(t, b, qq, 3)
+	var counts []int64
+	_, err = b.Peek(context.Background(), qq, broker.PeekOptions{}, func(m *broker.Message) error {
+		counts = append(counts, m.DeliveryCount)
+		return nil
+	})
+	if err != nil || !reflect.DeepEqual(counts, []int64{1, 1, 1}) {
+		t.Errorf("delivery counts after one hold %v, %v", counts, err)
+	}
+	// The rotation reset them.
+	counts = nil
+	_, err = b.Peek(context.Background(), qq, broker.PeekOptions{}, func(m *broker.Message) error {
+		counts = append(counts, m.DeliveryCount)
+		return nil
+	})
+	if err != nil || !reflect.DeepEqual(counts, []int64{0, 0, 0}) {
+		t.Errorf("delivery counts after rotation %v, %v", counts, err)
+	}
+}
+
+func TestPeekStream(t *testing.T) {
+	b, _ := openTest(t)
+	st := brokertest.Name(t, "st")
+	declareQueue(t, b, st, amqp.Table{"x-queue-type": "stream"})
+	before := time.Now().Add(-time.Second)
+	publishN(t, b, st, "m", 10, nil)
+	// Wait for the statistics that give the stream's length.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		info, err := b.peekInfo(context.Background(), st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.depth == 10 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stream length never reported: %d", info.depth)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	tests := []struct {
+		opts broker.PeekOptions
+		want []string
+	}{
+		{broker.PeekOptions{}, seq("m", 0, 10)},
+		{broker.PeekOptions{}, seq("m", 0, 10)}, // repeatable
+		{broker.PeekOptions{Mode: broker.PeekHold}, seq("m", 0, 10)},
+		{broker.PeekOptions{Limit: 3}, seq("m", 0, 3)},
+		{broker.PeekOptions{Offset: "5"}, seq("m", 5, 10)},
+		{broker.PeekOptions{Offset: "first", Limit: 2}, seq("m", 0, 2)},
+		{broker.PeekOptions{Offset: before.UTC().Format(time.RFC3339)}, seq("m", 0, 10)},
+		{broker.PeekOptions{Offset: time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}, nil},
+		{broker.PeekOptions{Offset: "1h"}, seq("m", 0, 10)},
+		{broker.PeekOptions{Offset: "99"}, nil},
+	}
+	for _, tt := range tests {
+		start := time.Now()
+		ids, rep, err := peekIDs(t, b, st, tt.opts, 0)
+		if err != nil {
+			t.Fatalf("peek %+v: %v", tt.opts, err)
+		}
+		if !reflect.DeepEqual(ids, tt.want) || rep.Mode != broker.PeekStream || rep.Changed != "" {
+			t.Errorf("peek %+v: %v %+v, want %v", tt.opts, ids, rep, tt.want)
+		}
+		t.Logf("peek %+v took %s", tt.opts, time.Since(start))
+	}
+	ids, _, err := peekIDs(t, b, st, broker.PeekOptions{Offset: "last"}, 0)
+	if err != nil || len(ids) == 0 || ids[len(ids)-1] != "m-9" {
+		t.Errorf("offset last: %v %v", ids, err)
+	}
+	ids, _, err = peekIDs(t, b, st, broker.PeekOptions{Offset: "next"}, 0)
+	if err != nil || len(ids) != 0 {
+		t.Errorf("offset next: %v %v", ids, err)
+	}
+	var positions []string
+	_, err = b.Peek(context.Background(), st, broker.PeekOptions{Limit: 2, Offset: "3"}, func(m *broker.Message) error {
+		positions = append(positions, m.Position)
+		return nil
+	})
+	if err != nil || !reflect.DeepEqual(positions, []string{"3", "4"}) {
+		t.Errorf("positions %v %v", positions, err)
+	}
+	if _, _, err := peekIDs(t, b, st, broker.PeekOptions{Offset: "yesterday"}, 0); err == nil || !strings.Contains(err.Error(), "`--offset`") {
+		t.Errorf("bad offset: %v", err)
+	}
+	// The connection survived everything (no basic.get on the stream).
+	if d := depth(t, b, st); d != 0 {
+		t.Logf("stream passive declare reports %d", d)
+	}
+}
+
+func TestPeekRefusals(t *testing.T) {
+	b, _ := openTest(t)
+	q := brokertest.Name(t, "classic")
+	declareQueue(t, b, q, nil)
+	publishN(t, b, q, "m", 2, nil)
+	tests := []struct {
+		queue string
+		opts  broker.PeekOptions
+		kind  error
+		want  string
+	}{
+		{q, broker.PeekOptions{Mode: broker.PeekStream}, broker.ErrUnsupported, "stream mode reads stream queues only"},
+		{q, broker.PeekOptions{Offset: "first"}, broker.ErrUnsupported, "stream queues only"},
+		{q, broker.PeekOptions{Mode: broker.PeekReceive}, broker.ErrUnsupported, "not available on RabbitMQ"},
+		{"dlqt-no-such-queue", broker.PeekOptions{}, broker.ErrNotFound, "`dlqt-no-such-queue` not found on vhost `/`"},
+	}
+	for _, tt := range tests {
+		_, _, err := peekIDs(t, b, tt.queue, tt.opts, 0)
+		if !errors.Is(err, tt.kind) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("peek %s %+v: %v, want %v with %q", tt.queue, tt.opts, err, tt.kind, tt.want)
+		}
+	}
+	if d := depth(t, b, q); d != 2 {
+		t.Errorf("depth %d after refusals", d)
+	}
+}

@@ -1,0 +1,103 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/broker/brokertest"
+)
+
+func TestShovelMovesToOriginAndRemovesItself(t *testing.T) {
+	b, _ := openTest(t)
+	ctx := context.Background()
+	dlq := brokertest.Name(t, "dlq")
+	src := brokertest.Name(t, "src")
+	declareQueue(t, b, dlq, nil)
+	declareQueue(t, b, src, amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
+	publishN(t, b, dlq, "m", 50, nil)
+	waitDepth(t, b, dlq, 50)
+
+	task, err := b.StartMove(ctx, dlq, broker.Destination{Kind: broker.ToOrigin}, broker.MoveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.Destination != "queue:"+src || task.Handle == "" || !task.Lingers {
+		t.Fatalf("task %+v", task)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		tasks, err := b.MoveStatus(ctx, dlq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tasks) == 0 {
+			break // src-delete-after: the shovel deleted itself
+		}
+		if tasks[0].State == broker.MoveFailed {
+			t.Fatalf("shovel failed: %s", tasks[0].Failure)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("shovel still there: %+v", tasks)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	waitDepth(t, b, src, 50)
+	waitDepth(t, b, dlq, 0)
+	if ids := drainIDs(t, b, src); !slices.Equal(ids, seq("m", 0, 50)) {
+		t.Fatalf("moved %v", ids)
+	}
+}
+
+func TestShovelCancelAndRefusals(t *testing.T) {
+	b, _ := openTest(t)
+	ctx := context.Background()
+	dlq := brokertest.Name(t, "dlq")
+	declareQueue(t, b, dlq, nil)
+	publishN(t, b, dlq, "m", 3, nil)
+	waitDepth(t, b, dlq, 3)
+	if _, err := b.StartMove(ctx, dlq, broker.Destination{Kind: broker.ToOrigin}, broker.MoveOptions{}); !errors.Is(err, broker.ErrConflict) {
+		t.Fatalf("origin without a dead-letter source: %v", err)
+	}
+	if _, err := b.StartMove(ctx, dlq, broker.Destination{Kind: broker.ToQueue, Queue: "x"}, broker.MoveOptions{MaxPerSecond: 10}); !errors.Is(err, broker.ErrUnsupported) {
+		t.Fatalf("rate: %v", err)
+	}
+	// A shovel to an exchange nothing is bound to keeps retrying; cancel it.
+	ex := brokertest.Name(t, "ex")
+	declareExchange(t, b, ex, "direct")
+	ok, err := b.Routable(ctx, broker.Destination{Kind: broker.ToExchange, Exchange: ex, RoutingKeys: []string{"k"}})
+	if err != nil || ok {
+		t.Fatalf("routable %v %v", ok, err)
+	}
+	bindQueue(t, b, dlq, "k", ex)
+	ok, err = b.Routable(ctx, broker.Destination{Kind: broker.ToExchange, Exchange: ex, RoutingKeys: []string{"k"}})
+	if err != nil || !ok {
+		t.Fatalf("routable after bind %v %v", ok, err)
+	}
+	other := brokertest.Name(t, "other")
+	declareQueue(t, b, other, nil)
+	task, err := b.StartMove(ctx, dlq, broker.Destination{Kind: broker.ToQueue, Queue: other}, broker.MoveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.CancelMove(ctx, dlq, task.Handle); err != nil && !errors.Is(err, broker.ErrNotFound) {
+		t.Fatal(err)
+	}
+	tasks, err := b.MoveStatus(ctx, dlq)
+	if err != nil || len(tasks) != 0 {
+		t.Fatalf("after cancel: %+v %v", tasks, err)
+	}
+	// Nothing lost either way.
+	deadline := time.Now().Add(10 * time.Second)
+	for depth(t, b, dlq)+depth(t, b, other) != 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("dlq %d + other %d != 3", depth(t, b, dlq), depth(t, b, other))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
