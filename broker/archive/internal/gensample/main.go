@@ -167,8 +167,8 @@ func xDeath(entries []broker.DeathEntry) (map[string]any, *broker.Death) {
 var springErrors = []struct{ fqcn, msg string }{
 	{"org.springframework.amqp.support.converter.MessageConversionException", "Failed to convert Message content: Cannot deserialize value of type `java.time.Instant` from String \"2025-03-13 25:10\""},
 	{"jakarta.validation.ConstraintViolationException", "createOrder.request.customerId: must not be null"},
-	{"com.shop.orders.InventoryUnavailableException", "Inventory service returned 503 for sku SKU-%d"},
-	{"org.springframework.dao.DuplicateKeyException", "duplicate key value violates unique constraint \"orders_pkey\": Key (order_id)=(ord_%d) already exists"},
+	{"com.shop.orders.InventoryUnavailableException", "Inventory service unavailable: GET http://inventory.internal/v1/reserve returned 503"},
+	{"org.springframework.dao.DuplicateKeyException", "duplicate key value violates unique constraint \"orders_pkey\""},
 	{"java.net.SocketTimeoutException", "Read timed out after 5000 ms calling http://pricing.internal/v2/quote"},
 }
 
@@ -261,7 +261,7 @@ var mtFaults = []struct{ typ, msg string }{
 	{"Payments.Gateway.CardDeclinedException", "Card declined by issuer (code 05: do not honor)"},
 	{"System.TimeoutException", "The operation has timed out waiting for PSP response after 00:00:30"},
 	{"Npgsql.PostgresException", "40001: could not serialize access due to concurrent update"},
-	{"Payments.IdempotencyConflictException", "Payment pay_%d was already captured with a different amount"},
+	{"Payments.IdempotencyConflictException", "Payment was already captured with a different amount"},
 }
 
 func (g *gen) payments() []*broker.Message {
@@ -319,7 +319,7 @@ func (g *gen) billing() []*broker.Message {
 	errs := []struct{ code, msg string }{
 		{"InvoiceRenderFailed", "template invoice_v7.html: undefined variable vat_number"},
 		{"StripeRateLimited", "429 Too Many Requests from api.stripe.com (retry after 2s)"},
-		{"CustomerNotFound", "customer cus_%d not found in billing DB"},
+		{"CustomerNotFound", "customer not found in billing DB"},
 		{"SchemaValidation", "field amount: expected number, got string"},
 	}
 	for range 75 {
