@@ -1,0 +1,341 @@
+package cmd
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/inspect"
+)
+
+func TestStatsFlags(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    []string
+		output  string
+		wantErr string
+		check   func(t *testing.T, o *statsOptions)
+	}{
+		{name: "defaults", args: []string{"q"}, check: func(t *testing.T, o *statsOptions) {
+			if len(o.groupBy) != 1 || o.groupBy[0].Name() != "reason" || o.Limit != 0 || o.Examples != 3 || o.format != OutputTable {
+				t.Errorf("%+v", o)
+			}
+		}},
+		{name: "prom defaults to reason,source", args: []string{"q"}, output: "prom", check: func(t *testing.T, o *statsOptions) {
+			if len(o.groupBy) != 2 || o.groupBy[1].Name() != "source" {
+				t.Errorf("%+v", o.groupBy)
+			}
+		}},
+		{name: "prom keeps explicit group-by", args: []string{"q", "-g", "age"}, output: "prom", check: func(t *testing.T, o *statsOptions) {
+			if len(o.groupBy) != 1 || o.groupBy[0].Name() != "age" {
+				t.Errorf("%+v", o.groupBy)
+			}
+		}},
+		{name: "all flags", args: []string{"q", "-g", "reason,header:x-t,body:.a.b", "--filter", ".size>1", "--reason", ".headers.e", "--dup-key", ".body.id", "--examples", "5", "--max-groups", "7", "-n", "100", "--mode", "stream", "--offset", "first"}, output: "csv", check: func(t *testing.T, o *statsOptions) {
+			if len(o.groupBy) != 3 || o.filter == nil || o.reason == nil || o.dupKey == nil || o.Examples != 5 || o.MaxGroups != 7 || o.Limit != 100 {
+				t.Errorf("%+v", o)
+			}
+			if po := o.Peek.options(inspectNow, o.Limit); po.Mode != broker.PeekStream || po.Limit != 100 || po.Offset != "first" {
+				t.Errorf("%+v", po)
+			}
+		}},
+		{name: "bad group", args: []string{"q", "-g", "reason,colour"}, wantErr: "`--group-by`: unknown group \"colour\": use any of reason, source"},
+		{name: "bad body path", args: []string{"q", "-g", "body:.a[["}, wantErr: "`--group-by`: group \"body:.a[[\": invalid jq"},
+		{name: "bad dup key", args: []string{"q", "--dup-key", "}"}, wantErr: "`--dup-key`: invalid jq"},
+		{name: "dups contradiction", args: []string{"q", "--no-dups", "--dup-key", ".id"}, wantErr: "contradict"},
+		{name: "bad output", args: []string{"q"}, output: "raw", wantErr: "use one of table, json, csv, prom"},
+		{name: "bad max groups", args: []string{"q", "--max-groups", "0"}, wantErr: "`--max-groups` at least 1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ios, _, _, _ := Test()
+			f := &Factory{IO: ios, Options: &GlobalOptions{Output: c.output}}
+			var got *statsOptions
+			cmd := newCmdStats(f, func(o *statsOptions) error { got = o; return nil })
+			cmd.SetArgs(c.args)
+			cmd.SetOut(ios.Out)
+			cmd.SetErr(ios.ErrOut)
+			err := cmd.ExecuteContext(context.Background())
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) || strings.Contains(err.Error(), "\n") {
+					t.Fatalf("error %v, want one line with %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got == nil {
+				t.Fatal("runF was not called")
+			}
+			c.check(t, got)
+		})
+	}
+}
+
+func runStats(t *testing.T, b *fakeQueueBroker, tty bool, output string, args ...string) (string, string, error) {
+	t.Helper()
+	f, _, outputs := inspectFactory(t, b, tty)
+	f.Options.Output = output
+	cmd := newCmdStats(f, nil)
+	cmd.SetArgs(args)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	err := cmd.ExecuteContext(context.Background())
+	out, errOut := outputs()
+	return out, errOut, err
+}
+
+func TestStatsRunTable(t *testing.T) {
+	for _, tty := range []bool{false, true} {
+		t.Run(fmt.Sprint("tty=", tty), func(t *testing.T) {
+			b := &fakeQueueBroker{msgs: deadLetters(30), report: broker.PeekReport{Mode: broker.PeekRotate}}
+			out, errOut, err := runStats(t, b, tty, "", "orders.dlq", "-g", "reason,source")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.peeks[0].Limit != 0 {
+				t.Errorf("stats must read the whole queue: limit %d", b.peeks[0].Limit)
+			}
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if len(lines) != 7 || !strings.HasPrefix(lines[0], "REASON") {
+				t.Fatalf("table:\n%s", out)
+			}
+			// i%3: 0 rejected, 1 expired, 2 timeout (body); i%2 source.
+			want := map[string]string{"rejected orders": "5", "rejected payments": "5", "expired orders": "5", "expired payments": "5"}
+			for _, l := range lines[1:] {
+				f := strings.Fields(l)
+				if strings.HasPrefix(l, "timeout") {
+					continue
+				}
+				if want[f[0]+" "+f[1]] != f[2] {
+					t.Errorf("row %q", l)
+				}
+			}
+			if !strings.Contains(errOut, "30 messages") || !strings.Contains(errOut, "0 duplicates by id") {
+				t.Errorf("summary %q", errOut)
+			}
+		})
+	}
+}
+
+func TestStatsRunJSONAndCSV(t *testing.T) {
+	msgs := deadLetters(12)
+	msgs = append(msgs, msgs[0].Clone(), msgs[0].Clone())
+	out, _, err := runStats(t, &fakeQueueBroker{msgs: msgs}, false, "json", "q", "-g", "body:.tier")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res inspect.StatsResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Total != 14 || len(res.Groups) != 2 || res.Groups[0].Key["body:.tier"] != "t0" || res.Groups[0].Count != 8 || res.Duplicates.Messages != 2 {
+		t.Errorf("json result %+v", res)
+	}
+	out, _, err = runStats(t, &fakeQueueBroker{msgs: deadLetters(6)}, false, "csv", "q", "-g", "source")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(recs) != 3 || strings.Join(recs[0], ",") != "source,count,share,oldest,newest,bytes,examples" || recs[1][1] != "3" {
+		t.Errorf("csv %v %v", recs, err)
+	}
+	if recs[1][3] != "2026-03-01T11:55:00Z" || recs[1][6] != "id-000;id-002;id-004" {
+		t.Errorf("csv row %v", recs[1])
+	}
+}
+
+// promSample matches one sample line of the text exposition format.
+var (
+	promName   = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*`)
+	promLabelN = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*`)
+)
+
+// parseProm checks text against the Prometheus text exposition format 0.0.4
+// as node_exporter's textfile collector reads it, and returns the samples as
+// "name{sorted labels}" → value.
+func parseProm(t *testing.T, text string) map[string]float64 {
+	t.Helper()
+	if !strings.HasSuffix(text, "\n") {
+		t.Fatal("exposition must end with a newline")
+	}
+	samples := map[string]float64{}
+	typed := map[string]bool{}
+	done := map[string]bool{}
+	current := ""
+	for i, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		fail := func(msg string) { t.Fatalf("line %d %q: %s", i+1, line, msg) }
+		if strings.HasPrefix(line, "#") {
+			f := strings.SplitN(line, " ", 4)
+			if len(f) < 3 || (f[1] != "HELP" && f[1] != "TYPE") {
+				continue // a comment
+			}
+			if !promName.MatchString(f[2]) || promName.FindString(f[2]) != f[2] {
+				fail("bad metric name")
+			}
+			if f[1] == "TYPE" {
+				if typed[f[2]] || len(f) != 4 || f[3] != "gauge" {
+					fail("duplicate or bad TYPE")
+				}
+				typed[f[2]] = true
+			}
+			continue
+		}
+		name := promName.FindString(line)
+		if name == "" {
+			fail("no metric name")
+		}
+		if !typed[name] {
+			fail("sample before its TYPE")
+		}
+		if name != current {
+			if done[name] {
+				fail("samples of a metric are not contiguous")
+			}
+			done[current] = true
+			current = name
+		}
+		rest := line[len(name):]
+		var labels []string
+		if strings.HasPrefix(rest, "{") {
+			rest = rest[1:]
+			seen := map[string]bool{}
+			for !strings.HasPrefix(rest, "}") {
+				ln := promLabelN.FindString(rest)
+				if ln == "" || strings.HasPrefix(ln, "__") || seen[ln] {
+					fail("bad or repeated label name")
+				}
+				seen[ln] = true
+				rest = rest[len(ln):]
+				if !strings.HasPrefix(rest, `="`) {
+					fail("label without =\"")
+				}
+				rest = rest[2:]
+				var val strings.Builder
+				for {
+					if rest == "" {
+						fail("unterminated label value")
+					}
+					c := rest[0]
+					if c == '"' {
+						rest = rest[1:]
+						break
+					}
+					if c == '\n' {
+						fail("raw newline in label value")
+					}
+					if c == '\\' {
+						if len(rest) < 2 || !strings.ContainsRune(`\"n`, rune(rest[1])) {
+							fail("bad escape in label value")
+						}
+						val.WriteString(rest[:2])
+						rest = rest[2:]
+						continue
+					}
+					val.WriteByte(c)
+					rest = rest[1:]
+				}
+				labels = append(labels, ln+"="+val.String())
+				if strings.HasPrefix(rest, ",") {
+					rest = rest[1:]
+				}
+			}
+			rest = rest[1:]
+		}
+		if !strings.HasPrefix(rest, " ") {
+			fail("no space before the value")
+		}
+		fields := strings.Fields(rest)
+		if len(fields) < 1 || len(fields) > 2 {
+			fail("want a value and an optional timestamp")
+		}
+		v, err := strconv.ParseFloat(fields[0], 64)
+		if err != nil && fields[0] != "NaN" && fields[0] != "+Inf" && fields[0] != "-Inf" {
+			fail("bad value")
+		}
+		sort.Strings(labels)
+		key := name + "{" + strings.Join(labels, ",") + "}"
+		if _, dup := samples[key]; dup {
+			fail("duplicate series")
+		}
+		samples[key] = v
+	}
+	return samples
+}
+
+func TestStatsProm(t *testing.T) {
+	msgs := deadLetters(9)
+	msgs[4].Death.Queue = "pay\"ments\\eu\nwest"
+	out, _, err := runStats(t, &fakeQueueBroker{msgs: msgs}, false, "prom", "orders.dlq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := parseProm(t, out)
+	want := map[string]float64{
+		`dlq_dead_letters{queue=orders.dlq,reason=expired,source=payments}`:                  2,
+		`dlq_dead_letters{queue=orders.dlq,reason=rejected,source=orders}`:                   2,
+		`dlq_dead_letters{queue=orders.dlq,reason=timeout \"x\" line2,source=payments}`:      1,
+		`dlq_dead_letters{queue=orders.dlq,reason=expired,source=pay\"ments\\eu\nwest}`:      0,
+		`dlq_dead_letter_messages{queue=orders.dlq}`:                                         9,
+		`dlq_dead_letter_duplicates{queue=orders.dlq}`:                                       0,
+		`dlq_dead_letter_oldest_age_seconds{queue=orders.dlq,reason=rejected,source=orders}`: 7 * 60,
+	}
+	for k, v := range want {
+		got, ok := s[k]
+		if v == 0 && k[:16] == "dlq_dead_letters" {
+			// msgs[4] is rejected (4%3=1 → expired); its odd source must parse.
+			if !ok {
+				t.Errorf("series %s missing (escaping)", k)
+			}
+			continue
+		}
+		if !ok || got != v {
+			t.Errorf("%s = %v (present %v), want %v\n%s", k, got, ok, v, out)
+		}
+	}
+	if _, ok := s[`dlq_dead_letter_stats_timestamp_seconds{queue=orders.dlq}`]; !ok {
+		t.Error("no timestamp gauge")
+	}
+	// The textfile collector reads *.prom files: write one and read it back.
+	path := filepath.Join(t.TempDir(), "dlq.prom")
+	if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	back, _ := os.ReadFile(path)
+	parseProm(t, string(back))
+}
+
+func TestPromLabel(t *testing.T) {
+	for in, want := range map[string]string{"reason": "reason", "routing-key": "routing_key", "header:x-tenant": "header_x_tenant", "body:.customer.tier": "body_customer_tier", "attr:queue": "attr_queue", "queue": "group_queue"} {
+		if got := promLabel(in); got != want {
+			t.Errorf("promLabel(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestStatsDemoAcceptance(t *testing.T) {
+	stdout, stderr, code := runDLQ(t, "stats", "--broker", "demo:", "--group-by", "reason,source", "--output", "json", "orders.dlq")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res inspect.StatsResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || res.Total == 0 {
+		t.Fatalf("%v %s", err, stdout)
+	}
+	var sum int64
+	for _, g := range res.Groups {
+		sum += g.Count
+	}
+	if sum != res.Total {
+		t.Errorf("groups add up to %d, total %d", sum, res.Total)
+	}
+}

@@ -1,0 +1,70 @@
+package inspect
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/broker/archive"
+)
+
+// BenchmarkStatsArchive aggregates the archive named by DLQ_BENCH_ARCHIVE
+// (see scripts/bench/inspect.sh) by reason, as `dlq stats` does.
+func BenchmarkStatsArchive(b *testing.B) {
+	path := os.Getenv("DLQ_BENCH_ARCHIVE")
+	if path == "" {
+		b.Skip("DLQ_BENCH_ARCHIVE not set: scripts/bench/inspect.sh generates one")
+	}
+	a, err := archive.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Close()
+	g, _ := ParseGroupBy("reason")
+	for b.Loop() {
+		res, _, err := CollectStats(context.Background(), a, "", broker.PeekOptions{}, StatsOptions{GroupBy: g})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(res.Read)/b.Elapsed().Seconds(), "msgs/s")
+	}
+}
+
+// BenchmarkArchiveRead is the archive reader alone, for comparison.
+func BenchmarkArchiveRead(b *testing.B) {
+	path := os.Getenv("DLQ_BENCH_ARCHIVE")
+	if path == "" {
+		b.Skip("DLQ_BENCH_ARCHIVE not set")
+	}
+	a, err := archive.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Close()
+	for b.Loop() {
+		if _, err := a.Peek(context.Background(), "", broker.PeekOptions{}, func(*broker.Message) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReason is the reason extraction of one 1 KiB JSON body.
+func BenchmarkReason(b *testing.B) {
+	m := rabbitMsg()
+	m.Headers = nil
+	m.Body = []byte(`{"order_id":"ord-1","customer":{"id":"c-1","tier":"t1"},"amount":12.5,"error":{"code":400,"message":"card declined"},"note":"` + string(make([]byte, 0)) + `` + "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" + `"}`)
+	for b.Loop() {
+		if Reason(m) != "card declined" {
+			b.Fatal("wrong reason")
+		}
+	}
+}
+
+// BenchmarkDocument builds the filter document of one message.
+func BenchmarkDocument(b *testing.B) {
+	m := rabbitMsg()
+	for b.Loop() {
+		_ = DocumentAt(m, t0)
+	}
+}

@@ -1,0 +1,89 @@
+// Command inspectgen writes a synthetic dead-letter archive for the inspect
+// benchmarks: N messages with JSON bodies of about 1 KiB, mixed failure
+// reasons (framework headers, body fields and broker death reasons), several
+// source queues, and ages spread over a week.
+//
+//	go run ./scripts/bench/inspectgen -n 1000000 -o /tmp/dlq-1m.jsonl
+package main
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/broker/archive"
+)
+
+func main() {
+	n := flag.Int("n", 100000, "messages")
+	out := flag.String("o", "", "archive file to write (.jsonl or .jsonl.gz)")
+	size := flag.Int("size", 1024, "approximate body size in bytes")
+	flag.Parse()
+	if *out == "" {
+		fmt.Fprintln(os.Stderr, "inspectgen: -o FILE is required")
+		os.Exit(1)
+	}
+	if err := run(*n, *out, *size); err != nil {
+		fmt.Fprintln(os.Stderr, "inspectgen:", err)
+		os.Exit(1)
+	}
+}
+
+var (
+	sources = []string{"orders", "payments", "shipping", "invoices"}
+	reasons = []string{"rejected", "expired", "maxlen", "delivery_limit"}
+	errs    = []string{"card declined", "timeout calling pricing", "customer not found", "validation failed: amount", "upstream 503"}
+)
+
+func run(n int, path string, size int) error {
+	os.Remove(path)
+	w, err := archive.NewWriter(path, archive.WriterOptions{Generator: "inspectgen", Source: archive.Source{System: broker.RabbitMQ, Queue: "bench.dlq"}})
+	if err != nil {
+		return err
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	now := time.Now().UTC()
+	pad := strings.Repeat("x", size)
+	for i := range n {
+		src := sources[rng.IntN(len(sources))]
+		m := &broker.Message{
+			ID:     fmt.Sprintf("msg-%08d", i),
+			System: broker.RabbitMQ,
+			Queue:  "bench.dlq",
+			Properties: broker.Properties{
+				ContentType: "application/json", DeliveryMode: 2,
+				MessageID: fmt.Sprintf("msg-%08d", i),
+				Timestamp: now.Add(-time.Duration(rng.Int64N(int64(7 * 24 * time.Hour)))).Truncate(time.Second),
+			},
+			Headers: map[string]any{"tenant": fmt.Sprintf("t%d", rng.IntN(20))},
+		}
+		// Every 100th message reuses an earlier ID: duplicates to find.
+		if i%100 == 99 {
+			m.Properties.MessageID = fmt.Sprintf("msg-%08d", i-50)
+			m.ID = m.Properties.MessageID
+		}
+		r := reasons[rng.IntN(len(reasons))]
+		m.Death = &broker.Death{Reason: r, Queue: src, Exchange: src + ".x", RoutingKeys: []string{src + ".created"}, Count: 1, First: m.Properties.Timestamp.Add(time.Second), Last: m.Properties.Timestamp.Add(time.Second)}
+		var body string
+		head := fmt.Sprintf(`{"order_id":"ord-%d","customer":{"id":"c-%d","tier":"t%d"},"amount":%d.%02d,`, i, rng.IntN(50000), rng.IntN(3), rng.IntN(1000), rng.IntN(100))
+		switch k := rng.IntN(4); k {
+		case 0:
+			m.Headers["x-exception-message"] = errs[rng.IntN(len(errs))]
+			body = head
+		case 1:
+			body = head + fmt.Sprintf(`"error":{"code":%d,"message":%q},`, 400+rng.IntN(5), errs[rng.IntN(len(errs))])
+		default:
+			body = head
+		}
+		body += `"note":"` + pad[:max(size-len(body)-10, 0)] + `"}`
+		m.Body = []byte(body)
+		if err := w.Write(m); err != nil {
+			return err
+		}
+	}
+	return w.Close()
+}
