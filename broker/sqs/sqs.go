@@ -88,6 +88,7 @@ type Broker struct {
 	urls    map[string]string // queue name or ARN → URL
 	arns    map[string]string // URL → ARN
 	origins map[string]originCache
+	infos   map[string]queueInfo // URL → what sending needs
 }
 
 var (
@@ -185,6 +186,7 @@ func newBroker(client *sqs.Client, api sqsAPI, region string, log *slog.Logger) 
 		urls:    map[string]string{},
 		arns:    map[string]string{},
 		origins: map[string]originCache{},
+		infos:   map[string]queueInfo{},
 	}
 }
 
