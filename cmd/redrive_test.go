@@ -1,0 +1,404 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/broker/brokertest"
+	"github.com/dlq-tools/dlq/redrive"
+)
+
+func TestRedriveFlags(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   string
+		output string
+		err    string
+		want   func(t *testing.T, o *redriveOptions)
+	}{
+		{name: "defaults", args: "q", want: func(t *testing.T, o *redriveOptions) {
+			if o.To != "origin" || o.Rate != 0 || o.DryRun {
+				t.Errorf("%+v", o)
+			}
+		}},
+		{name: "everything", args: "q --to exchange:orders:a.b --filter .id --id a,b --id c --limit 5 --older-than 1h --transform .body.x=1 --set-header k=v=w --rate 120/m --ramp 10s --concurrency 3 --window 100 --keep-death-headers",
+			want: func(t *testing.T, o *redriveOptions) {
+				if o.Rate != 2 || o.headers["k"] != "v=w" || len(o.Select.IDs) != 3 || o.transform == nil || o.Select.filter == nil {
+					t.Errorf("%+v", o)
+				}
+			}},
+		{name: "bad filter", args: "q --filter .[", err: "`--filter`"},
+		{name: "bad transform", args: "q --transform '.a ='", err: "`--transform`"},
+		{name: "bad set-header", args: "q --set-header novalue", err: "KEY=VALUE"},
+		{name: "death header", args: "q --set-header x-death=1", err: "set by the broker"},
+		{name: "bad rate", args: "q --rate fast", err: "not a rate"},
+		{name: "ramp without rate", args: "q --ramp 10s", err: "`--ramp` needs `--rate`"},
+		{name: "bad destination", args: "q --to somewhere", err: "is not a destination"},
+		{name: "negative limit", args: "q --limit -1", err: "`--limit`"},
+		{name: "empty window", args: "q --newer-than 1h --older-than 2h", err: "selects nothing"},
+		{name: "server-side filter", args: "q --server-side --filter .", err: "cannot be used with `--server-side`"},
+		{name: "server-side rate", args: "q --server-side --rate 600", err: "at most 500"},
+		{name: "server-side resume", args: "q --server-side --resume", err: "`--resume`"},
+		{name: "output csv", args: "q", output: "csv", err: "unknown `--output`"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ios, _, _, _ := Test()
+			f := &Factory{IO: ios, Options: &GlobalOptions{Output: tt.output}, Now: time.Now}
+			var got *redriveOptions
+			cmd := newCmdRedrive(f, func(o *redriveOptions) error { got = o; return nil })
+			cmd.SetArgs(splitArgs(tt.args))
+			cmd.SetOut(io.Discard)
+			cmd.SetErr(io.Discard)
+			err := cmd.ExecuteContext(context.Background())
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got == nil {
+				t.Fatal("run function never called")
+			}
+			tt.want(t, got)
+		})
+	}
+}
+
+// splitArgs splits on spaces, keeping '…' together.
+func splitArgs(s string) []string {
+	var out []string
+	for i, part := range strings.Split(s, "'") {
+		if i%2 == 1 {
+			out = append(out, part)
+			continue
+		}
+		out = append(out, strings.Fields(part)...)
+	}
+	return out
+}
+
+// moveFake is a broker with one DLQ and one origin queue that can be
+// consumed, published to and peeked; it records what happened.
+type moveFake struct {
+	mu        sync.Mutex
+	dlq, dest []*broker.Message
+	consumed  bool
+	peeked    bool
+	closed    bool
+	unackable bool
+}
+
+func (b *moveFake) System() broker.System { return broker.RabbitMQ }
+func (b *moveFake) String() string        { return "amqp://ops@fake:5672/" }
+func (b *moveFake) Close() error          { b.closed = true; return nil }
+func (b *moveFake) Origin(ctx context.Context, q string, m *broker.Message) (broker.Destination, error) {
+	return broker.Destination{Kind: broker.ToQueue, Queue: "orders"}, nil
+}
+func (b *moveFake) Publish(ctx context.Context, outs []broker.Outgoing) ([]error, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	errs := make([]error, len(outs))
+	for i, o := range outs {
+		if o.Dest.Queue == "orders" {
+			b.dest = append(b.dest, o.Message)
+		} else {
+			errs[i] = broker.Errorf(broker.ErrUnroutable, "publish", "no route")
+		}
+	}
+	return errs, nil
+}
+func (b *moveFake) Peek(ctx context.Context, q string, o broker.PeekOptions, visit func(*broker.Message) error) (broker.PeekReport, error) {
+	b.peeked = true
+	for _, m := range b.dlq {
+		if err := visit(m.Clone()); err != nil {
+			break
+		}
+	}
+	return broker.PeekReport{Read: int64(len(b.dlq))}, nil
+}
+func (b *moveFake) Consume(ctx context.Context, q string, o broker.ConsumeOptions) (broker.Subscription, error) {
+	b.consumed = true
+	return &moveFakeSub{b: b, taken: map[uint64]*broker.Message{}}, nil
+}
+
+type moveFakeSub struct {
+	b     *moveFake
+	tag   uint64
+	taken map[uint64]*broker.Message
+}
+
+func (s *moveFakeSub) Next(ctx context.Context) (*broker.Delivery, error) {
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	if len(s.b.dlq) == 0 {
+		return nil, io.EOF
+	}
+	m := s.b.dlq[0]
+	s.b.dlq = s.b.dlq[1:]
+	s.tag++
+	s.taken[s.tag] = m
+	return &broker.Delivery{Message: m.Clone(), Receipt: broker.Receipt{Tag: s.tag}}, nil
+}
+func (s *moveFakeSub) Ack(ctx context.Context, rs ...broker.Receipt) error {
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	for _, r := range rs {
+		delete(s.taken, r.Tag)
+	}
+	return nil
+}
+func (s *moveFakeSub) Release(ctx context.Context, rs ...broker.Receipt) error {
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	for _, r := range rs {
+		s.b.dlq = append(s.b.dlq, s.taken[r.Tag])
+		delete(s.taken, r.Tag)
+	}
+	return nil
+}
+func (s *moveFakeSub) Close() error { return s.Release(context.Background(), s.keys()...) }
+func (s *moveFakeSub) keys() []broker.Receipt {
+	var rs []broker.Receipt
+	for k := range s.taken {
+		rs = append(rs, broker.Receipt{Tag: k})
+	}
+	return rs
+}
+
+func moveFactory(t *testing.T, b *moveFake, tty bool) (*Factory, func() (string, string)) {
+	ios, in, out, errOut := Test()
+	ios.SetTTY(tty)
+	in.WriteString("y\n")
+	f := &Factory{IO: ios, Options: &GlobalOptions{AuditLog: filepath.Join(t.TempDir(), "audit.jsonl")}, Now: time.Now, Args: []string{"redrive"}}
+	f.OpenQueue = func(ctx context.Context, ref string) (broker.Broker, string, error) { return b, ref, nil }
+	f.OpenDestination = func(ctx context.Context, ref string) (broker.Broker, string, error) { return nil, ref, nil }
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	return f, func() (string, string) { return out.String(), errOut.String() }
+}
+
+func fakeDead(n int) []*broker.Message {
+	var ms []*broker.Message
+	for i := range n {
+		ms = append(ms, &broker.Message{ID: fmt.Sprintf("m%02d", i), System: broker.RabbitMQ, Body: []byte(fmt.Sprintf(`{"n":%d}`, i)),
+			Headers: map[string]any{"x-death": []any{}}, Properties: broker.Properties{MessageID: fmt.Sprintf("m%02d", i)}})
+	}
+	return ms
+}
+
+func TestRedriveRun(t *testing.T) {
+	for _, tty := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tty=%v", tty), func(t *testing.T) {
+			b := &moveFake{dlq: fakeDead(12)}
+			f, outs := moveFactory(t, b, tty)
+			o := &redriveOptions{f: f, Source: "orders.dlq", To: "origin", changed: func(string) bool { return false }}
+			must := func(err error) {
+				t.Helper()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			must(o.validate())
+			must(redriveRun(context.Background(), o))
+			stdout, _ := outs()
+			if len(b.dest) != 12 || len(b.dlq) != 0 || !b.closed {
+				t.Fatalf("dest %d dlq %d closed %v", len(b.dest), len(b.dlq), b.closed)
+			}
+			if !strings.Contains(stdout, "moved 12 of 12") || !strings.Contains(stdout, "queue:orders") {
+				t.Errorf("stdout %q", stdout)
+			}
+			if _, ok := b.dest[0].Headers["x-death"]; ok {
+				t.Error("x-death kept")
+			}
+			data, err := os.ReadFile(f.AuditPath())
+			must(err)
+			var rec AuditRecord
+			must(json.Unmarshal(data, &rec))
+			if rec.Action != "redrive" || rec.Outcome != "ok" || rec.Counts["moved"] != 12 || len(rec.IDs) != 12 || strings.Contains(string(data), "ops:") {
+				t.Errorf("audit %s", data)
+			}
+		})
+	}
+}
+
+func TestRedriveRunPartialAndJSON(t *testing.T) {
+	b := &moveFake{dlq: fakeDead(4)}
+	f, outs := moveFactory(t, b, false)
+	f.Options.Output = "json"
+	o := &redriveOptions{f: f, Source: "orders.dlq", To: "queue:nowhere", changed: func(string) bool { return false }}
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
+	}
+	err := redriveRun(context.Background(), o)
+	if exitCodeFor(err) != ExitError {
+		t.Fatalf("nothing moved: exit %d (%v)", exitCodeFor(err), err)
+	}
+	stdout, _ := outs()
+	var s redrive.Summary
+	if jerr := json.Unmarshal([]byte(stdout), &s); jerr != nil {
+		t.Fatalf("%v: %s", jerr, stdout)
+	}
+	if s.Failed[redrive.ReasonUnroutable] != 4 || len(b.dlq) != 4 {
+		t.Fatalf("%+v", s)
+	}
+}
+
+func TestRedriveDryRunUsesPeek(t *testing.T) {
+	b := &moveFake{dlq: fakeDead(3)}
+	f, outs := moveFactory(t, b, false)
+	f.Options.ReadOnly = true // a dry run is allowed in read-only mode
+	o := &redriveOptions{f: f, Source: "orders.dlq", To: "origin", DryRun: true, Transform: ".body.n = 0", changed: func(string) bool { return false }}
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := redriveRun(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if b.consumed || !b.peeked || len(b.dlq) != 3 {
+		t.Fatalf("consumed %v peeked %v", b.consumed, b.peeked)
+	}
+	stdout, _ := outs()
+	if !strings.Contains(stdout, "would move 3") || !strings.Contains(stdout, `+     "n": 0`) {
+		t.Errorf("%s", stdout)
+	}
+}
+
+func TestMutationsRefusedReadOnly(t *testing.T) {
+	for _, args := range [][]string{
+		{"redrive", "q"},
+		{"discard", "q", "--id", "x", "--no-archive", "--yes"},
+		{"purge", "q", "--no-archive", "--yes"},
+		{"redrive", "cancel", "q"},
+	} {
+		_, stderr, code := runDLQ(t, append([]string{"--read-only", "--broker", "amqp://u@127.0.0.1:1/"}, args...)...)
+		if code != ExitDenied || !strings.Contains(stderr, "read-only") {
+			t.Errorf("%v: exit %d %s", args, code, stderr)
+		}
+	}
+}
+
+func TestDiscardNeedsYesAndArchiveChoice(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"discard", "q", "--id", "a"}, "or `--no-archive`"},
+		{[]string{"discard", "q", "--no-archive"}, "needs a selection"},
+		{[]string{"discard", "q", "--id", "a", "--no-archive", "--archive-to", "file:///tmp/x"}, "exclude each other"},
+		{[]string{"purge", "q", "--archive-to", "/tmp/x"}, "not an archive"},
+	} {
+		_, stderr, code := runDLQ(t, tc.args...)
+		if code != ExitError || !strings.Contains(stderr, tc.err) {
+			t.Errorf("%v: exit %d %q", tc.args, code, stderr)
+		}
+	}
+	b := &moveFake{dlq: fakeDead(3)}
+	f, _ := moveFactory(t, b, false)
+	o := &discardOptions{f: f, Queue: "q", Select: selectFlags{IDs: []string{"m01"}}, Archive: archiveFlags{NoArchive: true}}
+	if err := discardRun(context.Background(), o); err == nil || !strings.Contains(err.Error(), "`--yes` required") {
+		t.Fatalf("no tty, no --yes: %v", err)
+	}
+	if b.consumed {
+		t.Fatal("consumed before confirmation")
+	}
+	f, _ = moveFactory(t, b, true) // answers "y"
+	o.f = f
+	if err := discardRun(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.dlq) != 2 || len(b.dest) != 0 {
+		t.Fatalf("dlq %d dest %d", len(b.dlq), len(b.dest))
+	}
+}
+
+func TestAuditList(t *testing.T) {
+	ios, _, out, _ := Test()
+	f := &Factory{IO: ios, Options: &GlobalOptions{AuditLog: filepath.Join(t.TempDir(), "a.jsonl")}, Now: time.Now}
+	old := AuditRecord{Time: time.Now().Add(-48 * time.Hour), Action: "purge", Source: "old", Outcome: "ok"}
+	if err := f.Audit(old); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Audit(AuditRecord{Action: "redrive", Source: "new", Outcome: "ok", Counts: map[string]int64{"moved": 3}}); err != nil {
+		t.Fatal(err)
+	}
+	o := &auditOptions{f: f, format: OutputTable}
+	var err error
+	if o.since, err = parseSince("24h", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := auditRun(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, "redrive") || strings.Contains(s, "old") || !strings.Contains(s, "moved=3") {
+		t.Fatalf("%s", s)
+	}
+}
+
+// End to end on the SQS emulator: dlq redrive moves a DLQ back to its source
+// (found through the RedrivePolicy scan), then a second run has nothing to
+// do.
+func TestRedriveSQSEndToEnd(t *testing.T) {
+	env := brokertest.SQS(t)
+	ctx := context.Background()
+	client := awssqs.New(awssqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(env.Endpoint), Credentials: aws.AnonymousCredentials{}})
+	base := brokertest.Name(t, "e2e")
+	mk := func(name string, attrs map[string]string) string {
+		out, err := client.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := aws.ToString(out.QueueUrl)
+		t.Cleanup(func() { client.DeleteQueue(context.Background(), &awssqs.DeleteQueueInput{QueueUrl: aws.String(u)}) })
+		return u
+	}
+	dlqURL := mk(base+"-dlq", nil)
+	srcURL := mk(base+"-src", map[string]string{"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:%s-dlq","maxReceiveCount":"3"}`, base)})
+	for i := 0; i < 30; i++ {
+		if _, err := client.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: aws.String(dlqURL), MessageBody: aws.String(fmt.Sprintf(`{"n":%d}`, i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stdout, stderr, code := runDLQ(t, append(sqsArgs(t), "redrive", base+"-dlq", "-o", "json", "--no-journal")...)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
+	}
+	var s redrive.Summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Moved != 30 {
+		t.Fatalf("%+v", s)
+	}
+	got := 0
+	for got < 30 {
+		out, err := client.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{QueueUrl: aws.String(srcURL), MaxNumberOfMessages: 10, MessageAttributeNames: []string{"All"}})
+		if err != nil || len(out.Messages) == 0 {
+			t.Fatalf("source has %d of 30 (%v)", got, err)
+		}
+		for _, m := range out.Messages {
+			if _, ok := m.MessageAttributes[redrive.RedriveHeader]; !ok {
+				t.Errorf("no %s attribute", redrive.RedriveHeader)
+			}
+		}
+		got += len(out.Messages)
+	}
+	stdout, _, code = runDLQ(t, append(sqsArgs(t), "redrive", base+"-dlq", "--no-journal")...)
+	if code != ExitOK || !strings.Contains(stdout, "moved 0 of 0") {
+		t.Fatalf("second run: exit %d %s", code, stdout)
+	}
+}
