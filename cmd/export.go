@@ -87,6 +87,16 @@ printed is what the file holds. An existing file is refused unless --append.`,
 	return cmd
 }
 
+// exportPeek reads the whole queue the way stats does, unless only the
+// first --limit messages are wanted (no filter).
+func exportPeek(ctx context.Context, b broker.Broker, queue string, opts *exportOptions) broker.PeekOptions {
+	po := opts.Peek.options(opts.f.Now(), 0)
+	if opts.Limit > 0 && opts.filter == nil {
+		po.Limit = opts.Limit
+	}
+	return fullRead(ctx, b, queue, po)
+}
+
 func samePath(a, b string) bool {
 	aa, err1 := filepath.Abs(a)
 	bb, err2 := filepath.Abs(b)

@@ -4,63 +4,79 @@ import "github.com/spf13/cobra"
 
 const peekSafetyHelp = `What reading a queue without removing anything does on each kind of queue.
 It applies to ` + "`dlq peek`" + `, ` + "`dlq stats`" + `, ` + "`dlq export`" + `, ` + "`redrive --dry-run`" + ` and the TUI.
-Every peek ends by printing on stderr what it changed, or nothing when it
-changed nothing. A peek never removes, drops or dead-letters a message; when
-the safe way is impossible dlq refuses (exit code 1) and says why and what to
-use instead. --force accepts a visible change (a flag, a count), never a loss.
+A peek never removes, drops or dead-letters a message. What it does change is
+printed on stderr in one line when it ends (nothing when nothing changed).
+When the safe way is impossible dlq refuses (exit code 1), says why and names
+the alternative; --force accepts a visible change, never a loss.
 
-RabbitMQ classic queues (default --mode hold)
-  dlq consumes up to --limit messages with manual acknowledgement and holds
-  them unacknowledged, then returns them all at once (basic.nack requeue).
-  RabbitMQ puts returned messages back in their original positions, so the
-  order is unchanged (tested), but each returned message now carries the
-  redelivered flag. At most --max-unacked deliveries are held at once (a
-  client holding hundreds of thousands of unacked messages can take a broker
-  down); a peek that would need more is refused: use --mode rotate.
-  --mode rotate (the mode stats and export use to read a whole queue)
-  republishes each message to the back of the same queue with publisher
-  confirms, and acks the original only after the copy is confirmed. A full
-  rotation leaves the same messages in the same order, without the
-  redelivered flag and without raising any count, holding at most a small
-  window unacked. While it runs, messages published by others interleave
-  with the rotated ones, and a crash can leave a duplicate (never a loss).
+RabbitMQ classic queues: --mode hold (the default for peek)
+  dlq sets basic.qos to the number of messages it reads, consumes them without
+  acknowledging, then closes the channel: RabbitMQ returns every held message
+  to its original position, so the order is unchanged (tested). The trace
+  left is the redelivered flag on those messages ("20 messages now carry the
+  redelivered flag"). At most --max-unacked deliveries (default 5000) are held
+  at once, because a client holding hundreds of thousands of unacked messages
+  can take a broker down: a larger --limit, or reading all of a deeper queue,
+  is refused with the advice to use --mode rotate. The first page arrives in
+  the same time whatever the depth.
 
-RabbitMQ quorum queues (default --mode rotate)
-  Every return of a delivery (nack with requeue, a channel closed with
-  unacked messages, the management UI's "get messages" with requeue) adds 1
-  to x-delivery-count and moves the message to the BACK of the queue. With a
-  delivery limit (x-delivery-limit argument or policy; RabbitMQ 4 sets 20 by
-  default) a few such peeks dead-letter or drop the message. dlq therefore
-  never returns quorum deliveries by default: it rotates (as above), so
-  counts never rise. --mode hold or requeue on a quorum queue with a
-  delivery limit is refused; without a limit it is allowed with --force and
-  reported ("20 messages moved to the back, delivery count +1").
+RabbitMQ --mode rotate (the default for quorum queues, and what stats and
+export use on classic and quorum queues, since they read everything)
+  Each message is republished to the same queue (default exchange, routing
+  key = the queue) with its properties and headers, with publisher confirms,
+  and the original is acknowledged only after its copy is confirmed; about
+  500 deliveries are in flight at a time, however deep the queue. Rotation
+  stops after the number of messages the queue held when it began, so the
+  queue ends in its original order (messages others publish meanwhile land
+  between them). A crash mid-way can leave a message twice, never lose one.
+  What changes: redelivered flags and x-delivery-count are reset, the
+  delivery's exchange and routing key become "" and the queue name (x-death
+  still records where the message came from), per-message TTLs start again.
+  A peek of --limit N rotates the rest of the queue unvisited to keep the
+  order; when that would be more than 10,000 messages it is refused (with
+  --force only the N visited messages are rotated, and so move to the back).
 
-RabbitMQ streams (default --mode stream)
-  Streams are read, not consumed: dlq attaches a consumer at an offset
-  (--offset first|last|next|N or an RFC 3339 time, --since 2h) with
-  basic.qos as streams require (they reject basic.get). Nothing changes;
-  the same peek gives the same messages every time.
+RabbitMQ quorum queues
+  Every return of a quorum delivery (nack with requeue, a closed channel, the
+  management UI's "get messages") adds 1 to x-delivery-count and moves the
+  message to the BACK of the queue; with a delivery limit (x-delivery-limit
+  argument or delivery-limit policy) a few peeks would dead-letter or drop
+  it. So dlq rotates by default (no count ever rises). --mode hold or requeue
+  is allowed on a quorum queue without a delivery limit (the report says the
+  counts went up) and refused on one with a limit unless --force; even with
+  --force, a message within 2 of its limit is rotated instead of returned, so
+  no peek ever pushes a message over its limit.
 
-Amazon SQS standard and FIFO queues (default --mode receive)
-  SQS has no peek. dlq receives messages and makes each visible again at
-  once (ChangeMessageVisibility 0), so they are not hidden for the queue's
-  visibility timeout. Each receive adds 1 to ApproximateReceiveCount. If the
-  DLQ itself has a RedrivePolicy (a DLQ of a DLQ), a peek could push a
-  message over its maxReceiveCount and move it on; dlq refuses when the
-  receive count of a message could reach it, and --force does not override
-  a peek that would move a message. On FIFO queues a received message blocks
-  its message group until it is visible again, which dlq does at once.
-  SQS returns messages in no guaranteed order and may return fewer than
-  asked for; dlq keeps receiving until --limit or the queue is exhausted.
+RabbitMQ streams: --mode stream (the default)
+  Streams are read, not consumed: dlq attaches with basic.qos and an
+  x-stream-offset (--offset first (default), last, next, an offset number, an
+  RFC 3339 time; --since 2h). Streams reject basic.get, which closes the
+  whole connection, so dlq never uses it. Nothing changes; the same peek
+  returns the same messages every time.
+
+Amazon SQS standard queues: --mode receive (the default)
+  SQS has no peek. dlq receives batches of up to 10 and makes each batch
+  visible again at once (ChangeMessageVisibilityBatch 0) before showing it, so
+  consumers never wait on a peek. Each receive adds 1 to
+  ApproximateReceiveCount ("receive count of 20 messages went up by 1"). When the queue
+  being peeked has a RedrivePolicy of its own (a DLQ that itself dead-letters),
+  a receive could move a message on once it reaches maxReceiveCount, and a
+  message's count is unknown until it is received: dlq refuses to peek such a
+  queue unless --force, and then reports how many messages reached their
+  limit. A full read ends once as many distinct messages as the queue held
+  were seen; standard queues have no order to keep.
+
+Amazon SQS FIFO queues
+  SQS locks a message group while one of its messages is in flight, and a
+  message made visible again returns to the head of its group. A FIFO peek
+  therefore holds what it read (at most --max-unacked, default 10,000) until
+  the walk ends, then makes everything visible again newest first, so every
+  group keeps its order. Only the messages at the head of each group can be
+  seen without removing anything; the report says how many were out of reach.
 
 Archives (file://… and demo:)
-  Read from start to end (--offset N starts at line N). Nothing changes.
-
-Reading a whole queue (stats, export, redrive --dry-run) uses the modes
-above: streams and archives are read; classic and quorum queues are rotated
-so that at most a window of messages is ever unacknowledged; SQS queues are
-received in batches and made visible again.`
+  Read from the first line (--offset N starts at line N). Nothing changes.
+`
 
 func newHelpPeekSafety() *cobra.Command {
 	return &cobra.Command{

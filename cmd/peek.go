@@ -125,6 +125,25 @@ func openPeeker(ctx context.Context, f *Factory, ref string) (broker.Broker, bro
 	return b, p, name, nil
 }
 
+// fullRead picks the read mode of a command that reads a whole queue (stats,
+// export) when `--mode` was not given: rotation on RabbitMQ classic and quorum
+// queues, so that at most a window of deliveries is ever unacknowledged
+// however deep the queue. Other kinds keep the adapter's default.
+func fullRead(ctx context.Context, b broker.Broker, queue string, po broker.PeekOptions) broker.PeekOptions {
+	if po.Mode != broker.PeekAuto || po.Limit != 0 || b.System() != broker.RabbitMQ {
+		return po
+	}
+	qi, ok := b.(broker.QueueInspector)
+	if !ok {
+		return po
+	}
+	q, err := qi.Queue(ctx, queue)
+	if err == nil && (q.Kind == broker.KindClassic || q.Kind == broker.KindQuorum) {
+		po.Mode = broker.PeekRotate
+	}
+	return po
+}
+
 // compileFlag compiles a jq flag, naming it in the error.
 func compileFlag(flag, expr string) (*inspect.Query, error) {
 	if expr == "" {

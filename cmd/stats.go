@@ -163,7 +163,7 @@ func statsRun(ctx context.Context, opts *statsOptions) error {
 	}
 	s := inspect.NewStats(queue, so)
 	progress := newProgress(f, "read")
-	rep, err := p.Peek(ctx, queue, opts.Peek.options(now, opts.Limit), func(m *broker.Message) error {
+	rep, err := p.Peek(ctx, queue, fullRead(ctx, b, queue, opts.Peek.options(now, opts.Limit)), func(m *broker.Message) error {
 		if err := s.Add(ctx, m); err != nil {
 			return err
 		}
