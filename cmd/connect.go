@@ -386,6 +386,12 @@ func (f *Factory) sqsSpecFor(region, endpoint string) (brokerSpec, error) {
 	return s, nil
 }
 
+// localDestination reports a destination on the source's broker, which may
+// hold a '#' of its own (a routing key such as "orders.#").
+func localDestination(ref string) bool {
+	return ref == "origin" || strings.HasPrefix(ref, "queue:") || strings.HasPrefix(ref, "exchange:")
+}
+
 // openDestination opens the broker of a redrive destination. A destination
 // on the source's own broker (origin, queue:…, exchange:…) returns a nil
 // broker and the destination unchanged. See the reference syntax above.
@@ -404,6 +410,9 @@ func (f *Factory) openDestination(ctx context.Context, ref string) (broker.Broke
 			return nil, "", err
 		}
 		return b, "file://" + path, nil
+	}
+	if localDestination(ref) {
+		return nil, ref, nil
 	}
 	if brokerPart, dest, ok := strings.Cut(ref, "#"); ok {
 		if dest == "" {

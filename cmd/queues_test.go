@@ -1,0 +1,204 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+func TestNewCmdQueuesFlags(t *testing.T) {
+	tests := []struct {
+		args    []string
+		want    queuesOptions
+		wantErr string
+	}{
+		{args: nil, want: queuesOptions{Sort: "attention"}},
+		{args: []string{"orders*", "--dlq-only", "--sort", "name"}, want: queuesOptions{Pattern: "orders*", DLQOnly: true, Sort: "name"}},
+		{args: []string{"--sort", "size"}, wantErr: "unknown `--sort` \"size\""},
+		{args: []string{"[x"}, wantErr: "malformed pattern"},
+		{args: []string{"a", "b"}, wantErr: "accepts at most 1 arg"},
+	}
+	for _, tt := range tests {
+		ios, _, _, _ := Test()
+		f := NewFactory(ios, nil)
+		var got *queuesOptions
+		c := newCmdQueues(f, func(o *queuesOptions) error { got = o; return nil })
+		c.SetArgs(tt.args)
+		c.SetOut(ios.Out)
+		c.SetErr(ios.ErrOut)
+		err := c.Execute()
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%v: err = %v, want %q", tt.args, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || got == nil {
+			t.Fatalf("%v: %v (runF called: %v)", tt.args, err, got != nil)
+		}
+		if got.Pattern != tt.want.Pattern || got.DLQOnly != tt.want.DLQOnly || got.Sort != tt.want.Sort {
+			t.Errorf("%v: got %+v", tt.args, *got)
+		}
+	}
+}
+
+// fakeLister is a broker with queues; it fails the test when Queues was
+// expected and never called.
+type fakeLister struct {
+	qs     []broker.Queue
+	err    error
+	calls  int
+	closed bool
+}
+
+func (b *fakeLister) System() broker.System { return broker.RabbitMQ }
+func (b *fakeLister) String() string        { return "amqp://ops@fake:5672/" }
+func (b *fakeLister) Close() error          { b.closed = true; return nil }
+func (b *fakeLister) Queues(ctx context.Context) ([]broker.Queue, error) {
+	b.calls++
+	if _, ok := ctx.Deadline(); !ok {
+		return nil, errors.New("Queues called without a deadline")
+	}
+	return append([]broker.Queue(nil), b.qs...), b.err
+}
+
+func (b *fakeLister) verify(t *testing.T) {
+	t.Helper()
+	if b.calls != 1 || !b.closed {
+		t.Errorf("Queues called %d times (want 1), closed %v", b.calls, b.closed)
+	}
+}
+
+func i64(n int64) *int64 { return &n }
+
+func fakeQueues() []broker.Queue {
+	age := 90 * time.Minute
+	capacity := 0.5
+	return []broker.Queue{
+		{Name: "a.work", Kind: broker.KindClassic, Depth: 500, InFlight: i64(3), Consumers: i64(2), ConsumerCapacity: &capacity, DeadLetterTarget: "a.dlx", DeadLetterQueues: []string{"a.dlq"}},
+		{Name: "a.dlq", Kind: broker.KindClassic, Depth: 7, InFlight: i64(0), Consumers: i64(0), IsDLQ: true, OldestAge: &age, DeadLetterSources: []string{"a.work"}},
+		{Name: "b.dlq", Kind: broker.KindQuorum, Depth: 0, IsDLQ: true},
+		{Name: "z.dlq", Kind: broker.KindClassic, Depth: 40, IsDLQ: true},
+	}
+}
+
+func runQueues(t *testing.T, b *fakeLister, tty bool, output string, opts queuesOptions) (string, string, error) {
+	t.Helper()
+	ios, _, out, errOut := Test()
+	ios.SetTTY(tty)
+	ios.SetColor(tty)
+	f := NewFactory(ios, nil)
+	f.Options.Output = output
+	f.OpenBroker = func(ctx context.Context) (broker.Broker, error) { return b, nil }
+	opts.f = f
+	if opts.Sort == "" {
+		opts.Sort = sortAttention
+	}
+	err := queuesRun(context.Background(), &opts)
+	return out.String(), errOut.String(), err
+}
+
+func TestQueuesRunTable(t *testing.T) {
+	b := &fakeLister{qs: fakeQueues()}
+	out, _, err := runQueues(t, b, false, "", queuesOptions{})
+	b.verify(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `NAME    KIND     DEPTH  IN FLIGHT  CONSUMERS  CAPACITY  OLDEST  DLQ  DEAD LETTERS TO  DEAD LETTERS FROM
+z.dlq   classic     40          -          -         -  -       yes  -                -
+a.dlq   classic      7          0          0         -  1h30m   yes  -                a.work
+a.work  classic    500          3          2       50%  -            a.dlq            -
+b.dlq   quorum       0          -          -         -  -       yes  -                -
+`
+	if out != want {
+		t.Errorf("table:\n%s\nwant:\n%s", out, want)
+	}
+}
+
+func TestQueuesRunTTYColour(t *testing.T) {
+	b := &fakeLister{qs: fakeQueues()}
+	out, _, err := runQueues(t, b, true, "", queuesOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out, "\n")
+	if !strings.HasPrefix(lines[0], "\x1b[1mNAME") || !strings.HasPrefix(lines[1], "\x1b[31mz.dlq") || !strings.HasPrefix(lines[2], "\x1b[31ma.dlq") || strings.Contains(lines[3], "\x1b[31m") || strings.Contains(lines[4], "\x1b[31m") {
+		t.Errorf("colours:\n%q", out)
+	}
+}
+
+func TestQueuesRunSortsAndFilters(t *testing.T) {
+	names := func(out string) []string {
+		var qs []queueJSON
+		if err := json.Unmarshal([]byte(out), &qs); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		var n []string
+		for _, q := range qs {
+			n = append(n, q.Name)
+		}
+		return n
+	}
+	tests := []struct {
+		opts queuesOptions
+		want string
+	}{
+		{queuesOptions{}, "z.dlq a.dlq a.work b.dlq"},
+		{queuesOptions{Sort: sortName}, "a.dlq a.work b.dlq z.dlq"},
+		{queuesOptions{Sort: sortDepth}, "a.work z.dlq a.dlq b.dlq"},
+		{queuesOptions{DLQOnly: true}, "z.dlq a.dlq b.dlq"},
+		{queuesOptions{Pattern: "a.*"}, "a.dlq a.work"},
+		{queuesOptions{Pattern: "dlq", Sort: sortName}, "a.dlq b.dlq z.dlq"},
+	}
+	for _, tt := range tests {
+		out, _, err := runQueues(t, &fakeLister{qs: fakeQueues()}, false, "json", tt.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(names(out), " "); got != tt.want {
+			t.Errorf("%+v: %s, want %s", tt.opts, got, tt.want)
+		}
+	}
+	out, _, _ := runQueues(t, &fakeLister{qs: fakeQueues()}, false, "json", queuesOptions{Pattern: "a.dlq"})
+	if !strings.Contains(out, `"oldest_age_seconds": 5400`) || !strings.Contains(out, `"in_flight": 0`) {
+		t.Errorf("json fields:\n%s", out)
+	}
+}
+
+func TestQueuesRunEmptyAndErrors(t *testing.T) {
+	out, errOut, err := runQueues(t, &fakeLister{}, false, "", queuesOptions{DLQOnly: true})
+	if err != nil || out != "" || errOut != "no dead-letter queues on amqp://ops@fake:5672/\n" {
+		t.Errorf("empty: %v %q %q", err, out, errOut)
+	}
+	out, _, err = runQueues(t, &fakeLister{}, false, "json", queuesOptions{})
+	if err != nil || strings.TrimSpace(out) != "[]" {
+		t.Errorf("empty json: %q %v", out, err)
+	}
+	b := &fakeLister{err: broker.Errorf(broker.ErrAccessDenied, "list queues", "user lacks the monitoring tag")}
+	_, _, err = runQueues(t, b, false, "", queuesOptions{})
+	b.verify(t)
+	if exitCodeFor(err) != ExitDenied {
+		t.Errorf("access denied: exit %d (%v)", exitCodeFor(err), err)
+	}
+	_, _, err = runQueues(t, &fakeLister{}, false, "prom", queuesOptions{})
+	if err == nil || !strings.Contains(err.Error(), "use one of table, json, csv") {
+		t.Errorf("bad output: %v", err)
+	}
+}
+
+func TestSpanAge(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		-time.Second: "0s", 45 * time.Second: "45s", 12 * time.Minute: "12m",
+		3*time.Hour + 5*time.Minute: "3h05m", 50 * time.Hour: "2d02h",
+	} {
+		if got := spanAge(d); got != want {
+			t.Errorf("spanAge(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
