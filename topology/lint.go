@@ -155,31 +155,29 @@ func effectiveOf(q Queue, m *RabbitModel) effective {
 	return e
 }
 
-// topicMatch matches an AMQP topic binding pattern against a routing key.
+// topicMatch matches an AMQP topic binding pattern against a routing key
+// (* one word, # zero or more), in time proportional to their product.
 func topicMatch(pattern, key string) bool {
-	return topicWords(strings.Split(pattern, "."), strings.Split(key, "."), 0)
-}
-
-func topicWords(p, k []string, depth int) bool {
-	if depth > 64 {
-		return false
-	}
-	if len(p) == 0 {
-		return len(k) == 0
-	}
-	switch p[0] {
-	case "#":
-		for i := 0; i <= len(k); i++ {
-			if topicWords(p[1:], k[i:], depth+1) {
-				return true
+	p, k := strings.Split(pattern, "."), strings.Split(key, ".")
+	// m[j] reports whether p[:i] matches k[:j], row by row.
+	m := make([]bool, len(k)+1)
+	m[0] = true
+	for i := 1; i <= len(p); i++ {
+		next := make([]bool, len(k)+1)
+		switch p[i-1] {
+		case "#":
+			next[0] = m[0]
+			for j := 1; j <= len(k); j++ {
+				next[j] = m[j] || next[j-1]
+			}
+		default:
+			for j := 1; j <= len(k); j++ {
+				next[j] = m[j-1] && (p[i-1] == "*" || p[i-1] == k[j-1])
 			}
 		}
-		return false
-	case "*":
-		return len(k) > 0 && topicWords(p[1:], k[1:], depth+1)
-	default:
-		return len(k) > 0 && p[0] == k[0] && topicWords(p[1:], k[1:], depth+1)
+		m = next
 	}
+	return m[len(k)]
 }
 
 // routes returns the queues a message with key reaches from exchange x,
