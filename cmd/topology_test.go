@@ -384,4 +384,3 @@ func TestTopologyAgainstRabbitMQ(t *testing.T) {
 		t.Fatalf("read-only apply: exit %d %s", code, stderr)
 	}
 }
-
