@@ -1,0 +1,238 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+// destinationChoices lists where a message (or the selection) can be sent:
+// its origin first (the default), then the queue it died in, then a typed
+// destination. A nil destination means "ask".
+func destinationChoices(sample *broker.Message, queue string) ([]string, []string, []*broker.Destination) {
+	opts := []string{"origin"}
+	hints := []string{"where each message was dead-lettered from (default)"}
+	dests := []*broker.Destination{{Kind: broker.ToOrigin}}
+	if sample != nil && sample.Death != nil && sample.Death.Queue != "" && sample.Death.Queue != queue {
+		q := sample.Death.Queue
+		opts = append(opts, "queue:"+q)
+		hints = append(hints, "straight to the queue it died in")
+		dests = append(dests, &broker.Destination{Kind: broker.ToQueue, Queue: q})
+	}
+	opts = append(opts, "other…")
+	hints = append(hints, "queue:NAME, exchange:NAME[:KEY] or file://PATH")
+	dests = append(dests, nil)
+	return opts, hints, dests
+}
+
+// parseDestination reads a destination the way the command line takes it.
+func parseDestination(s string) (broker.Destination, error) {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "" || s == "origin":
+		return broker.Destination{Kind: broker.ToOrigin}, nil
+	case strings.HasPrefix(s, "queue:"):
+		q := strings.TrimPrefix(s, "queue:")
+		if q == "" {
+			return broker.Destination{}, fmt.Errorf("destination %q names no queue: write queue:NAME", s)
+		}
+		return broker.Destination{Kind: broker.ToQueue, Queue: q}, nil
+	case strings.HasPrefix(s, "exchange:"):
+		rest := strings.TrimPrefix(s, "exchange:")
+		ex, rk, _ := strings.Cut(rest, ":")
+		d := broker.Destination{Kind: broker.ToExchange, Exchange: ex}
+		if rk != "" {
+			d.RoutingKeys = strings.Split(rk, ",")
+		}
+		return d, nil
+	case strings.HasPrefix(s, "file://"):
+		p := strings.TrimPrefix(s, "file://")
+		if p == "" {
+			return broker.Destination{}, fmt.Errorf("destination %q names no file: write file://PATH", s)
+		}
+		return broker.Destination{Kind: broker.ToFile, Path: p}, nil
+	}
+	return broker.Destination{}, fmt.Errorf("unknown destination %q: use origin, queue:NAME, exchange:NAME[:KEY] or file://PATH", s)
+}
+
+func (m Model) askCustomDestination(then func(m Model, d broker.Destination) (Model, tea.Cmd)) (Model, tea.Cmd) {
+	d, cmd := newInput("destination", []string{"origin, queue:NAME, exchange:NAME[:KEY] or file://PATH"}, "", "queue:orders",
+		func(m Model, _ int, text string) (Model, tea.Cmd) {
+			dest, err := parseDestination(text)
+			if err != nil {
+				m.notice = &notice{text: err.Error(), isErr: true}
+				return m, nil
+			}
+			return then(m, dest)
+		})
+	m.dialog = d
+	return m, cmd
+}
+
+// sampleOf returns a loaded message with one of ids, for destination hints.
+func (m Model) sampleOf(ids []string) *broker.Message {
+	if len(ids) == 0 {
+		return nil
+	}
+	for _, r := range m.msgs.rows {
+		if r.id == ids[0] {
+			return r.msg
+		}
+	}
+	return nil
+}
+
+// askRedrive picks a destination for the given messages, shows the count and
+// asks to confirm. With no ids it redrives everything matching filter.
+func (m Model) askRedrive(ids []string, filter string, count int64) (Model, tea.Cmd) {
+	return m.askRedriveSample(ids, filter, count, m.sampleOf(ids))
+}
+
+func (m Model) askRedriveSample(ids []string, filter string, count int64, sample *broker.Message) (Model, tea.Cmd) {
+	if m.c.backend.Redrive == nil {
+		return m, nil
+	}
+	if len(ids) == 0 && filter == "" && count == 0 {
+		m.notice = &notice{text: "nothing to redrive", isErr: true}
+		return m, nil
+	}
+	queue := m.msgs.queue
+	opts, hints, dests := destinationChoices(sample, queue)
+	what := fmt.Sprintf("%d message(s)", count)
+	m.dialog = newChoice("redrive "+what+" to", []string{"messages are removed from " + queue + " only after the destination confirms them"}, opts, hints,
+		func(m Model, choice int, _ string) (Model, tea.Cmd) {
+			confirm := func(m Model, dest broker.Destination) (Model, tea.Cmd) {
+				return m.confirmRedrive(ActionRequest{Queue: queue, IDs: ids, Filter: filter, Dest: dest, Expected: count})
+			}
+			if dests[choice] == nil {
+				return m.askCustomDestination(confirm)
+			}
+			return confirm(m, *dests[choice])
+		})
+	return m, nil
+}
+
+// askRedriveAll redrives every message matching the filter bar. A jq filter
+// alone goes to the library as a filter (it re-reads the queue); a quick
+// filter (reason, stats group) becomes the list of matching IDs.
+func (m Model) askRedriveAll() (Model, tea.Cmd) {
+	mv := &m.msgs
+	if mv.loading || mv.fbusy {
+		m.notice = &notice{text: "still reading the queue: wait until every message is read to redrive all matching", isErr: true}
+		return m, nil
+	}
+	n := int64(mv.length())
+	if n == 0 {
+		m.notice = &notice{text: "no message matches", isErr: true}
+		return m, nil
+	}
+	if mv.quick == nil {
+		if mv.expr == "" && len(mv.rows) >= m.c.opts.Limit {
+			m.notice = &notice{text: fmt.Sprintf("the list stops at %d messages: redrive the whole queue with `dlq redrive %s`", m.c.opts.Limit, mv.queue), isErr: true}
+			return m, nil
+		}
+		return m.askRedriveSample(nil, mv.expr, n, mv.at(0).msg)
+	}
+	ids := make([]string, 0, n)
+	for i := range int(n) {
+		ids = append(ids, mv.at(i).id)
+	}
+	return m.askRedrive(ids, "", n)
+}
+
+func (m Model) confirmRedrive(req ActionRequest) (Model, tea.Cmd) {
+	body := []string{
+		fmt.Sprintf("move %d message(s) from %s to %s.", req.Expected, req.Queue, req.Dest),
+		"each is removed from the DLQ only after the destination confirmed it.",
+	}
+	if req.Filter != "" {
+		body = append(body, "filter: "+req.Filter+" (evaluated again on the queue)")
+	}
+	if len(req.IDs) > 0 && len(req.IDs) <= 5 {
+		body = append(body, "ids: "+strings.Join(req.IDs, ", "))
+	}
+	redrive := m.c.backend.Redrive
+	m.dialog = newConfirm(fmt.Sprintf("redrive %d message(s)?", req.Expected), body, true, func(m Model) (Model, tea.Cmd) {
+		m.msgs.selected = map[string]bool{}
+		return m.startJob(fmt.Sprintf("redriving %d to %s", req.Expected, req.Dest), func(ctx context.Context, p func(Progress)) (Result, error) {
+			return redrive(ctx, req, p)
+		}, func(m Model, _ Result) (Model, tea.Cmd) { return m.reload() })
+	})
+	return m, nil
+}
+
+// askDiscard asks for the archive path first: a discard always archives
+// what it removes, and the archive is synced before anything is deleted.
+func (m Model) askDiscard(ids []string) (Model, tea.Cmd) {
+	if m.c.backend.Discard == nil || len(ids) == 0 {
+		return m, nil
+	}
+	queue := m.msgs.queue
+	def := m.defaultArchive("discarded")
+	d, cmd := newInput("discard: archive to", []string{
+		fmt.Sprintf("%d message(s) are written to this archive and synced before they are removed", len(ids)),
+	}, def, "file path", func(m Model, _ int, path string) (Model, tea.Cmd) {
+		if path == "" {
+			m.notice = &notice{text: "discard needs an archive file: nothing was removed", isErr: true}
+			return m, nil
+		}
+		path = strings.TrimPrefix(path, "file://")
+		req := ActionRequest{Queue: queue, IDs: ids, Archive: path, Expected: int64(len(ids))}
+		discard := m.c.backend.Discard
+		m.dialog = newConfirm(fmt.Sprintf("discard %d message(s)?", len(ids)), []string{
+			fmt.Sprintf("remove %d message(s) from %s after archiving them to %s.", len(ids), queue, path),
+			"the action is written to the audit log.",
+		}, true, func(m Model) (Model, tea.Cmd) {
+			m.msgs.selected = map[string]bool{}
+			return m.startJob(fmt.Sprintf("discarding %d", len(ids)), func(ctx context.Context, p func(Progress)) (Result, error) {
+				return discard(ctx, req, p)
+			}, func(m Model, _ Result) (Model, tea.Cmd) { return m.reload() })
+		})
+		return m, nil
+	})
+	m.dialog = d
+	return m, cmd
+}
+
+// askExport copies messages to an archive; nothing changes on the broker.
+func (m Model) askExport(ids []string, label string) (Model, tea.Cmd) {
+	if m.c.backend.Export == nil || len(ids) == 0 {
+		return m, nil
+	}
+	queue := m.msgs.queue
+	d, cmd := newInput("export "+label+" to", []string{"the messages stay in " + queue + "; the archive is a dlq JSON Lines file (.jsonl or .jsonl.gz)"},
+		m.defaultArchive("export"), "file path", func(m Model, _ int, path string) (Model, tea.Cmd) {
+			if path == "" {
+				return m, nil
+			}
+			path = strings.TrimPrefix(path, "file://")
+			req := ActionRequest{Queue: queue, IDs: ids, Archive: path, Expected: int64(len(ids))}
+			export := m.c.backend.Export
+			return m.startJob(fmt.Sprintf("exporting %d", len(ids)), func(ctx context.Context, p func(Progress)) (Result, error) {
+				return export(ctx, req, p)
+			}, nil)
+		})
+	m.dialog = d
+	return m, cmd
+}
+
+func (m Model) defaultArchive(what string) string {
+	name := strings.NewReplacer("/", "_", ":", "_", " ", "_").Replace(m.msgs.queue)
+	file := fmt.Sprintf("dlq-%s-%s-%s.jsonl", what, name, m.c.now().UTC().Format("20060102T150405Z"))
+	if m.c.opts.ArchiveDir != "" {
+		return filepath.Join(m.c.opts.ArchiveDir, file)
+	}
+	return file
+}
+
+func sortedCopy(s []string) []string {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return c
+}

@@ -1,0 +1,120 @@
+// Package tui is dlq's terminal user interface: browse queues, read dead
+// letters under the peek-safety rules, understand why they died, fix them and
+// send them home — without a way to lose one.
+//
+// The package never speaks to a broker SDK. Everything it does to the world
+// goes through a Backend, a set of small functions that the cmd layer fills
+// with the inspect and redrive libraries (and that tests fill with fakes).
+// Every call runs inside a tea.Cmd and comes back as a typed message; Update
+// and View never block.
+package tui
+
+import (
+	"context"
+	"time"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+// Backend is what the TUI can do. A nil function is a capability the TUI
+// does not have: its keys are absent from the keymaps and from the help. In
+// read-only mode the cmd layer leaves every mutating function nil.
+type Backend struct {
+	// Name describes the broker, credentials redacted ("amqp://dlq@host/").
+	Name string
+	// ReadOnly is shown in the header; the mutating functions are nil.
+	ReadOnly bool
+
+	// Queues lists every queue with a health snapshot.
+	Queues func(ctx context.Context) ([]broker.Queue, error)
+	// Peek reads the messages of a queue without removing them, following the
+	// peek-safety rules; visit is called once per message in queue order and
+	// may keep the message.
+	Peek func(ctx context.Context, queue string, visit func(*broker.Message) error) (broker.PeekReport, error)
+	// Compile compiles a jq filter over the message document
+	// {id, headers, properties, attributes, death, body}.
+	Compile func(expr string) (Matcher, error)
+	// Reason extracts the failure reason of a message.
+	Reason func(m *broker.Message) string
+	// Decode returns the body decoded for reading (gzip undone) and what it
+	// is: "json", "text" or "binary".
+	Decode func(m *broker.Message) (body []byte, kind string)
+	// Group returns the grouping key function for a stats grouping spec:
+	// reason, source, exchange, routing-key, header:NAME, attr:NAME,
+	// body:.path, age, day, hour.
+	Group func(spec string) (func(m *broker.Message) string, error)
+
+	// Redrive moves messages from a queue to a destination (origin by
+	// default); every record of it goes to the audit log.
+	Redrive func(ctx context.Context, req ActionRequest, progress func(Progress)) (Result, error)
+	// Discard removes messages after archiving them to req.Archive.
+	Discard func(ctx context.Context, req ActionRequest, progress func(Progress)) (Result, error)
+	// Export copies messages into an archive file without removing them. It
+	// changes nothing on the broker and stays available in read-only mode.
+	Export func(ctx context.Context, req ActionRequest, progress func(Progress)) (Result, error)
+	// Replace publishes edited to dest with confirms, then removes original
+	// from queue: one redrive of one message with a transform, audited.
+	Replace func(ctx context.Context, req ReplaceRequest) (Result, error)
+}
+
+// Matcher reports whether a message matches a compiled filter.
+type Matcher func(m *broker.Message) (bool, error)
+
+// ActionRequest names the messages an action works on: the ones with the
+// given fingerprints, or (IDs empty) every message matching Filter, or (both
+// empty) the whole queue.
+type ActionRequest struct {
+	Queue   string
+	IDs     []string
+	Filter  string
+	Dest    broker.Destination // Redrive
+	Archive string             // Discard (archive-first) and Export: file path
+	// Expected is how many messages the user confirmed; the library may find
+	// fewer (already gone) or more (arrived since) when IDs is empty.
+	Expected int64
+}
+
+// ReplaceRequest is one edited message to publish in place of its original.
+type ReplaceRequest struct {
+	Queue    string
+	Original *broker.Message
+	Edited   *broker.Message
+	Dest     broker.Destination
+}
+
+// Progress is reported by long actions while they run.
+type Progress struct {
+	Done   int64 // messages finished (moved, discarded, exported)
+	Failed int64
+	Total  int64 // 0 when unknown
+	Note   string
+}
+
+// Result is what an action did.
+type Result struct {
+	Done    int64
+	Skipped int64
+	Failed  int64
+	// Summary is one line for the notice ("moved 12 messages to origin").
+	Summary string
+}
+
+// Options shape a TUI session.
+type Options struct {
+	// Queue, when set, opens this queue's messages at start.
+	Queue string
+	// Limit bounds how many messages of a queue are read (0: 100,000).
+	Limit int
+	// Refresh is how often queue depths are refreshed (0: 2s; negative: never).
+	Refresh time.Duration
+	// Color enables colours (false under NO_COLOR or --no-color).
+	Color bool
+	// Editor is the external editor command ($VISUAL, $EDITOR, or vi).
+	Editor string
+	// TempDir holds the file handed to the external editor (default os.TempDir()).
+	TempDir string
+	// Now is the clock (tests fix it).
+	Now func() time.Time
+	// ArchiveDir is where discard and export archives are proposed.
+	ArchiveDir string
+}

@@ -1,0 +1,282 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textarea"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+type editStage int
+
+const (
+	stageEditing editStage = iota
+	stageReview            // the before/after diff
+)
+
+const maxEditLines = 9000
+
+// editView edits one message: body and non-system headers as a JSON
+// document, in a textarea or in $EDITOR. Saving validates, shows the diff,
+// asks for the destination and a confirmation, then publishes the edited
+// message and removes the original.
+type editView struct {
+	c        *common
+	queue    string
+	orig     *broker.Message
+	before   string
+	ta       textarea.Model
+	stage    editStage
+	edited   *broker.Message
+	diff     []string
+	diffOff  int
+	err      string
+	tooLarge bool
+	locked   []string
+}
+
+// editorDoneMsg returns from $EDITOR.
+type editorDoneMsg struct {
+	path string
+	err  error
+}
+
+func newEditView(c *common, queue string, m *broker.Message) (editView, tea.Cmd, error) {
+	doc, err := editDocument(m)
+	if err != nil {
+		return editView{}, nil, err
+	}
+	ta := textarea.New()
+	ta.ShowLineNumbers = true
+	ta.MaxHeight = 0
+	ta.MaxWidth = 0
+	ta.CharLimit = 0
+	ta.Placeholder = "{}"
+	e := editView{c: c, queue: queue, orig: m, before: doc}
+	if strings.Count(doc, "\n") > maxEditLines {
+		e.tooLarge = true
+	} else {
+		ta.SetValue(doc)
+		ta.MoveToBegin()
+	}
+	for k := range m.Headers {
+		if lockedHeader(k) {
+			e.locked = append(e.locked, k)
+		}
+	}
+	e.ta = ta
+	e.resize()
+	cmd := e.ta.Focus()
+	return e, cmd, nil
+}
+
+func (e *editView) resize() {
+	if e.c == nil {
+		return
+	}
+	e.ta.SetWidth(max(20, e.c.width-2))
+	e.ta.SetHeight(max(3, e.c.height-7))
+}
+
+func (e *editView) value() string {
+	if e.tooLarge {
+		return e.before
+	}
+	return e.ta.Value()
+}
+
+func (m Model) updateEdit(msg tea.Msg) (tea.Model, tea.Cmd) {
+	e := &m.edit
+	km := m.c.keys.edit
+	switch msg := msg.(type) {
+	case editorDoneMsg:
+		defer os.Remove(msg.path)
+		if msg.err != nil {
+			e.err = "editor: " + msg.err.Error()
+			return m, nil
+		}
+		b, err := os.ReadFile(msg.path)
+		if err != nil {
+			e.err = "reading the edited file: " + err.Error()
+			return m, nil
+		}
+		text := string(b)
+		if strings.Count(text, "\n") <= maxEditLines {
+			e.tooLarge = false
+			e.ta.SetValue(text)
+			e.ta.MoveToBegin()
+		} else {
+			e.before = text // too large for the textarea: keep the file's text
+		}
+		e.err = ""
+		return m, nil
+	case tea.KeyPressMsg:
+		if e.stage == stageReview {
+			switch msg.String() {
+			case "esc":
+				e.stage = stageEditing
+				return m, e.ta.Focus()
+			case "enter", "y":
+				return m.chooseEditDestination()
+			case "up", "k":
+				e.diffOff = max(0, e.diffOff-1)
+			case "down", "j":
+				e.diffOff = min(max(0, len(e.diff)-1), e.diffOff+1)
+			case "pgdown":
+				e.diffOff = min(max(0, len(e.diff)-1), e.diffOff+m.c.height-6)
+			case "pgup":
+				e.diffOff = max(0, e.diffOff-(m.c.height-6))
+			}
+			return m, nil
+		}
+		switch {
+		case key.Matches(msg, km.Cancel):
+			e.ta.Blur()
+			m.screen = screenDetail
+			return m, nil
+		case key.Matches(msg, km.Save):
+			edited, err := applyEdit(e.orig, e.value())
+			if err != nil {
+				e.err = err.Error()
+				return m, nil
+			}
+			e.err = ""
+			after, _ := editDocument(edited)
+			e.diff = lineDiff(e.before, after, 3)
+			e.edited = edited
+			changed := false
+			for _, l := range e.diff {
+				if strings.HasPrefix(l, "+ ") || strings.HasPrefix(l, "- ") {
+					changed = true
+					break
+				}
+			}
+			if !changed {
+				e.err = "nothing changed: edit the document first (esc leaves without saving)"
+				return m, nil
+			}
+			e.stage = stageReview
+			e.diffOff = 0
+			e.ta.Blur()
+			return m, nil
+		case key.Matches(msg, km.External):
+			return m, e.openExternal()
+		}
+	}
+	if e.tooLarge || e.stage != stageEditing {
+		return m, nil
+	}
+	var cmd tea.Cmd
+	e.ta, cmd = e.ta.Update(msg)
+	return m, cmd
+}
+
+// openExternal hands the document to $EDITOR and reads it back afterwards.
+func (e *editView) openExternal() tea.Cmd {
+	editor := e.c.opts.Editor
+	if editor == "" {
+		editor = "vi"
+	}
+	f, err := os.CreateTemp(e.c.opts.TempDir, "dlq-edit-*.json")
+	if err != nil {
+		return func() tea.Msg { return errMsg{fmt.Errorf("cannot create the file for $EDITOR: %w", err)} }
+	}
+	path := f.Name()
+	_, werr := f.WriteString(e.value())
+	cerr := f.Close()
+	if werr != nil || cerr != nil {
+		os.Remove(path)
+		return func() tea.Msg { return errMsg{fmt.Errorf("cannot write %s for $EDITOR", path)} }
+	}
+	args := strings.Fields(editor)
+	c := exec.Command(args[0], append(args[1:], path)...)
+	e.c.log.Debug("external editor", "cmd", c.String())
+	return tea.ExecProcess(c, func(err error) tea.Msg { return editorDoneMsg{path: path, err: err} })
+}
+
+func (m Model) chooseEditDestination() (tea.Model, tea.Cmd) {
+	e := &m.edit
+	opts, hints, dests := destinationChoices(e.orig, m.msgs.queue)
+	m.dialog = newChoice("publish the edited message to", []string{"the original is removed from " + e.queue + " only after the broker confirms"}, opts, hints,
+		func(m Model, choice int, _ string) (Model, tea.Cmd) {
+			if dests[choice] == nil {
+				return m.askCustomDestination(func(m Model, d broker.Destination) (Model, tea.Cmd) { return m.confirmReplace(d) })
+			}
+			return m.confirmReplace(*dests[choice])
+		})
+	return m, nil
+}
+
+func (m Model) confirmReplace(dest broker.Destination) (Model, tea.Cmd) {
+	e := m.edit
+	body := []string{
+		fmt.Sprintf("publish the edited message %s to %s with confirms,", e.orig.ID, dest),
+		fmt.Sprintf("then remove the original from %s.", e.queue),
+		"the action is written to the audit log.",
+	}
+	m.dialog = newConfirm("save edited message?", body, true, func(m Model) (Model, tea.Cmd) {
+		req := ReplaceRequest{Queue: m.edit.queue, Original: m.edit.orig, Edited: m.edit.edited, Dest: dest}
+		replace := m.c.backend.Replace
+		return m.startJob("publishing edited message", func(ctx context.Context, progress func(Progress)) (Result, error) {
+			progress(Progress{Total: 1})
+			res, err := replace(ctx, req)
+			if err == nil {
+				progress(Progress{Done: 1, Total: 1})
+				if res.Summary == "" {
+					res.Summary = fmt.Sprintf("published edited %s to %s and removed the original from %s", req.Original.ID, dest, req.Queue)
+				}
+			}
+			return res, err
+		}, func(m Model, res Result) (Model, tea.Cmd) {
+			return m.reload()
+		})
+	})
+	return m, nil
+}
+
+func (e *editView) view(h, w int) []string {
+	st := e.c.styles
+	var out []string
+	if e.stage == stageReview {
+		out = append(out, st.title.Render("review the change")+st.subtle.Render("  ·  enter: choose destination and save  ·  esc: back to editing"))
+		rows := h - 1
+		for i := e.diffOff; i < len(e.diff) && len(out) <= rows; i++ {
+			l := e.diff[i]
+			switch {
+			case strings.HasPrefix(l, "+ "):
+				l = st.diffAdd.Render(l)
+			case strings.HasPrefix(l, "- "):
+				l = st.diffDel.Render(l)
+			default:
+				l = st.subtle.Render(l)
+			}
+			out = append(out, l)
+		}
+		return out
+	}
+	title := st.title.Render("edit "+e.orig.ID) + st.subtle.Render("  ·  JSON is validated on save")
+	out = append(out, title)
+	if len(e.locked) > 0 {
+		out = append(out, st.locked.Render("locked system headers (kept, not editable): "+strings.Join(sortedCopy(e.locked), ", ")+" 🔒"))
+	} else {
+		out = append(out, st.subtle.Render("system headers and properties are kept as they are"))
+	}
+	if e.tooLarge {
+		out = append(out, "", "  this message is too large for the built-in editor: press ctrl+e to edit it in "+filepath.Base(strings.Fields(e.c.opts.Editor + " vi")[0]))
+	} else {
+		out = append(out, strings.Split(e.ta.View(), "\n")...)
+	}
+	if e.err != "" {
+		out = padLines(out, h-1)
+		out = append(out, st.errorNotice.Render("✗ "+e.err))
+	}
+	return out
+}

@@ -1,0 +1,570 @@
+package tui
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+// messagesView lists the messages of one queue. Rows arrive in pages from
+// a background peek; only the visible rows are drawn, so scrolling costs the
+// same with 100 or 100,000 messages.
+type messagesView struct {
+	c     *common
+	queue string
+	rows  []*row
+
+	// visible holds indices into rows when a filter is active.
+	visible  []int32
+	filtered bool
+
+	cursor, offset int
+	selected       map[string]bool
+
+	// loading
+	gen     int
+	cancel  context.CancelFunc
+	loading bool
+	report  broker.PeekReport
+	loadErr error
+
+	// jq filter and quick filter (a reason or a stats group)
+	input      textinput.Model
+	filtering  bool
+	expr       string
+	matcher    Matcher
+	quickLabel string
+	quick      func(*row) bool
+	fgen       int  // filter generation; stale results are dropped
+	fbusy      bool // a filter pass is running
+	fdone      int  // rows[:fdone] have been filtered
+	ferrs      int  // messages the filter failed on
+	// selectAll is set when "select all matching" waits for a filter pass.
+	selectAll bool
+}
+
+// filterMsg is the result of filtering rows[from:to].
+type filterMsg struct {
+	fgen     int
+	from, to int
+	idx      []int32
+	errs     int
+}
+
+func newMessagesView(c *common) messagesView {
+	ti := textinput.New()
+	ti.Prompt = "jq> "
+	ti.Placeholder = `.death.reason == "rejected" and .body.amount > 100`
+	return messagesView{c: c, input: ti, selected: map[string]bool{}}
+}
+
+func (m Model) openQueue(name string) (Model, tea.Cmd) {
+	mv := &m.msgs
+	if mv.cancel != nil {
+		mv.cancel()
+	}
+	keepSel := mv.queue == name
+	mv.queue = name
+	mv.rows = nil
+	mv.visible = nil
+	mv.cursor, mv.offset = 0, 0
+	if !keepSel {
+		mv.selected = map[string]bool{}
+		mv.expr, mv.matcher, mv.quick, mv.quickLabel = "", nil, nil, ""
+		mv.filtered = false
+		mv.input.SetValue("")
+	}
+	mv.loadErr = nil
+	mv.report = broker.PeekReport{}
+	mv.fgen++
+	mv.fbusy, mv.fdone, mv.ferrs = false, 0, 0
+	m.c.loadSeq++
+	mv.gen = m.c.loadSeq
+	ctx, cancel := context.WithCancel(m.c.ctx)
+	mv.cancel = cancel
+	mv.loading = true
+	m.screen = screenMessages
+	m.c.log.Debug("open queue", "queue", name)
+	return m, startLoad(ctx, m.c.backend, name, m.c.opts.Limit, mv.gen)
+}
+
+// reload reads the open queue again (after an action changed it).
+func (m Model) reload() (Model, tea.Cmd) {
+	if m.msgs.queue == "" {
+		return m, m.queues.fetch()
+	}
+	scr := m.screen
+	m, cmd := m.openQueue(m.msgs.queue)
+	if scr == screenStats || scr == screenDetail {
+		m.screen = screenMessages
+	}
+	return m, tea.Batch(cmd, m.queues.fetch())
+}
+
+func (m Model) updateMessagesMsg(msg tea.Msg) (Model, tea.Cmd) {
+	mv := &m.msgs
+	switch msg := msg.(type) {
+	case pageMsg:
+		if msg.gen != mv.gen {
+			return m, nil // a queue we left
+		}
+		mv.rows = append(mv.rows, msg.rows...)
+		var cmds []tea.Cmd
+		if msg.done {
+			mv.loading = false
+			mv.report = msg.report
+			if msg.err != nil {
+				mv.loadErr = msg.err
+				cmds = append(cmds, func() tea.Msg { return errMsg{msg.err} })
+			}
+			if m.stats.pending {
+				m.stats.pending = false
+				cmds = append(cmds, m.stats.compute(mv.rows))
+			}
+		} else {
+			cmds = append(cmds, waitPage(msg.ch))
+		}
+		if mv.filtered {
+			cmds = append(cmds, mv.filterMore())
+		}
+		return m, tea.Batch(cmds...)
+	case filterMsg:
+		if msg.fgen != mv.fgen {
+			return m, nil
+		}
+		mv.fbusy = false
+		mv.visible = append(mv.visible, msg.idx...)
+		mv.fdone = msg.to
+		mv.ferrs += msg.errs
+		mv.clampCursor()
+		more := mv.filterMore()
+		if more == nil && mv.selectAll {
+			mv.selectAll = false
+			m.notice = mv.selectAllVisible()
+		}
+		return m, more
+	case reasonsMsg:
+		return m.showReasons(msg)
+	}
+	return m, nil
+}
+
+// length is how many rows the list shows.
+func (mv *messagesView) length() int {
+	if mv.filtered {
+		return len(mv.visible)
+	}
+	return len(mv.rows)
+}
+
+// at returns the i-th visible row.
+func (mv *messagesView) at(i int) *row {
+	if mv.filtered {
+		return mv.rows[mv.visible[i]]
+	}
+	return mv.rows[i]
+}
+
+func (mv *messagesView) current() *row {
+	if mv.cursor < mv.length() {
+		return mv.at(mv.cursor)
+	}
+	return nil
+}
+
+func (mv *messagesView) clampCursor() {
+	n := mv.length()
+	mv.cursor = max(0, min(mv.cursor, n-1))
+	rows := mv.listRows()
+	if mv.cursor < mv.offset {
+		mv.offset = mv.cursor
+	}
+	if mv.cursor >= mv.offset+rows {
+		mv.offset = mv.cursor - rows + 1
+	}
+	mv.offset = max(0, min(mv.offset, n-rows))
+}
+
+// listRows is how many message rows fit on screen.
+func (mv *messagesView) listRows() int {
+	return max(1, mv.c.height-2-2-1)
+}
+
+// setFilter restarts filtering with the current jq matcher and quick filter.
+func (mv *messagesView) setFilter() tea.Cmd {
+	mv.fgen++
+	mv.selectAll = false
+	mv.visible = mv.visible[:0:0]
+	mv.fdone, mv.ferrs, mv.fbusy = 0, 0, false
+	mv.cursor, mv.offset = 0, 0
+	mv.filtered = mv.matcher != nil || mv.quick != nil
+	if !mv.filtered {
+		return nil
+	}
+	return mv.filterMore()
+}
+
+// filterMore filters the rows that arrived since the last pass, in the
+// background, one pass at a time so that results stay in queue order.
+func (mv *messagesView) filterMore() tea.Cmd {
+	if !mv.filtered || mv.fbusy || mv.fdone >= len(mv.rows) {
+		return nil
+	}
+	mv.fbusy = true
+	from, to := mv.fdone, len(mv.rows)
+	rows := mv.rows[from:to]
+	match, quick, fgen := mv.matcher, mv.quick, mv.fgen
+	return mv.c.safe(func() tea.Msg {
+		out := filterMsg{fgen: fgen, from: from, to: to}
+		for i, r := range rows {
+			if quick != nil && !quick(r) {
+				continue
+			}
+			if match != nil {
+				ok, err := match(r.msg)
+				if err != nil {
+					out.errs++
+					continue
+				}
+				if !ok {
+					continue
+				}
+			}
+			out.idx = append(out.idx, int32(from+i))
+		}
+		return out
+	})
+}
+
+func (mv *messagesView) selectedIDs() []string {
+	ids := make([]string, 0, len(mv.selected))
+	for id := range mv.selected {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (m Model) updateMessagesKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	mv := &m.msgs
+	km := m.c.keys.messages
+	if mv.filtering {
+		switch k.String() {
+		case "enter":
+			expr := strings.TrimSpace(mv.input.Value())
+			if expr == "" {
+				mv.filtering = false
+				mv.input.Blur()
+				mv.expr, mv.matcher = "", nil
+				return m, mv.setFilter()
+			}
+			compile := m.c.backend.Compile
+			if compile == nil {
+				m.notice = &notice{text: "jq filters are not available for this broker", isErr: true}
+				return m, nil
+			}
+			match, err := compile(expr)
+			if err != nil {
+				// Stay in the bar so the user can fix it.
+				m.notice = &notice{text: "filter: " + firstLine(err.Error()), isErr: true}
+				return m, nil
+			}
+			m.notice = nil
+			mv.filtering = false
+			mv.input.Blur()
+			mv.expr, mv.matcher = expr, match
+			return m, mv.setFilter()
+		case "esc":
+			mv.filtering = false
+			mv.input.Blur()
+			mv.input.SetValue(mv.expr)
+			return m, nil
+		}
+		var cmd tea.Cmd
+		mv.input, cmd = mv.input.Update(k)
+		return m, cmd
+	}
+	n := mv.length()
+	page := mv.listRows()
+	switch {
+	case key.Matches(k, km.Up):
+		mv.cursor--
+	case key.Matches(k, km.Down):
+		mv.cursor++
+	case key.Matches(k, km.PageUp):
+		mv.cursor -= page
+		mv.offset -= page
+	case key.Matches(k, km.PageDown):
+		mv.cursor += page
+		mv.offset += page
+	case key.Matches(k, km.Top):
+		mv.cursor = 0
+	case key.Matches(k, km.Bottom):
+		mv.cursor = n - 1
+	case key.Matches(k, km.Open):
+		if r := mv.current(); r != nil {
+			m.detail = newDetailView(m.c, r, mv.cursor)
+			m.screen = screenDetail
+		}
+		return m, nil
+	case key.Matches(k, km.Filter):
+		mv.filtering = true
+		mv.input.SetValue(mv.expr)
+		mv.input.CursorEnd()
+		mv.input.SetWidth(max(20, m.c.width-8))
+		return m, mv.input.Focus()
+	case key.Matches(k, km.Reasons):
+		return m, m.countReasons()
+	case key.Matches(k, km.Stats):
+		m.screen = screenStats
+		var cmd tea.Cmd
+		m.stats, cmd = m.stats.open(mv.rows, mv.loading)
+		return m, cmd
+	case key.Matches(k, km.Reload):
+		return m.reload()
+	case key.Matches(k, km.Select):
+		if r := mv.current(); r != nil {
+			if mv.selected[r.id] {
+				delete(mv.selected, r.id)
+			} else {
+				mv.selected[r.id] = true
+			}
+			mv.cursor++
+		}
+	case key.Matches(k, km.SelectAll):
+		if mv.filtered && mv.fbusy {
+			mv.selectAll = true // when the filter pass ends
+			return m, nil
+		}
+		m.notice = mv.selectAllVisible()
+	case key.Matches(k, km.SelectNone):
+		mv.selected = map[string]bool{}
+	case key.Matches(k, km.Export):
+		return m.askExport(mv.targetIDs(), mv.targetLabel())
+	case key.Matches(k, km.Redrive):
+		return m.askRedrive(mv.targetIDs(), "", int64(len(mv.targetIDs())))
+	case key.Matches(k, km.RedriveAll):
+		return m.askRedriveAll()
+	case key.Matches(k, km.Discard):
+		return m.askDiscard(mv.targetIDs())
+	case key.Matches(k, m.c.keys.global.Back):
+		switch {
+		case mv.quick != nil:
+			mv.quick, mv.quickLabel = nil, ""
+			return m, mv.setFilter()
+		case mv.matcher != nil:
+			mv.matcher, mv.expr = nil, ""
+			mv.input.SetValue("")
+			return m, mv.setFilter()
+		case len(mv.selected) > 0:
+			mv.selected = map[string]bool{}
+			return m, nil
+		}
+		if mv.cancel != nil {
+			mv.cancel()
+		}
+		mv.loading = false
+		m.screen = screenQueues
+		return m, m.queues.fetch()
+	}
+	mv.clampCursor()
+	return m, nil
+}
+
+func (mv *messagesView) selectAllVisible() *notice {
+	for i := range mv.length() {
+		mv.selected[mv.at(i).id] = true
+	}
+	text := fmt.Sprintf("%d messages selected", len(mv.selected))
+	if mv.loading {
+		text += " (the queue is still being read: more may match)"
+	}
+	return &notice{text: text}
+}
+
+// targetIDs are the selected messages, or the one under the cursor.
+func (mv *messagesView) targetIDs() []string {
+	if len(mv.selected) > 0 {
+		return mv.selectedIDs()
+	}
+	if r := mv.current(); r != nil {
+		return []string{r.id}
+	}
+	return nil
+}
+
+func (mv *messagesView) targetLabel() string {
+	if len(mv.selected) > 0 {
+		return fmt.Sprintf("%d selected messages", len(mv.selected))
+	}
+	if r := mv.current(); r != nil {
+		return "message " + r.id
+	}
+	return "nothing"
+}
+
+// reasonsMsg is the quick group-by of failure reasons.
+type reasonsMsg struct {
+	reasons []string
+	counts  []int
+}
+
+func (m Model) countReasons() tea.Cmd {
+	mv := &m.msgs
+	n := mv.length()
+	rows := make([]*row, 0, n)
+	for i := range n {
+		rows = append(rows, mv.at(i))
+	}
+	return m.c.safe(func() tea.Msg {
+		counts := map[string]int{}
+		for _, r := range rows {
+			counts[r.reason]++
+		}
+		out := reasonsMsg{}
+		for k := range counts {
+			out.reasons = append(out.reasons, k)
+		}
+		slices.SortFunc(out.reasons, func(a, b string) int {
+			if c := cmp.Compare(counts[b], counts[a]); c != 0 {
+				return c
+			}
+			return cmp.Compare(a, b)
+		})
+		for _, r := range out.reasons {
+			out.counts = append(out.counts, counts[r])
+		}
+		return out
+	})
+}
+
+func (m Model) showReasons(msg reasonsMsg) (Model, tea.Cmd) {
+	if len(msg.reasons) == 0 {
+		m.notice = &notice{text: "no messages to group"}
+		return m, nil
+	}
+	total := 0
+	for _, c := range msg.counts {
+		total += c
+	}
+	opts := make([]string, len(msg.reasons))
+	hints := make([]string, len(msg.reasons))
+	for i, r := range msg.reasons {
+		opts[i] = fitRight(strconv.Itoa(msg.counts[i]), 7) + "  " + oneLine(r, 60)
+		hints[i] = fmt.Sprintf("%.0f%%", 100*float64(msg.counts[i])/float64(total))
+	}
+	m.dialog = newChoice("failure reasons", []string{fmt.Sprintf("%d messages, %d reasons — enter shows one reason's messages", total, len(opts))}, opts, hints,
+		func(m Model, choice int, _ string) (Model, tea.Cmd) {
+			reason := msg.reasons[choice]
+			m.msgs.quickLabel = "reason = " + oneLine(reason, 60)
+			m.msgs.quick = func(r *row) bool { return r.reason == reason }
+			return m, m.msgs.setFilter()
+		})
+	return m, nil
+}
+
+func (mv *messagesView) view(h, w int) []string {
+	st := mv.c.styles
+	var out []string
+	// Status line: counts, loading, filter.
+	status := itoa(len(mv.rows)) + " read"
+	if mv.loading {
+		status = "reading… " + itoa(len(mv.rows)) + " so far"
+	}
+	if n := mv.length(); n > 0 {
+		status = "row " + itoa(mv.cursor+1) + "/" + itoa(n) + " · " + status
+	}
+	if !mv.loading && mv.report.Changed != "" {
+		status += " · " + mv.report.Changed
+	}
+	if mv.filtered {
+		status = itoa(len(mv.visible)) + " match · " + status
+		if mv.fbusy {
+			status += " · filtering…"
+		}
+		if mv.ferrs > 0 {
+			status += " · filter failed on " + itoa(mv.ferrs)
+		}
+	}
+	if len(mv.selected) > 0 {
+		status += " · " + st.selected.Render(itoa(len(mv.selected))+" selected")
+	}
+	if mv.filtering {
+		out = append(out, mv.input.View())
+	} else {
+		var f []string
+		if mv.expr != "" {
+			f = append(f, "jq: "+mv.expr)
+		}
+		if mv.quickLabel != "" {
+			f = append(f, mv.quickLabel)
+		}
+		line := st.subtle.Render(status)
+		if len(f) > 0 {
+			line = st.warn.Render(strings.Join(f, " · ")) + st.subtle.Render("  (esc clears) · ") + line
+		}
+		out = append(out, line)
+	}
+
+	idW, ageW, reasonW, srcW, cntW, sizeW := 18, 5, 22, 18, 5, 7
+	previewW := w - (2 + idW + ageW + reasonW + srcW + cntW + sizeW + 7)
+	if previewW < 10 {
+		reasonW, srcW = 14, 10
+		previewW = max(0, w-(2+idW+ageW+reasonW+srcW+cntW+sizeW+7))
+	}
+	hdr := "  " + fit("ID", idW) + " " + fitRight("AGE", ageW) + " " + fit("REASON", reasonW) + " " + fit("SOURCE", srcW) + " " +
+		fitRight("COUNT", cntW) + " " + fitRight("SIZE", sizeW) + " " + "BODY"
+	out = append(out, st.header.Render(fit(hdr, w)))
+	rows := max(1, h-len(out))
+	n := mv.length()
+	if n == 0 {
+		switch {
+		case mv.loading:
+			out = append(out, "  reading messages (peek: nothing is removed)…")
+		case mv.filtered && mv.fbusy:
+			out = append(out, "  filtering…")
+		case mv.filtered:
+			out = append(out, "  no message matches the filter")
+		default:
+			out = append(out, "  the queue is empty")
+		}
+		return out
+	}
+	off := max(0, min(mv.offset, n-rows))
+	if mv.cursor < off {
+		off = mv.cursor
+	}
+	if mv.cursor >= off+rows {
+		off = mv.cursor - rows + 1
+	}
+	now := mv.c.now()
+	for i := off; i < n && i < off+rows; i++ {
+		r := mv.at(i)
+		mark := "  "
+		if mv.selected[r.id] {
+			mark = "● "
+		}
+		line := mark + fit(r.id, idW) + " " + fitRight(humanAge(r.msg.Age(now)), ageW) + " " + fit(r.reason, reasonW) + " " +
+			fit(r.source, srcW) + " " + fitRight(strconv.FormatInt(r.count, 10), cntW) + " " + fitRight(humanBytes(int64(r.size)), sizeW) + " " +
+			fit(r.preview, previewW)
+		switch {
+		case i == mv.cursor:
+			line = st.cursor.Render(line)
+		case mv.selected[r.id]:
+			line = st.selected.Render(line)
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func itoa64(n int64) string { return strconv.FormatInt(n, 10) }

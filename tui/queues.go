@@ -1,0 +1,295 @@
+package tui
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+const (
+	defaultRefresh = 2 * time.Second
+	trendSamples   = 30
+)
+
+type sortOrder int
+
+const (
+	sortName sortOrder = iota
+	sortDepth
+	sortDLQFirst
+)
+
+func (s sortOrder) String() string { return [...]string{"name", "depth", "dlq first"}[s] }
+
+// queuesView lists every queue with its health and a live depth trend.
+type queuesView struct {
+	c       *common
+	all     []broker.Queue
+	visible []int
+	cursor  int
+	offset  int
+	sort    sortOrder
+	// name filter
+	input     textinput.Model
+	filtering bool
+	filter    string
+
+	history  map[string][]int64
+	loaded   bool
+	err      error
+	inflight bool
+	updated  time.Time
+}
+
+type queuesMsg struct {
+	queues []broker.Queue
+	err    error
+	at     time.Time
+}
+
+type refreshTickMsg struct{}
+
+func newQueuesView(c *common) queuesView {
+	ti := textinput.New()
+	ti.Prompt = "/"
+	ti.Placeholder = "queue name"
+	return queuesView{c: c, input: ti, history: map[string][]int64{}}
+}
+
+// fetch lists the queues in the background.
+func (q queuesView) fetch() tea.Cmd {
+	b, ctx, now := q.c.backend, q.c.ctx, q.c.now
+	return q.c.safe(func() tea.Msg {
+		if b.Queues == nil {
+			return queuesMsg{err: nil, at: now()}
+		}
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		qs, err := b.Queues(cctx)
+		return queuesMsg{queues: qs, err: err, at: now()}
+	})
+}
+
+func (q queuesView) update(msg tea.Msg) (queuesView, tea.Cmd) {
+	switch msg := msg.(type) {
+	case queuesMsg:
+		q.inflight = false
+		q.loaded = true
+		var cmds []tea.Cmd
+		if msg.err != nil {
+			q.err = msg.err
+			cmds = append(cmds, func() tea.Msg { return errMsg{msg.err} })
+		} else {
+			q.err = nil
+			q.updated = msg.at
+			var selected string
+			if len(q.visible) > 0 && q.cursor < len(q.visible) {
+				selected = q.all[q.visible[q.cursor]].Name
+			}
+			q.all = msg.queues
+			seen := map[string]bool{}
+			for _, qu := range q.all {
+				h := append(q.history[qu.Name], qu.Depth)
+				if len(h) > trendSamples {
+					h = h[len(h)-trendSamples:]
+				}
+				q.history[qu.Name] = h
+				seen[qu.Name] = true
+			}
+			for name := range q.history {
+				if !seen[name] {
+					delete(q.history, name)
+				}
+			}
+			q.relist(selected)
+		}
+		if r := q.c.opts.Refresh; r > 0 {
+			cmds = append(cmds, tea.Tick(r, func(time.Time) tea.Msg { return refreshTickMsg{} }))
+		}
+		return q, tea.Batch(cmds...)
+	case refreshTickMsg:
+		if q.inflight {
+			return q, nil
+		}
+		q.inflight = true
+		return q, q.fetch()
+	}
+	return q, nil
+}
+
+// relist applies the name filter and the sort, keeping the cursor on the
+// queue it was on.
+func (q *queuesView) relist(keep string) {
+	q.visible = q.visible[:0]
+	f := strings.ToLower(q.filter)
+	for i, qu := range q.all {
+		if f == "" || strings.Contains(strings.ToLower(qu.Name), f) {
+			q.visible = append(q.visible, i)
+		}
+	}
+	slices.SortStableFunc(q.visible, func(a, b int) int {
+		x, y := q.all[a], q.all[b]
+		switch q.sort {
+		case sortDepth:
+			if c := cmp.Compare(y.Depth, x.Depth); c != 0 {
+				return c
+			}
+		case sortDLQFirst:
+			if x.IsDLQ != y.IsDLQ {
+				if x.IsDLQ {
+					return -1
+				}
+				return 1
+			}
+		}
+		return cmp.Compare(x.Name, y.Name)
+	})
+	q.cursor = min(q.cursor, max(0, len(q.visible)-1))
+	if keep != "" {
+		for i, idx := range q.visible {
+			if q.all[idx].Name == keep {
+				q.cursor = i
+			}
+		}
+	}
+}
+
+func (q queuesView) current() (broker.Queue, bool) {
+	if q.cursor < len(q.visible) {
+		return q.all[q.visible[q.cursor]], true
+	}
+	return broker.Queue{}, false
+}
+
+func (q queuesView) depthOf(name string) (broker.Queue, bool) {
+	for _, qu := range q.all {
+		if qu.Name == name {
+			return qu, true
+		}
+	}
+	return broker.Queue{}, false
+}
+
+func (m Model) updateQueuesKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	q := &m.queues
+	km := m.c.keys.queues
+	if q.filtering {
+		switch k.String() {
+		case "enter":
+			q.filtering = false
+			q.input.Blur()
+			return m, nil
+		case "esc":
+			q.filtering = false
+			q.input.Blur()
+			q.input.SetValue("")
+			q.filter = ""
+			q.relist("")
+			return m, nil
+		}
+		var cmd tea.Cmd
+		q.input, cmd = q.input.Update(k)
+		q.filter = q.input.Value()
+		q.relist("")
+		return m, cmd
+	}
+	page := max(1, m.c.height-6)
+	switch {
+	case key.Matches(k, km.Up):
+		q.cursor = max(0, q.cursor-1)
+	case key.Matches(k, km.Down):
+		q.cursor = min(max(0, len(q.visible)-1), q.cursor+1)
+	case key.Matches(k, km.PageUp):
+		q.cursor = max(0, q.cursor-page)
+	case key.Matches(k, km.PageDown):
+		q.cursor = min(max(0, len(q.visible)-1), q.cursor+page)
+	case key.Matches(k, km.Top):
+		q.cursor = 0
+	case key.Matches(k, km.Bottom):
+		q.cursor = max(0, len(q.visible)-1)
+	case key.Matches(k, km.Sort):
+		cur, _ := q.current()
+		q.sort = (q.sort + 1) % 3
+		q.relist(cur.Name)
+	case key.Matches(k, km.Filter):
+		q.filtering = true
+		return m, q.input.Focus()
+	case key.Matches(k, km.Reload):
+		q.inflight = true
+		return m, q.fetch()
+	case key.Matches(k, m.c.keys.global.Back):
+		if q.filter != "" {
+			q.filter = ""
+			q.input.SetValue("")
+			q.relist("")
+		}
+	case key.Matches(k, km.Open):
+		if cur, ok := q.current(); ok {
+			return m.openQueue(cur.Name)
+		}
+	}
+	return m, nil
+}
+
+func (q *queuesView) view(h, w int) []string {
+	st := q.c.styles
+	var out []string
+	status := "sort: " + q.sort.String()
+	if !q.updated.IsZero() {
+		status += "  ·  " + itoa(len(q.visible)) + "/" + itoa(len(q.all)) + " queues  ·  updated " + q.updated.Format("15:04:05")
+	}
+	if q.filtering {
+		out = append(out, q.input.View())
+	} else if q.filter != "" {
+		out = append(out, st.subtle.Render("filter: ")+q.filter+st.subtle.Render("  (esc clears)  ·  "+status))
+	} else {
+		out = append(out, st.subtle.Render(status))
+	}
+	if !q.loaded {
+		return append(out, "", "  loading queues…")
+	}
+	if len(q.all) == 0 {
+		return append(out, "", "  no queues")
+	}
+	// Columns: NAME KIND DEPTH IN-FLIGHT CONSUMERS DLQ TREND
+	trendW := min(trendSamples, max(8, w/6))
+	fixed := 12 + 9 + 10 + 10 + 5 + trendW + 6
+	nameW := max(12, w-fixed)
+	hdr := fit("NAME", nameW) + " " + fit("KIND", 12) + " " + fitRight("DEPTH", 9) + " " + fitRight("IN-FLIGHT", 10) + " " + fitRight("CONSUMERS", 10) + " " + fit(" DLQ", 5) + " " + "TREND"
+	out = append(out, st.header.Render(hdr))
+	rows := h - len(out)
+	if q.cursor < q.offset {
+		q.offset = q.cursor
+	}
+	if q.cursor >= q.offset+rows {
+		q.offset = q.cursor - rows + 1
+	}
+	for i := q.offset; i < len(q.visible) && i < q.offset+rows; i++ {
+		qu := q.all[q.visible[i]]
+		dlq := "    "
+		if qu.IsDLQ {
+			dlq = " DLQ"
+		}
+		line := fit(qu.Name, nameW) + " " + fit(string(qu.Kind), 12) + " " + fitRight(itoa64(qu.Depth), 9) + " " +
+			fitRight(optInt(qu.InFlight), 10) + " " + fitRight(optInt(qu.Consumers), 10) + " " + fit(dlq, 5) + " "
+		spark := sparkline(q.history[qu.Name], trendW)
+		if i == q.cursor {
+			out = append(out, st.cursor.Render(fit(line+spark, w)))
+			continue
+		}
+		if qu.IsDLQ {
+			line = fit(qu.Name, nameW) + " " + fit(string(qu.Kind), 12) + " " + fitRight(itoa64(qu.Depth), 9) + " " +
+				fitRight(optInt(qu.InFlight), 10) + " " + fitRight(optInt(qu.Consumers), 10) + " " + st.dlq.Render(fit(dlq, 5)) + " "
+		}
+		out = append(out, line+st.spark.Render(spark))
+	}
+	return out
+}

@@ -1,0 +1,375 @@
+package tui
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/charmbracelet/x/ansi"
+)
+
+// fit truncates or pads s (which may hold ANSI styles) to exactly w cells.
+func fit(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	n := ansi.StringWidth(s)
+	if n > w {
+		return ansi.Truncate(s, w, "…")
+	}
+	return s + strings.Repeat(" ", w-n)
+}
+
+// fitRight right-aligns s in w cells.
+func fitRight(s string, w int) string {
+	n := ansi.StringWidth(s)
+	if n >= w {
+		return fit(s, w)
+	}
+	return strings.Repeat(" ", w-n) + s
+}
+
+// oneLine flattens whitespace so that a preview takes one row, and drops
+// control characters that would move the cursor.
+func oneLine(s string, max int) string {
+	var b strings.Builder
+	space := false
+	n := 0
+	for _, r := range s {
+		if n >= max {
+			break
+		}
+		switch {
+		case r == '\n' || r == '\r' || r == '\t' || r == ' ':
+			if !space && b.Len() > 0 {
+				b.WriteByte(' ')
+				n++
+			}
+			space = true
+			continue
+		case r < 0x20 || r == 0x7f || r == utf8.RuneError || (r >= 0x80 && r < 0xa0):
+			r = '·'
+		}
+		space = false
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
+}
+
+// humanAge renders a duration the way k9s does: 42s, 5m, 3h, 2d.
+func humanAge(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "-"
+	case d < time.Minute:
+		return strconv.Itoa(int(d/time.Second)) + "s"
+	case d < time.Hour:
+		return strconv.Itoa(int(d/time.Minute)) + "m"
+	case d < 48*time.Hour:
+		return strconv.Itoa(int(d/time.Hour)) + "h"
+	default:
+		return strconv.Itoa(int(d/(24*time.Hour))) + "d"
+	}
+}
+
+// humanBytes renders a size: 512B, 1.2K, 3.4M.
+func humanBytes(n int64) string {
+	switch {
+	case n < 1024:
+		return strconv.FormatInt(n, 10) + "B"
+	case n < 1024*1024:
+		return strconv.FormatFloat(float64(n)/1024, 'f', 1, 64) + "K"
+	case n < 1024*1024*1024:
+		return strconv.FormatFloat(float64(n)/(1024*1024), 'f', 1, 64) + "M"
+	default:
+		return strconv.FormatFloat(float64(n)/(1024*1024*1024), 'f', 1, 64) + "G"
+	}
+}
+
+func optInt(p *int64) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.FormatInt(*p, 10)
+}
+
+var sparkRunes = []rune("▁▂▃▄▅▆▇█")
+
+// sparkline draws the last w samples, scaled between their min and max.
+func sparkline(samples []int64, w int) string {
+	if len(samples) > w {
+		samples = samples[len(samples)-w:]
+	}
+	if len(samples) == 0 {
+		return ""
+	}
+	lo, hi := samples[0], samples[0]
+	for _, s := range samples {
+		lo, hi = min(lo, s), max(hi, s)
+	}
+	var b strings.Builder
+	for _, s := range samples {
+		i := 0
+		if hi > lo {
+			i = int((s - lo) * int64(len(sparkRunes)-1) / (hi - lo))
+		} else if hi > 0 {
+			i = len(sparkRunes) / 2
+		}
+		b.WriteRune(sparkRunes[i])
+	}
+	return b.String()
+}
+
+// bar draws a horizontal bar of w cells filled to frac.
+func bar(frac float64, w int) (fill, empty string) {
+	if w <= 0 {
+		return "", ""
+	}
+	frac = max(0, min(1, frac))
+	eighths := int(frac*float64(w*8) + 0.5)
+	full := eighths / 8
+	rest := eighths % 8
+	var b strings.Builder
+	b.WriteString(strings.Repeat("█", full))
+	if rest > 0 && full < w {
+		b.WriteRune([]rune(" ▏▎▍▌▋▊▉")[rest])
+		full++
+	}
+	return b.String(), strings.Repeat(" ", w-full)
+}
+
+// prettyJSON indents a JSON body; ok is false when it is not JSON.
+func prettyJSON(body []byte) (string, bool) {
+	if !json.Valid(body) {
+		return "", false
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, body, "", "  "); err != nil {
+		return "", false
+	}
+	return out.String(), true
+}
+
+// highlightJSON colours indented JSON token by token. It never changes the
+// text, only wraps tokens in styles, so a body that is not valid JSON comes
+// out unchanged apart from colour.
+func highlightJSON(st styles, s string) string {
+	if !st.color {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) * 2)
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		switch {
+		case c == '"':
+			j := i + 1
+			for j < len(s) && s[j] != '"' {
+				if s[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if j < len(s) {
+				j++
+			}
+			tok := s[i:min(j, len(s))]
+			// A key is a string followed by a colon.
+			k := j
+			for k < len(s) && (s[k] == ' ') {
+				k++
+			}
+			if k < len(s) && s[k] == ':' {
+				b.WriteString(st.jsonKey.Render(tok))
+			} else {
+				b.WriteString(st.jsonString.Render(tok))
+			}
+			i = j
+		case c == '-' || (c >= '0' && c <= '9'):
+			j := i + 1
+			for j < len(s) && strings.IndexByte("0123456789.eE+-", s[j]) >= 0 {
+				j++
+			}
+			b.WriteString(st.jsonNumber.Render(s[i:j]))
+			i = j
+		case strings.HasPrefix(s[i:], "true"), strings.HasPrefix(s[i:], "null"):
+			b.WriteString(st.jsonLiteral.Render(s[i : i+4]))
+			i += 4
+		case strings.HasPrefix(s[i:], "false"):
+			b.WriteString(st.jsonLiteral.Render(s[i : i+5]))
+			i += 5
+		case strings.IndexByte("{}[],:", c) >= 0:
+			b.WriteString(st.jsonPunct.Render(s[i : i+1]))
+			i++
+		default:
+			j := i + 1
+			for j < len(s) && strings.IndexByte("\"-0123456789tfn{}[],:", s[j]) < 0 {
+				j++
+			}
+			b.WriteString(s[i:j])
+			i = j
+		}
+	}
+	return b.String()
+}
+
+// hexDump renders bytes like `hexdump -C`, at most maxBytes of them.
+func hexDump(body []byte, maxBytes int) string {
+	truncated := len(body) > maxBytes
+	if truncated {
+		body = body[:maxBytes]
+	}
+	s := hex.Dump(body)
+	if truncated {
+		s += fmt.Sprintf("… %d more bytes not shown\n", len(body)-maxBytes)
+	}
+	return s
+}
+
+// isText reports whether b is UTF-8 text without control bytes other than
+// whitespace.
+func isText(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, c := range b {
+		if c < 0x20 && c != '\n' && c != '\r' && c != '\t' {
+			return false
+		}
+	}
+	return true
+}
+
+// lineDiff returns a unified-style diff of two texts: lines prefixed with
+// "  ", "- " or "+ ". Unchanged runs longer than 2*context are folded.
+func lineDiff(before, after string, context int) []string {
+	a := strings.Split(strings.TrimRight(before, "\n"), "\n")
+	b := strings.Split(strings.TrimRight(after, "\n"), "\n")
+	// Trim the common prefix and suffix, then LCS the middle.
+	p := 0
+	for p < len(a) && p < len(b) && a[p] == b[p] {
+		p++
+	}
+	s := 0
+	for s < len(a)-p && s < len(b)-p && a[len(a)-1-s] == b[len(b)-1-s] {
+		s++
+	}
+	am, bm := a[p:len(a)-s], b[p:len(b)-s]
+	var mid []string
+	if len(am)*len(bm) > 4_000_000 {
+		for _, l := range am {
+			mid = append(mid, "- "+l)
+		}
+		for _, l := range bm {
+			mid = append(mid, "+ "+l)
+		}
+	} else {
+		mid = lcsDiff(am, bm)
+	}
+	var out []string
+	for _, l := range a[:p] {
+		out = append(out, "  "+l)
+	}
+	out = append(out, mid...)
+	for _, l := range a[len(a)-s:] {
+		out = append(out, "  "+l)
+	}
+	return foldContext(out, context)
+}
+
+func lcsDiff(a, b []string) []string {
+	n, m := len(a), len(b)
+	dp := make([][]int, n+1)
+	for i := range dp {
+		dp[i] = make([]int, m+1)
+	}
+	for i := n - 1; i >= 0; i-- {
+		for j := m - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				dp[i][j] = dp[i+1][j+1] + 1
+			} else {
+				dp[i][j] = max(dp[i+1][j], dp[i][j+1])
+			}
+		}
+	}
+	var out []string
+	i, j := 0, 0
+	for i < n && j < m {
+		switch {
+		case a[i] == b[j]:
+			out = append(out, "  "+a[i])
+			i++
+			j++
+		case dp[i+1][j] >= dp[i][j+1]:
+			out = append(out, "- "+a[i])
+			i++
+		default:
+			out = append(out, "+ "+b[j])
+			j++
+		}
+	}
+	for ; i < n; i++ {
+		out = append(out, "- "+a[i])
+	}
+	for ; j < m; j++ {
+		out = append(out, "+ "+b[j])
+	}
+	return out
+}
+
+func foldContext(lines []string, context int) []string {
+	changed := make([]bool, len(lines))
+	for i, l := range lines {
+		changed[i] = !strings.HasPrefix(l, "  ")
+	}
+	keep := make([]bool, len(lines))
+	for i := range lines {
+		if !changed[i] {
+			continue
+		}
+		for j := max(0, i-context); j <= min(len(lines)-1, i+context); j++ {
+			keep[j] = true
+		}
+	}
+	var out []string
+	skipped := 0
+	for i, l := range lines {
+		if keep[i] {
+			if skipped > 0 {
+				out = append(out, fmt.Sprintf("  ⋯ %d unchanged lines", skipped))
+				skipped = 0
+			}
+			out = append(out, l)
+			continue
+		}
+		skipped++
+	}
+	if skipped > 0 {
+		out = append(out, fmt.Sprintf("  ⋯ %d unchanged lines", skipped))
+	}
+	return out
+}
+
+// overlay places box centred over the lines of base (both plain rows of the
+// same screen), replacing the rows it covers.
+func overlay(base []string, box string, width int) []string {
+	bl := strings.Split(box, "\n")
+	top := max(0, (len(base)-len(bl))/2)
+	out := append([]string(nil), base...)
+	for i, l := range bl {
+		if top+i >= len(out) {
+			break
+		}
+		w := ansi.StringWidth(l)
+		left := max(0, (width-w)/2)
+		out[top+i] = strings.Repeat(" ", left) + l
+	}
+	return out
+}
