@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -39,11 +40,6 @@ const (
 
 // typedValue is one header value with its AMQP type kept beside it.
 type typedValue struct{ v any }
-
-type typedJSON struct {
-	Type  string          `json:"type"`
-	Value json.RawMessage `json:"value,omitempty"`
-}
 
 func (t typedValue) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
@@ -89,17 +85,21 @@ func (h headerMap) MarshalJSON() ([]byte, error) {
 }
 
 func (h *headerMap) UnmarshalJSON(b []byte) error {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
+	g, err := decodeGeneric(b)
+	if err != nil {
 		return err
 	}
-	if raw == nil {
+	if g == nil {
 		*h = nil
 		return nil
 	}
+	raw, ok := g.(map[string]any)
+	if !ok {
+		return errors.New(`"headers" is not an object`)
+	}
 	m := make(headerMap, len(raw))
 	for k, r := range raw {
-		v, err := decodeTyped(r, 0)
+		v, err := fromGeneric(r, 0)
 		if err != nil {
 			return fmt.Errorf("header %q: %w", k, err)
 		}
@@ -230,160 +230,231 @@ func floatJSON(f float64, bits int) []byte {
 	return strconv.AppendFloat(nil, f, 'g', -1, bits)
 }
 
-func parseFloat(raw json.RawMessage, bits int) (float64, error) {
-	if len(raw) > 0 && raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return 0, err
-		}
-		switch s {
-		case "NaN":
-			return math.NaN(), nil
-		case "+Inf":
-			return math.Inf(1), nil
-		case "-Inf":
-			return math.Inf(-1), nil
-		case "-0":
-			return math.Copysign(0, -1), nil
-		}
-		return 0, fmt.Errorf("float %q is not a number", s)
+func decodeTyped(b []byte, depth int) (any, error) {
+	g, err := decodeGeneric(b)
+	if err != nil {
+		return nil, fmt.Errorf("header value: %w", err)
 	}
-	return strconv.ParseFloat(string(raw), bits)
+	return fromGeneric(g, depth)
 }
 
-func decodeTyped(b []byte, depth int) (any, error) {
+// decodeGeneric decodes JSON once, keeping numbers as written.
+func decodeGeneric(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var g any
+	if err := dec.Decode(&g); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// fromGeneric converts one decoded {"type":T,"value":V} object into the Go
+// value it stands for.
+func fromGeneric(g any, depth int) (any, error) {
 	if depth > maxDepth {
 		return nil, fmt.Errorf("header nested deeper than %d levels", maxDepth)
 	}
-	var t typedJSON
-	if err := json.Unmarshal(b, &t); err != nil {
-		return nil, fmt.Errorf("header value: %w", err)
+	obj, ok := g.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf(`header value is not an object {"type":…,"value":…}`)
 	}
-	if t.Type == "" {
+	typ, _ := obj["type"].(string)
+	if typ == "" {
 		return nil, fmt.Errorf(`header value without "type"`)
 	}
-	if t.Type != typeVoid && len(t.Value) == 0 {
-		return nil, fmt.Errorf("header value of type %s without \"value\"", t.Type)
-	}
-	intOf := func(bits int) (int64, error) { return strconv.ParseInt(string(t.Value), 10, bits) }
-	uintOf := func(bits int) (uint64, error) { return strconv.ParseUint(string(t.Value), 10, bits) }
-	var (
-		v   any
-		err error
-	)
-	switch t.Type {
-	case typeVoid:
+	raw, hasValue := obj["value"]
+	if typ == typeVoid {
 		return nil, nil
+	}
+	if !hasValue || raw == nil {
+		return nil, fmt.Errorf("header value of type %s without \"value\"", typ)
+	}
+	bad := func(err error) error {
+		return fmt.Errorf("%s header value %s: %w", typ, describe(raw), err)
+	}
+	number := func() (string, error) {
+		n, ok := raw.(json.Number)
+		if !ok {
+			return "", errors.New("not a number")
+		}
+		return string(n), nil
+	}
+	str := func() (string, error) {
+		s, ok := raw.(string)
+		if !ok {
+			return "", errors.New("not a string")
+		}
+		return s, nil
+	}
+	ints := map[string]int{typeInt8: 8, typeInt16: 16, typeInt32: 32, typeInt64: 64}
+	uints := map[string]int{typeUint8: 8, typeUint16: 16, typeUint32: 32, typeUint64: 64}
+	if bits, ok := ints[typ]; ok {
+		s, err := number()
+		if err != nil {
+			return nil, bad(err)
+		}
+		n, err := strconv.ParseInt(s, 10, bits)
+		if err != nil {
+			return nil, bad(err)
+		}
+		switch bits {
+		case 8:
+			return int8(n), nil
+		case 16:
+			return int16(n), nil
+		case 32:
+			return int32(n), nil
+		}
+		return n, nil
+	}
+	if bits, ok := uints[typ]; ok {
+		s, err := number()
+		if err != nil {
+			return nil, bad(err)
+		}
+		n, err := strconv.ParseUint(s, 10, bits)
+		if err != nil {
+			return nil, bad(err)
+		}
+		switch bits {
+		case 8:
+			return uint8(n), nil
+		case 16:
+			return uint16(n), nil
+		case 32:
+			return uint32(n), nil
+		}
+		return n, nil
+	}
+	switch typ {
 	case typeBool:
-		var x bool
-		err = json.Unmarshal(t.Value, &x)
-		v = x
-	case typeInt8:
-		var n int64
-		n, err = intOf(8)
-		v = int8(n)
-	case typeInt16:
-		var n int64
-		n, err = intOf(16)
-		v = int16(n)
-	case typeInt32:
-		var n int64
-		n, err = intOf(32)
-		v = int32(n)
-	case typeInt64:
-		var n int64
-		n, err = intOf(64)
-		v = n
-	case typeUint8:
-		var n uint64
-		n, err = uintOf(8)
-		v = uint8(n)
-	case typeUint16:
-		var n uint64
-		n, err = uintOf(16)
-		v = uint16(n)
-	case typeUint32:
-		var n uint64
-		n, err = uintOf(32)
-		v = uint32(n)
-	case typeUint64:
-		v, err = uintOf(64)
-	case typeFloat32:
+		b, ok := raw.(bool)
+		if !ok {
+			return nil, bad(errors.New("not true or false"))
+		}
+		return b, nil
+	case typeFloat32, typeFloat64:
+		bits := 64
+		if typ == typeFloat32 {
+			bits = 32
+		}
 		var f float64
-		f, err = parseFloat(t.Value, 32)
-		v = float32(f)
-	case typeFloat64:
-		v, err = parseFloat(t.Value, 64)
+		var err error
+		switch x := raw.(type) {
+		case json.Number:
+			f, err = strconv.ParseFloat(string(x), bits)
+		case string:
+			f, err = specialFloat(x)
+		default:
+			err = errors.New("not a number")
+		}
+		if err != nil {
+			return nil, bad(err)
+		}
+		if bits == 32 {
+			return float32(f), nil
+		}
+		return f, nil
 	case typeDecimal:
-		var d struct {
-			Scale *uint8 `json:"scale"`
-			Value *int32 `json:"value"`
+		d, ok := raw.(map[string]any)
+		sc, okS := d["scale"].(json.Number)
+		v, okV := d["value"].(json.Number)
+		if !ok || !okS || !okV {
+			return nil, bad(errors.New(`decimal needs "scale" and "value"`))
 		}
-		err = json.Unmarshal(t.Value, &d)
-		if err == nil && (d.Scale == nil || d.Value == nil) {
-			err = fmt.Errorf(`decimal needs "scale" and "value"`)
+		scale, err := strconv.ParseUint(string(sc), 10, 8)
+		if err != nil {
+			return nil, bad(err)
 		}
-		if err == nil {
-			v = broker.Decimal{Scale: *d.Scale, Value: *d.Value}
+		value, err := strconv.ParseInt(string(v), 10, 32)
+		if err != nil {
+			return nil, bad(err)
 		}
+		return broker.Decimal{Scale: uint8(scale), Value: int32(value)}, nil
 	case typeString:
-		var s string
-		err = json.Unmarshal(t.Value, &s)
-		v = s
+		s, err := str()
+		if err != nil {
+			return nil, bad(err)
+		}
+		return s, nil
 	case typeBytes:
-		var s string
-		if err = json.Unmarshal(t.Value, &s); err == nil {
-			var b []byte
-			b, err = base64.StdEncoding.DecodeString(s)
-			if b == nil {
-				b = []byte{}
-			}
-			v = b
+		s, err := str()
+		if err != nil {
+			return nil, bad(err)
 		}
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return nil, bad(err)
+		}
+		if b == nil {
+			b = []byte{}
+		}
+		return b, nil
 	case typeTimestamp:
-		var s string
-		if err = json.Unmarshal(t.Value, &s); err == nil {
-			var ts time.Time
-			ts, err = time.Parse(time.RFC3339Nano, s)
-			v = ts.UTC()
+		s, err := str()
+		if err != nil {
+			return nil, bad(err)
 		}
+		ts, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return nil, bad(err)
+		}
+		return ts.UTC(), nil
 	case typeTable:
-		var raw map[string]json.RawMessage
-		if err = json.Unmarshal(t.Value, &raw); err == nil {
-			if raw == nil {
-				return nil, fmt.Errorf("table value is null")
-			}
-			m := make(map[string]any, len(raw))
-			for k, r := range raw {
-				e, err := decodeTyped(r, depth+1)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", k, err)
-				}
-				m[k] = e
-			}
-			v = m
+		t, ok := raw.(map[string]any)
+		if !ok {
+			return nil, bad(errors.New("not an object"))
 		}
+		m := make(map[string]any, len(t))
+		for k, e := range t {
+			v, err := fromGeneric(e, depth+1)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", k, err)
+			}
+			m[k] = v
+		}
+		return m, nil
 	case typeArray:
-		var raw []json.RawMessage
-		if err = json.Unmarshal(t.Value, &raw); err == nil {
-			if raw == nil {
-				return nil, fmt.Errorf("array value is null")
-			}
-			a := make([]any, len(raw))
-			for i, r := range raw {
-				e, err := decodeTyped(r, depth+1)
-				if err != nil {
-					return nil, fmt.Errorf("[%d]: %w", i, err)
-				}
-				a[i] = e
-			}
-			v = a
+		a, ok := raw.([]any)
+		if !ok {
+			return nil, bad(errors.New("not an array"))
 		}
-	default:
-		return nil, fmt.Errorf("unknown header type %q", t.Type)
+		out := make([]any, len(a))
+		for i, e := range a {
+			v, err := fromGeneric(e, depth+1)
+			if err != nil {
+				return nil, fmt.Errorf("[%d]: %w", i, err)
+			}
+			out[i] = v
+		}
+		return out, nil
 	}
+	return nil, fmt.Errorf("unknown header type %q", typ)
+}
+
+func specialFloat(s string) (float64, error) {
+	switch s {
+	case "NaN":
+		return math.NaN(), nil
+	case "+Inf":
+		return math.Inf(1), nil
+	case "-Inf":
+		return math.Inf(-1), nil
+	case "-0":
+		return math.Copysign(0, -1), nil
+	}
+	return 0, fmt.Errorf("float %q is not a number", s)
+}
+
+// describe renders a decoded value briefly for an error message.
+func describe(v any) string {
+	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("%s header value %s: %w", t.Type, t.Value, err)
+		return fmt.Sprint(v)
 	}
-	return v, nil
+	if len(b) > 40 {
+		return string(b[:40]) + "…"
+	}
+	return string(b)
 }
