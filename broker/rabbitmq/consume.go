@@ -1,0 +1,299 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+var _ broker.Consumer = (*Broker)(nil)
+
+// DefaultPrefetch is the Subscription window when ConsumeOptions.Prefetch is 0.
+const DefaultPrefetch = 256
+
+// Consume takes messages of queue for moving, on a dedicated channel with
+// basic.qos = opts.Prefetch. See Subscription for the guarantees. Streams
+// are refused: an ack does not remove a message from a stream.
+func (b *Broker) Consume(ctx context.Context, queue string, opts broker.ConsumeOptions) (broker.Subscription, error) {
+	op := "consume queue `" + queue + "`"
+	var mq mgmtQueue
+	err := b.mgmtDo(ctx, "GET", "/queues/"+b.vhostPath()+"/"+url.PathEscape(queue)+"?columns=name,type", nil, &mq)
+	switch {
+	case errors.Is(err, broker.ErrNotFound):
+		return nil, b.notFoundQueue(op, queue)
+	case err == nil && mq.Type == "stream":
+		return nil, &broker.Error{Kind: broker.ErrUnsupported, Op: op,
+			Msg: "messages cannot be removed from a stream queue (an ack only advances the reader): copy them with `dlq export` instead"}
+	}
+	// Without the management API the kind is unknown; consuming still works
+	// for classic and quorum queues, and a stream would deliver nothing
+	// without an offset.
+	if opts.Limit < 0 {
+		return nil, fmt.Errorf("%s: `--limit` must be 0 (all) or more", op)
+	}
+	depth, _, err := b.inspect(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	limit := opts.Limit
+	if limit == 0 || limit > depth {
+		// Never more than the queue held at the start, so that released
+		// messages are not handed out again and again.
+		limit = depth
+	}
+	prefetch := int64(opts.Prefetch)
+	if prefetch <= 0 {
+		prefetch = DefaultPrefetch
+	}
+	idle := opts.Idle
+	if idle <= 0 {
+		idle = time.Second
+	}
+	s := &Subscription{b: b, queue: queue, limit: limit, idle: idle, unsettled: map[uint64]bool{}}
+	if limit == 0 {
+		s.done = true
+		return s, nil
+	}
+	ch, err := b.channel(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w, err := startWindowed(ch, queue, limit, prefetch, nil)
+	if err != nil {
+		_ = ch.Close()
+		return nil, translateErr(op, err)
+	}
+	s.ch, s.w = ch, w
+	return s, nil
+}
+
+// Subscription is a RabbitMQ consumer for moving messages. It hands out at
+// most Limit deliveries, and at most the number of messages the queue held
+// when it started when Limit is 0, so a message returned by Release is not
+// handed out over and over. Next reports io.EOF at that bound, or when no
+// message arrives within Idle.
+//
+// Settling: Ack removes a message (call it only after the destination
+// confirmed it); Release returns it with nack-requeue. Close releases every
+// delivery not yet settled (by closing the channel). The broker is never
+// allowed to push more deliveries than the bound: near the end, settlements
+// that would let it push more are held back until the consumer is
+// cancelled, so no delivery beyond the bound is ever made and returned.
+//
+// Release on a quorum queue is not neutral: RabbitMQ raises the message's
+// x-delivery-count and (on 3.10 for nack-requeue) moves it to the back of
+// the queue; with a delivery limit, repeated releases dead-letter it. On a
+// classic queue a released message goes back to its place at the head and
+// may be handed out again (within the bound), with the redelivered flag.
+type Subscription struct {
+	b      *Broker
+	queue  string
+	limit  int64
+	idle   time.Duration
+	ch     *amqp.Channel
+	w      *windowedConsumer
+	handed int64
+
+	mu        sync.Mutex
+	unsettled map[uint64]bool
+	// held are settlements made by the caller but not yet sent, because
+	// sending them while the consumer is active could let the broker push
+	// deliveries beyond the bound. ack true = ack, false = nack-requeue.
+	held   []heldSettle
+	done   bool
+	closed bool
+}
+
+type heldSettle struct {
+	tag uint64
+	ack bool
+}
+
+// Next returns the next delivery, io.EOF when the bound is reached or the
+// queue stayed empty for Idle.
+func (s *Subscription) Next(ctx context.Context) (*broker.Delivery, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("consume queue `%s`: the subscription is closed", s.queue)
+	}
+	if s.done || s.handed >= s.limit {
+		err := s.finishLocked()
+		s.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		return nil, io.EOF
+	}
+	if n := int64(len(s.unsettled)); n >= s.w.prefetch {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("consume queue `%s`: all %d deliveries of the prefetch window are unsettled: ack or release some before asking for more", s.queue, n)
+	}
+	s.mu.Unlock()
+
+	d, err := s.receive(ctx, s.idle)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil && d == nil && !s.w.cancelled {
+		// Idle: cancel, then hand out what the broker sent before the
+		// cancel took effect rather than returning it.
+		if err := s.w.cancel(); err != nil {
+			return nil, translateErr("consume queue `"+s.queue+"`", err)
+		}
+		s.mu.Unlock()
+		d, err = s.receive(ctx, 0)
+		s.mu.Lock()
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("consume queue `%s`: %w", s.queue, ctx.Err())
+		}
+		return nil, translateErr("consume queue `"+s.queue+"`", err)
+	}
+	if d == nil {
+		if err := s.finishLocked(); err != nil {
+			return nil, err
+		}
+		return nil, io.EOF
+	}
+	s.w.received++
+	s.handed++
+	s.unsettled[d.DeliveryTag] = true
+	return &broker.Delivery{Message: fromDelivery(s.queue, d), Receipt: broker.Receipt{Tag: d.DeliveryTag}}, nil
+}
+
+// receive waits for one delivery: up to idle while the consumer is active,
+// and without waiting once it is cancelled (nil when drained).
+func (s *Subscription) receive(ctx context.Context, idle time.Duration) (*amqp.Delivery, error) {
+	s.mu.Lock()
+	cancelled := s.w.cancelled
+	s.mu.Unlock()
+	var timeout <-chan time.Time
+	if !cancelled {
+		t := time.NewTimer(idle)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case d, ok := <-s.w.ds:
+		if !ok {
+			if cancelled {
+				return nil, nil
+			}
+			return nil, s.w.closeErr()
+		}
+		return &d, nil
+	case <-timeout:
+		return nil, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// finishLocked cancels the consumer and sends the held settlements. Any
+// delivery that arrives between the last Next and the cancel stays unsettled
+// and is returned by Close.
+func (s *Subscription) finishLocked() error {
+	s.done = true
+	if s.w == nil || s.w.cancelled {
+		return s.flushLocked()
+	}
+	if err := s.w.cancel(); err != nil {
+		return translateErr("consume queue `"+s.queue+"`", err)
+	}
+	return s.flushLocked()
+}
+
+func (s *Subscription) flushLocked() error {
+	for len(s.held) > 0 {
+		h := s.held[0]
+		var err error
+		if h.ack {
+			err = s.ch.Ack(h.tag, false)
+		} else {
+			err = s.ch.Nack(h.tag, false, true)
+		}
+		if err != nil {
+			return translateErr("settle deliveries of `"+s.queue+"`", err)
+		}
+		s.held = s.held[1:]
+		s.w.settled++
+	}
+	return nil
+}
+
+func (s *Subscription) settle(receipts []broker.Receipt, ack bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	what := "ack"
+	if !ack {
+		what = "release"
+	}
+	for _, r := range receipts {
+		if !s.unsettled[r.Tag] {
+			return &broker.Error{Kind: broker.ErrConflict, Op: what + " delivery " + fmt.Sprint(r.Tag) + " of `" + s.queue + "`",
+				Msg: "unknown or already settled receipt"}
+		}
+	}
+	if s.closed {
+		return &broker.Error{Kind: broker.ErrConflict, Op: what + " deliveries of `" + s.queue + "`",
+			Msg: "the subscription is closed: its unsettled deliveries went back to the queue"}
+	}
+	for _, r := range receipts {
+		delete(s.unsettled, r.Tag)
+		if len(s.held) == 0 && s.w.canSettle(1) {
+			var err error
+			if ack {
+				err = s.ch.Ack(r.Tag, false)
+			} else {
+				err = s.ch.Nack(r.Tag, false, true)
+			}
+			if err != nil {
+				return translateErr(what+" deliveries of `"+s.queue+"`", err)
+			}
+			s.w.settled++
+			continue
+		}
+		s.held = append(s.held, heldSettle{tag: r.Tag, ack: ack})
+	}
+	return nil
+}
+
+// Ack removes the messages from the queue. Call it only after their copies
+// were confirmed by the destination.
+func (s *Subscription) Ack(ctx context.Context, receipts ...broker.Receipt) error {
+	return s.settle(receipts, true)
+}
+
+// Release returns the messages to the queue unchanged (nack with requeue);
+// see the quorum caveat on Subscription.
+func (s *Subscription) Release(ctx context.Context, receipts ...broker.Receipt) error {
+	return s.settle(receipts, false)
+}
+
+// Close sends the held settlements and closes the channel, which returns
+// every delivery not settled to the queue.
+func (s *Subscription) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	var err error
+	if s.ch != nil {
+		err = s.finishLocked()
+		if cerr := s.ch.Close(); cerr != nil && !errors.Is(cerr, amqp.ErrClosed) && err == nil {
+			err = translateErr("close subscription to `"+s.queue+"`", cerr)
+		}
+	}
+	s.closed = true
+	return err
+}

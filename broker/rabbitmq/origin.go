@@ -1,0 +1,71 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+var (
+	_ broker.OriginResolver = (*Broker)(nil)
+	_ broker.Purger         = (*Broker)(nil)
+	_ broker.FlowWatcher    = (*Broker)(nil)
+)
+
+// Origin is where a dead letter came from: the exchange and routing keys
+// recorded in its most recent death (x-death[0], RabbitMQ keeps the list
+// newest first), which is the hop that put it into this dead-letter queue —
+// also through retry ladders, where the message went around several queues.
+// An exchange of "" (the default exchange) becomes the queue it died in.
+// When only x-first-death-* headers are left, the first death queue is used.
+//
+// Republishing to the recorded exchange and keys routes the message as it
+// was first routed, so with a fanout or topic exchange that also fed other
+// queues, those receive a copy as well; `--to queue:NAME` targets one queue.
+// A message without a death record (published into the queue directly) has
+// no origin: ErrNotFound, naming `--to`.
+func (b *Broker) Origin(ctx context.Context, queue string, m *broker.Message) (broker.Destination, error) {
+	d := m.Death
+	if d == nil {
+		d = deathOf(m.Headers)
+	}
+	op := "find the origin of message " + m.ID
+	if d == nil || d.Queue == "" {
+		return broker.Destination{}, &broker.Error{Kind: broker.ErrNotFound, Op: op,
+			Msg: fmt.Sprintf("it has no x-death header (it was not dead-lettered into `%s` by RabbitMQ), so its origin is unknown: choose a destination with `--to queue:NAME` or `--to exchange:NAME:KEY`", queue)}
+	}
+	if len(d.History) == 0 || d.Exchange == "" {
+		return broker.Destination{Kind: broker.ToQueue, Queue: d.Queue}, nil
+	}
+	keys := d.RoutingKeys
+	if len(keys) == 0 {
+		keys = []string{""}
+	}
+	return broker.Destination{Kind: broker.ToExchange, Exchange: d.Exchange, RoutingKeys: append([]string(nil), keys...)}, nil
+}
+
+// Purge removes every ready message of queue (queue.purge) and returns how
+// many. Unacknowledged deliveries of other consumers are not touched.
+func (b *Broker) Purge(ctx context.Context, queue string) (int64, error) {
+	var n int
+	err := b.withChannel(ctx, func(ch *amqp.Channel) error {
+		var err error
+		n, err = ch.QueuePurge(queue, false)
+		return err
+	})
+	if errors.Is(err, broker.ErrNotFound) {
+		return 0, b.notFoundQueue("purge queue `"+queue+"`", queue)
+	}
+	if err != nil {
+		var be *broker.Error
+		if errors.As(err, &be) && be.Op == "" {
+			be.Op = "purge queue `" + queue + "`"
+		}
+		return 0, err
+	}
+	return int64(n), nil
+}
