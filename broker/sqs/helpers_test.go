@@ -26,7 +26,7 @@ func baseName(t *testing.T) string {
 }
 
 // createQueue creates a queue and deletes it when the test ends.
-func createQueue(t *testing.T, b *Broker, name string, attrs map[string]string) string {
+func createQueue(t testing.TB, b *Broker, name string, attrs map[string]string) string {
 	t.Helper()
 	ctx := context.Background()
 	out, err := b.client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
