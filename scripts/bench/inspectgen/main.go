@@ -1,9 +1,13 @@
-// Command inspectgen writes a synthetic dead-letter archive for the inspect
-// benchmarks: N messages with JSON bodies of about 1 KiB, mixed failure
-// reasons (framework headers, body fields and broker death reasons), several
-// source queues, and ages spread over a week.
+// Command inspectgen makes data for the inspect benchmarks: a synthetic
+// dead-letter archive (N messages with JSON bodies of about 1 KiB, mixed
+// failure reasons from framework headers, body fields and broker death
+// reasons, several source queues, ages spread over a week), or a deep queue
+// on RabbitMQ or SQS filled by a fast pipelined publisher.
 //
-//	go run ./scripts/bench/inspectgen -n 1000000 -o /tmp/dlq-1m.jsonl
+//	inspectgen -n 1000000 -o /tmp/dlq-1m.jsonl
+//	inspectgen -n 1000000 -rabbit amqp://user:pass@127.0.0.1:5672/ -queue deep.dlq
+//	inspectgen -n 100000 -sqs http://127.0.0.1:9324 -queue deep-dlq
+//	inspectgen -rabbit URL -queue deep.dlq -delete
 package main
 
 import (
@@ -22,12 +26,23 @@ func main() {
 	n := flag.Int("n", 100000, "messages")
 	out := flag.String("o", "", "archive file to write (.jsonl or .jsonl.gz)")
 	size := flag.Int("size", 1024, "approximate body size in bytes")
+	rabbitURL := flag.String("rabbit", "", "fill this RabbitMQ (amqp URL) instead of writing an archive")
+	sqsEndpoint := flag.String("sqs", "", "fill this SQS endpoint instead of writing an archive")
+	queue := flag.String("queue", "", "queue to fill (created when missing)")
+	del := flag.Bool("delete", false, "delete -queue instead of filling it")
 	flag.Parse()
-	if *out == "" {
-		fmt.Fprintln(os.Stderr, "inspectgen: -o FILE is required")
-		os.Exit(1)
+	var err error
+	switch {
+	case *rabbitURL != "":
+		err = fillRabbit(*rabbitURL, *queue, *n, *size, *del)
+	case *sqsEndpoint != "":
+		err = fillSQS(*sqsEndpoint, *queue, *n, *size, *del)
+	case *out == "":
+		err = fmt.Errorf("-o FILE, -rabbit URL or -sqs ENDPOINT is required")
+	default:
+		err = run(*n, *out, *size)
 	}
-	if err := run(*n, *out, *size); err != nil {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "inspectgen:", err)
 		os.Exit(1)
 	}
