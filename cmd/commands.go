@@ -18,4 +18,5 @@ func addCommands(root *cobra.Command, f *Factory) {
 	root.AddCommand(newCmdPurge(f, nil))
 	root.AddCommand(newCmdAudit(f, nil))
 	root.AddCommand(newHelpRedriveSafety())
+	root.AddCommand(newCmdTUI(f, nil))
 }

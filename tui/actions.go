@@ -212,7 +212,7 @@ func (m Model) askExport(ids []string, label string) (Model, tea.Cmd) {
 				return m, nil
 			}
 			path = strings.TrimPrefix(path, "file://")
-			req := ActionRequest{Queue: queue, IDs: ids, Archive: path, Expected: int64(len(ids))}
+			req := ActionRequest{Queue: queue, IDs: ids, Archive: path, Expected: int64(len(ids)), Messages: m.messagesOf(ids)}
 			export := m.c.backend.Export
 			return m.startJob(fmt.Sprintf("exporting %d", len(ids)), func(ctx context.Context, p func(Progress)) (Result, error) {
 				return export(ctx, req, p)
@@ -220,6 +220,22 @@ func (m Model) askExport(ids []string, label string) (Model, tea.Cmd) {
 		})
 	m.dialog = d
 	return m, cmd
+}
+
+// messagesOf returns the loaded messages with the given fingerprints, in
+// queue order.
+func (m Model) messagesOf(ids []string) []*broker.Message {
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	var out []*broker.Message
+	for _, r := range m.msgs.rows {
+		if want[r.id] {
+			out = append(out, r.msg)
+		}
+	}
+	return out
 }
 
 func (m Model) defaultArchive(what string) string {

@@ -41,7 +41,8 @@ type Backend struct {
 	Decode func(m *broker.Message) (body []byte, kind string)
 	// Group returns the grouping key function for a stats grouping spec:
 	// reason, source, exchange, routing-key, header:NAME, attr:NAME,
-	// body:.path, age, day, hour.
+	// body:.path, age, day, hour. A nil function with a nil error leaves the
+	// spec to the TUI's own grouping.
 	Group func(spec string) (func(m *broker.Message) string, error)
 
 	// Redrive moves messages from a queue to a destination (origin by
@@ -72,6 +73,9 @@ type ActionRequest struct {
 	// Expected is how many messages the user confirmed; the library may find
 	// fewer (already gone) or more (arrived since) when IDs is empty.
 	Expected int64
+	// Messages are the messages as read, for Export: it writes exactly what
+	// the user saw, without reading the queue again.
+	Messages []*broker.Message
 }
 
 // ReplaceRequest is one edited message to publish in place of its original.

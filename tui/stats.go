@@ -129,7 +129,9 @@ func (s *statsView) keyFunc(spec string) (func(*row) string, error) {
 		if err != nil {
 			return nil, err
 		}
-		return func(r *row) string { return fn(r.msg) }, nil
+		if fn != nil {
+			return func(r *row) string { return fn(r.msg) }, nil
+		}
 	}
 	fn, err := defaultGroup(spec, s.c.now())
 	if err != nil {

@@ -1,0 +1,436 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+	"github.com/spf13/cobra"
+
+	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/broker/archive"
+	"github.com/dlq-tools/dlq/inspect"
+	"github.com/dlq-tools/dlq/redrive"
+	"github.com/dlq-tools/dlq/tui"
+)
+
+type tuiOptions struct {
+	f *Factory
+
+	Queue   string
+	Limit   int
+	Refresh time.Duration
+	Peek    peekFlags
+}
+
+func newCmdTUI(f *Factory, runF func(*tuiOptions) error) *cobra.Command {
+	o := &tuiOptions{f: f}
+	c := &cobra.Command{
+		Use:   "tui [QUEUE]",
+		Short: "Triage dead letters in a terminal UI: browse, understand, fix, redrive",
+		Long: `dlq tui opens a terminal UI over the queues of a broker, a context or an
+archive. Messages are read under the peek-safety rules (see ` + "`dlq help peek-safety`" + `):
+the list is a peek and removes nothing.
+
+Screens: queues (depth, in-flight, consumers, DLQ marker, live depth trend) →
+messages (jq filter with /, reasons with g, select with space, all matching
+with a) → detail (death timeline, pretty JSON, raw/hex with r) → edit (e; the
+JSON is validated, the diff shown, then the edited message is published to
+its origin and the original removed) and stats (s). ? shows every key.
+
+Redrive (R, ctrl+a), discard (D, archive first) and edit are audited like the
+commands. With --read-only or a read-only context their keys do not exist.
+
+Needs a terminal; in scripts use dlq peek, stats, redrive and discard.
+DLQ_DEBUG_LOG=FILE (or DEBUG=1, which logs to dlq-tui-debug.log in the
+temporary directory) writes a debug log; nothing is printed while it runs.`,
+		Example: `  dlq tui --broker amqp://guest@localhost:5672/
+  dlq tui --context prod --read-only orders.dlq
+  dlq tui file://dead-letters.jsonl.gz
+  dlq tui --broker demo:`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				o.Queue = args[0]
+			}
+			if o.Limit < 0 {
+				return flagErrorf("`--limit` must be 0 (the default, 100000) or more")
+			}
+			if o.Refresh < 0 {
+				return flagErrorf("`--refresh` must be positive (0 turns the live depth off)")
+			}
+			if err := o.Peek.validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return tuiRun(c.Context(), o)
+		},
+	}
+	c.Flags().IntVar(&o.Limit, "limit", 100_000, "most messages of a queue to read into the list")
+	c.Flags().DurationVar(&o.Refresh, "refresh", 2*time.Second, "how often queue depths are refreshed (0: never)")
+	o.Peek.register(c.Flags())
+	return c
+}
+
+func tuiRun(ctx context.Context, o *tuiOptions) error {
+	f := o.f
+	if !f.IO.CanPrompt() || !f.IO.IsStdoutTTY() {
+		return flagErrorf("`dlq tui` needs a terminal: in scripts use `dlq peek`, `dlq stats`, `dlq redrive` or `dlq discard`")
+	}
+	if f.OpenBroker == nil || f.OpenQueue == nil {
+		return errors.New("no broker configured: give `--broker URL`, a context, or a file:// archive")
+	}
+	var b broker.Broker
+	var queue string
+	var err error
+	if o.Queue != "" {
+		b, queue, err = f.OpenQueue(ctx, o.Queue)
+	} else {
+		b, err = f.OpenBroker(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+
+	logger, closeLog := tuiLogger(f)
+	defer closeLog()
+	readOnly := f.Options.ReadOnly || (f.ReadOnly != nil && f.ReadOnly())
+	backend := tuiBackend(f, b, o, readOnly, logger)
+
+	editor := os.Getenv("VISUAL")
+	if editor == "" {
+		editor = os.Getenv("EDITOR")
+	}
+	_, noColor := os.LookupEnv("NO_COLOR")
+	color := f.IO.ColorEnabled() && !noColor && !f.Options.NoColor
+	refresh := o.Refresh
+	if refresh == 0 {
+		refresh = -1
+	}
+	model := tui.New(ctx, backend, tui.Options{
+		Queue:   queue,
+		Limit:   o.Limit,
+		Refresh: refresh,
+		Color:   color,
+		Editor:  editor,
+		Now:     f.Now,
+	}, logger)
+	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(f.IO.In), tea.WithOutput(f.IO.Out)}
+	if !color {
+		opts = append(opts, tea.WithColorProfile(colorprofile.Ascii))
+	}
+	logger.Info("tui start", "broker", b.String(), "read_only", readOnly, "queue", queue)
+	_, err = tea.NewProgram(model, opts...).Run()
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return ErrCancelled
+	}
+	if errors.Is(err, tea.ErrInterrupted) {
+		return ErrCancelled
+	}
+	return err
+}
+
+// tuiLogger logs to DLQ_DEBUG_LOG (the factory's logger), or with DEBUG set
+// to a file in the temporary directory; never to the terminal.
+func tuiLogger(f *Factory) (*slog.Logger, func()) {
+	if os.Getenv("DLQ_DEBUG_LOG") != "" || os.Getenv("DEBUG") == "" {
+		return f.Logger, func() {}
+	}
+	path := filepath.Join(os.TempDir(), "dlq-tui-debug.log")
+	fh, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return slog.New(slog.NewTextHandler(io.Discard, nil)), func() {}
+	}
+	return slog.New(slog.NewTextHandler(fh, &slog.HandlerOptions{Level: slog.LevelDebug})), func() { fh.Close() }
+}
+
+// tuiBackend gives the TUI what the broker can do, through the inspect and
+// redrive libraries. In read-only mode the mutating functions stay nil, so
+// the TUI has no keys for them.
+func tuiBackend(f *Factory, b broker.Broker, o *tuiOptions, readOnly bool, logger *slog.Logger) tui.Backend {
+	tb := tui.Backend{
+		Name:     Redact(b.String()),
+		ReadOnly: readOnly,
+		Reason:   inspect.Reason,
+		Decode: func(m *broker.Message) ([]byte, string) {
+			d := inspect.Decode(m)
+			kind := string(d.Kind)
+			if d.Kind == inspect.BodyEmpty {
+				kind = "text"
+			}
+			return d.Bytes, kind
+		},
+		Compile: func(expr string) (tui.Matcher, error) {
+			q, err := inspect.Compile(expr)
+			if err != nil {
+				return nil, err
+			}
+			return func(m *broker.Message) (bool, error) {
+				ctx, cancel := context.WithTimeout(context.Background(), inspect.DefaultEvalTimeout)
+				defer cancel()
+				return q.Match(ctx, m)
+			}, nil
+		},
+		Group: func(spec string) (func(*broker.Message) string, error) { return tuiGroup(spec, f.Now) },
+	}
+	if ql, ok := b.(broker.QueueLister); ok {
+		tb.Queues = ql.Queues
+	} else if qi, ok := b.(broker.QueueInspector); ok && o.Queue != "" {
+		tb.Queues = func(ctx context.Context) ([]broker.Queue, error) {
+			q, err := qi.Queue(ctx, o.Queue)
+			return []broker.Queue{q}, err
+		}
+	}
+	if p, ok := b.(broker.Peeker); ok {
+		tb.Peek = func(ctx context.Context, queue string, visit func(*broker.Message) error) (broker.PeekReport, error) {
+			po := o.Peek.options(f.Now(), o.Limit)
+			// The list keeps what it reads: hand it copies.
+			return p.Peek(ctx, queue, po, func(m *broker.Message) error { return visit(m.Clone()) })
+		}
+	}
+	tb.Export = func(ctx context.Context, req tui.ActionRequest, progress func(tui.Progress)) (tui.Result, error) {
+		return tuiExport(ctx, f, b, req, progress)
+	}
+	if readOnly {
+		return tb
+	}
+	if _, ok := b.(broker.Consumer); ok {
+		tb.Redrive = func(ctx context.Context, req tui.ActionRequest, progress func(tui.Progress)) (tui.Result, error) {
+			return tuiRedrive(ctx, f, b, req, progress)
+		}
+		tb.Discard = func(ctx context.Context, req tui.ActionRequest, progress func(tui.Progress)) (tui.Result, error) {
+			return tuiDiscard(ctx, f, b, req, progress)
+		}
+		if _, ok := b.(broker.Publisher); ok {
+			tb.Replace = func(ctx context.Context, req tui.ReplaceRequest) (tui.Result, error) {
+				return tuiReplace(ctx, f, b, req)
+			}
+		}
+	}
+	_ = logger
+	return tb
+}
+
+// tuiGroup maps the stats groupings onto inspect's, leaving the simple ones
+// that need no library to the TUI.
+func tuiGroup(spec string, now func() time.Time) (func(*broker.Message) string, error) {
+	gs, err := inspect.ParseGroupBy(spec)
+	if err != nil {
+		return nil, err
+	}
+	if len(gs) != 1 {
+		return nil, fmt.Errorf("group by one thing at a time, not %q", spec)
+	}
+	g := gs[0]
+	switch g.Kind {
+	case "source":
+		return inspect.Source, nil
+	case "age":
+		t := now()
+		return func(m *broker.Message) string { return inspect.AgeBucket(m.Age(t)) }, nil
+	case "body":
+		expr := strings.TrimSpace(g.Arg)
+		if !strings.HasPrefix(expr, ".") {
+			expr = "." + expr
+		}
+		q, err := inspect.Compile(".body | " + expr)
+		if err != nil {
+			return nil, err
+		}
+		return func(m *broker.Message) string {
+			ctx, cancel := context.WithTimeout(context.Background(), inspect.DefaultEvalTimeout)
+			defer cancel()
+			v, ok, err := q.First(ctx, inspect.Document(m))
+			if err != nil || !ok {
+				return ""
+			}
+			return inspect.ValueText(v)
+		}, nil
+	}
+	return nil, nil
+}
+
+func tuiProgress(progress func(tui.Progress)) func(redrive.Progress) {
+	return func(p redrive.Progress) {
+		progress(tui.Progress{Done: p.Moved, Failed: p.Failed, Total: p.Total})
+	}
+}
+
+func tuiResult(s redrive.Summary, verb string) tui.Result {
+	r := tui.Result{Done: s.Moved, Skipped: sum64(s.Skipped), Failed: sum64(s.Failed)}
+	r.Summary = fmt.Sprintf("%s %d of %d examined", verb, s.Moved, s.Examined)
+	if r.Failed > 0 {
+		r.Summary += fmt.Sprintf("; %d failed (%s)", r.Failed, reasons(s.Failed))
+	}
+	if r.Skipped > 0 {
+		r.Summary += fmt.Sprintf("; %d left in place (%s)", r.Skipped, reasons(s.Skipped))
+	}
+	return r
+}
+
+func tuiSelection(req tui.ActionRequest) (redrive.Options, error) {
+	ro := redrive.Options{IDs: req.IDs, SourceName: req.Queue}
+	if len(req.IDs) == 0 && req.Filter != "" {
+		q, err := inspect.Compile(req.Filter)
+		if err != nil {
+			return ro, err
+		}
+		ro.Filter = q
+	}
+	return ro, nil
+}
+
+func tuiRedrive(ctx context.Context, f *Factory, b broker.Broker, req tui.ActionRequest, progress func(tui.Progress)) (tui.Result, error) {
+	if err := f.CheckWritable("redrive"); err != nil {
+		return tui.Result{}, err
+	}
+	ro, err := tuiSelection(req)
+	if err != nil {
+		return tui.Result{}, err
+	}
+	ro.Dest = req.Dest
+	ro.Progress = tuiProgress(progress)
+	dst := b
+	if req.Dest.Kind == broker.ToFile {
+		db, _, err := f.OpenDestination(ctx, "file://"+req.Dest.Path)
+		if err != nil {
+			return tui.Result{}, err
+		}
+		defer db.Close()
+		dst = db
+	}
+	sum, runErr := redrive.Run(ctx, b, req.Queue, dst, ro)
+	outcome, _ := redriveOutcome(sum, runErr, false)
+	if aerr := f.Audit(AuditRecord{Action: "tui-redrive", Broker: b.String(), Source: req.Queue, Destination: req.Dest.String(),
+		Filter: req.Filter, Counts: summaryCounts(sum), IDs: sum.IDs, Outcome: outcome, Error: errString(runErr)}); aerr != nil && runErr == nil {
+		runErr = fmt.Errorf("moved, but the audit log failed: %w", aerr)
+	}
+	return tuiResult(sum, "moved to "+req.Dest.String()+":"), runErr
+}
+
+func tuiDiscard(ctx context.Context, f *Factory, b broker.Broker, req tui.ActionRequest, progress func(tui.Progress)) (tui.Result, error) {
+	if err := f.CheckWritable("discard"); err != nil {
+		return tui.Result{}, err
+	}
+	if req.Archive == "" {
+		return tui.Result{}, errors.New("discard needs an archive file: nothing was removed")
+	}
+	ro, err := tuiSelection(req)
+	if err != nil {
+		return tui.Result{}, err
+	}
+	ro.Progress = tuiProgress(progress)
+	ref := "file://" + req.Archive
+	ab, _, err := f.OpenDestination(ctx, ref)
+	if err != nil {
+		return tui.Result{}, err
+	}
+	defer ab.Close()
+	pub, ok := ab.(broker.Publisher)
+	if !ok {
+		return tui.Result{}, fmt.Errorf("%s cannot be written", req.Archive)
+	}
+	if s, ok := ab.(interface{ SetSource(archive.Source) }); ok {
+		s.SetSource(archive.Source{System: b.System(), Broker: b.String(), Queue: req.Queue})
+	}
+	sum, runErr := redrive.Discard(ctx, b, req.Queue, pub, broker.Destination{Kind: broker.ToFile, Path: req.Archive}, ro)
+	outcome, _ := redriveOutcome(sum, runErr, false)
+	if aerr := f.Audit(AuditRecord{Action: "tui-discard", Broker: b.String(), Source: req.Queue, Destination: ref,
+		Filter: req.Filter, Counts: summaryCounts(sum), IDs: sum.IDs, Outcome: outcome, Error: errString(runErr)}); aerr != nil && runErr == nil {
+		runErr = fmt.Errorf("discarded, but the audit log failed: %w", aerr)
+	}
+	res := tuiResult(sum, "discarded")
+	res.Summary += " (archived first to " + req.Archive + ")"
+	return res, runErr
+}
+
+func tuiReplace(ctx context.Context, f *Factory, b broker.Broker, req tui.ReplaceRequest) (tui.Result, error) {
+	if err := f.CheckWritable("edit"); err != nil {
+		return tui.Result{}, err
+	}
+	edited := req.Edited.Clone()
+	edited.ID = req.Original.ID
+	dst := b
+	if req.Dest.Kind == broker.ToFile {
+		db, _, err := f.OpenDestination(ctx, "file://"+req.Dest.Path)
+		if err != nil {
+			return tui.Result{}, err
+		}
+		defer db.Close()
+		dst = db
+	}
+	sum, runErr := redrive.Edit(ctx, b, req.Queue, dst, edited, redrive.Options{Dest: req.Dest, SourceName: req.Queue})
+	outcome, _ := redriveOutcome(sum, runErr, false)
+	if aerr := f.Audit(AuditRecord{Action: "tui-edit", Broker: b.String(), Source: req.Queue, Destination: req.Dest.String(),
+		Transform: "edited in dlq tui", Counts: summaryCounts(sum), IDs: []string{req.Original.ID}, Outcome: outcome, Error: errString(runErr)}); aerr != nil && runErr == nil {
+		runErr = fmt.Errorf("published, but the audit log failed: %w", aerr)
+	}
+	res := tuiResult(sum, "published")
+	if runErr == nil {
+		res.Summary = fmt.Sprintf("published edited %s to %s and removed the original from %s", req.Original.ID, req.Dest, req.Queue)
+	}
+	return res, runErr
+}
+
+// tuiExport writes the messages the user selected, exactly as read, to an
+// archive. Nothing changes on the broker.
+func tuiExport(ctx context.Context, f *Factory, b broker.Broker, req tui.ActionRequest, progress func(tui.Progress)) (tui.Result, error) {
+	if req.Archive == "" {
+		return tui.Result{}, errors.New("export needs an archive file")
+	}
+	if st, err := os.Stat(req.Archive); err == nil && st.Size() > 0 {
+		return tui.Result{}, fmt.Errorf("%s exists: choose a new file", req.Archive)
+	}
+	ab, _, err := f.OpenDestination(ctx, "file://"+req.Archive)
+	if err != nil {
+		return tui.Result{}, err
+	}
+	pub, ok := ab.(broker.Publisher)
+	if !ok {
+		ab.Close()
+		return tui.Result{}, fmt.Errorf("%s cannot be written", req.Archive)
+	}
+	if s, ok := ab.(interface{ SetSource(archive.Source) }); ok {
+		s.SetSource(archive.Source{System: b.System(), Broker: b.String(), Queue: req.Queue})
+	}
+	dest := broker.Destination{Kind: broker.ToFile, Path: req.Archive}
+	total := int64(len(req.Messages))
+	var done int64
+	for start := 0; start < len(req.Messages); start += 500 {
+		if err := ctx.Err(); err != nil {
+			ab.Close()
+			return tui.Result{Done: done}, err
+		}
+		batch := req.Messages[start:min(len(req.Messages), start+500)]
+		out := make([]broker.Outgoing, len(batch))
+		for i, m := range batch {
+			out[i] = broker.Outgoing{Message: m, Dest: dest}
+		}
+		errs, err := pub.Publish(ctx, out)
+		if err != nil {
+			ab.Close()
+			return tui.Result{Done: done}, err
+		}
+		if err := errors.Join(errs...); err != nil {
+			ab.Close()
+			return tui.Result{Done: done}, err
+		}
+		done += int64(len(batch))
+		progress(tui.Progress{Done: done, Total: total})
+	}
+	if err := ab.Close(); err != nil {
+		return tui.Result{Done: done}, fmt.Errorf("close %s: %w", req.Archive, err)
+	}
+	return tui.Result{Done: done, Summary: fmt.Sprintf("exported %d messages to %s", done, req.Archive)}, nil
+}
