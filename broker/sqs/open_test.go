@@ -3,12 +3,14 @@ package sqs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/credentials/ssocreds"
 	"github.com/aws/smithy-go"
 
 	"github.com/dlq-tools/dlq/broker"
@@ -177,6 +179,18 @@ func TestTranslateErr(t *testing.T) {
 				t.Errorf("SDK error type leaked through: %T", ae)
 			}
 		})
+	}
+	for _, cause := range []error{
+		fmt.Errorf("failed to retrieve credentials: %w", &ssocreds.InvalidTokenError{Err: errors.New("the SSO session has expired")}),
+		fmt.Errorf("failed to refresh cached credentials, %w", errors.New("refresh cached SSO token failed")),
+	} {
+		err := translateErr("open sqs://eu-west-1", cause)
+		if !errors.Is(err, broker.ErrAccessDenied) || !strings.Contains(err.Error(), "aws sso login") {
+			t.Errorf("expired SSO credentials: %v", err)
+		}
+	}
+	if err := translateErr("open", fmt.Errorf("failed to retrieve credentials: %w", errors.New("no EC2 IMDS role found"))); !errors.Is(err, broker.ErrAccessDenied) || !strings.Contains(err.Error(), "AWS_PROFILE") {
+		t.Errorf("missing credentials: %v", err)
 	}
 	if translateErr("x", nil) != nil {
 		t.Error("translateErr(nil) != nil")
