@@ -42,7 +42,7 @@ func (b *Broker) Consume(ctx context.Context, queue string, opts broker.ConsumeO
 		return nil, err
 	}
 	if opts.Visibility < 0 || opts.Visibility > maxVisibility {
-		return nil, fmt.Errorf("consume `%s`: visibility %s is outside 0s–12h: fix `--visibility`", queueName(queue), opts.Visibility)
+		return nil, fmt.Errorf("consume `%s`: visibility %s is outside the 0s–12h SQS allows", queueName(queue), opts.Visibility)
 	}
 	if opts.Visibility > 0 && opts.Visibility < time.Second {
 		opts.Visibility = time.Second
@@ -278,7 +278,7 @@ func deleteFailure(queue string, failed []deleteFailed) error {
 	f := failed[0]
 	why := f.msg
 	if strings.Contains(f.code, "ReceiptHandleIsInvalid") || strings.Contains(f.code, "InvalidReceiptHandle") {
-		why = "the receipt handle is no longer valid (the visibility timeout ended before the delete); the message will be delivered again, so expect a duplicate at the destination; raise `--visibility`"
+		why = "the receipt handle is no longer valid (the visibility timeout ended before the delete); the message will be delivered again, so expect a duplicate at the destination (settle sooner, or keep the visibility extended while a batch is slow)"
 	}
 	return fmt.Errorf("delete from queue `%s`: %d %s not deleted and left in the queue: %s (%s)",
 		queue, len(failed), plural(int64(len(failed)), "message", "messages"), why, f.code)
