@@ -72,7 +72,7 @@ type engine struct {
 
 	pub    broker.Publisher // nil in discard without archive
 	srcPub broker.Publisher // for rotation
-	sub    broker.Subscription
+	subs   []broker.Subscription
 	park   parkMode
 	// holdMax is how many parked RabbitMQ classic messages are held
 	// unacknowledged and released together at the end (a classic queue
@@ -90,8 +90,8 @@ type engine struct {
 	sum       Summary
 	origins   map[string]originResult
 	rotated   map[string]int // fingerprints rotated in this run
-	held      []broker.Receipt
-	open      map[string]broker.Receipt // unsettled SQS receipts, for extension
+	held      []item
+	open      map[string]item // unsettled SQS deliveries, for extension
 	fatal     error
 	leftover  []item
 	blocked   bool
@@ -142,7 +142,7 @@ func newEngine(src broker.Broker, queue string, dst broker.Broker, opts Options,
 		return nil, errors.New("redrive: negative limit")
 	}
 	e := &engine{src: src, dst: dst, queue: queue, opts: opts, mode: mode, now: opts.Now,
-		origins: map[string]originResult{}, rotated: map[string]int{}, open: map[string]broker.Receipt{}}
+		origins: map[string]originResult{}, rotated: map[string]int{}, open: map[string]item{}}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	e.runID = hex.EncodeToString(b[:])
@@ -204,6 +204,7 @@ func newEngine(src broker.Broker, queue string, dst broker.Broker, opts Options,
 // item is one delivery and what the engine decided for it.
 type item struct {
 	d      *broker.Delivery
+	sub    broker.Subscription
 	id     string
 	out    *broker.Outgoing // nil: park it
 	dest   string
@@ -258,17 +259,31 @@ func (e *engine) run(ctx context.Context) (Summary, error) {
 	if e.park != parkHold {
 		co.Visibility = 0
 	}
-	sub, err := cons.Consume(ctx, e.queue, co)
-	if err != nil {
-		return e.sum, fmt.Errorf("consume `%s`: %w", e.queue, err)
+	// SQS hands out at most 10 messages per receive: several readers
+	// (competing consumers of the same queue) keep the pipeline full. FIFO
+	// queues and RabbitMQ (whose prefetch already pipelines) use one.
+	nreaders := 1
+	if e.src.System() == broker.SQS && !e.fifo {
+		nreaders = e.opts.Concurrency
 	}
-	e.sub = sub
+	for i := 0; i < nreaders; i++ {
+		sub, err := cons.Consume(ctx, e.queue, co)
+		if err != nil {
+			for _, s := range e.subs {
+				s.Close()
+			}
+			return e.sum, fmt.Errorf("consume `%s`: %w", e.queue, err)
+		}
+		e.subs = append(e.subs, sub)
+	}
 	if fw, ok := e.dst.(broker.FlowWatcher); ok && e.pub != nil {
 		fw.WatchFlow(e.onFlow)
 	}
 	if e.opts.Journal != nil {
 		if err := e.opts.Journal.begin(); err != nil {
-			sub.Close()
+			for _, s := range e.subs {
+				s.Close()
+			}
 			return e.sum, err
 		}
 	}
@@ -278,32 +293,34 @@ func (e *engine) run(ctx context.Context) (Summary, error) {
 
 	rctx, stopReading := context.WithCancel(ctx)
 	defer stopReading()
-	deliveries := make(chan *broker.Delivery, e.opts.Window)
-	readErr := make(chan error, 1)
-	go func() {
-		defer close(deliveries)
-		for {
-			d, err := sub.Next(rctx)
-			if err != nil {
-				if errors.Is(err, io.EOF) || rctx.Err() != nil {
-					readErr <- nil
-				} else {
-					readErr <- fmt.Errorf("read `%s`: %w", e.queue, err)
+	deliveries := make(chan taken, e.opts.Window)
+	readErr := make(chan error, len(e.subs))
+	var readers sync.WaitGroup
+	for _, sub := range e.subs {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for {
+				d, err := sub.Next(rctx)
+				if err != nil {
+					if !errors.Is(err, io.EOF) && rctx.Err() == nil {
+						readErr <- fmt.Errorf("read `%s`: %w", e.queue, err)
+					}
+					return
 				}
-				return
+				select {
+				case deliveries <- taken{d, sub}:
+				case <-rctx.Done():
+					// Taken but not handed on: settled with the rest at the end.
+					e.mu.Lock()
+					e.leftover = append(e.leftover, item{d: d, sub: sub, id: d.Message.ID, again: true})
+					e.mu.Unlock()
+					return
+				}
 			}
-			select {
-			case deliveries <- d:
-			case <-rctx.Done():
-				// Taken but not handed on: settled with the rest at the end.
-				e.mu.Lock()
-				e.leftover = append(e.leftover, item{d: d, id: d.Message.ID, again: true})
-				e.mu.Unlock()
-				readErr <- nil
-				return
-			}
-		}
-	}()
+		}()
+	}
+	go func() { readers.Wait(); close(deliveries) }()
 
 	work := make(chan window)
 	var wg sync.WaitGroup
@@ -331,10 +348,14 @@ func (e *engine) run(ctx context.Context) (Summary, error) {
 	rest := e.leftover
 	e.leftover = nil
 	e.mu.Unlock()
-	for d := range deliveries {
-		rest = append(rest, item{d: d, id: d.Message.ID, again: true})
+	for t := range deliveries {
+		rest = append(rest, item{d: t.d, sub: t.sub, id: t.d.Message.ID, again: true})
 	}
-	rerr := <-readErr
+	var rerr error
+	select {
+	case rerr = <-readErr:
+	default:
+	}
 	e.finish(ctx, rest)
 	stopExt()
 	stopProg()
@@ -342,10 +363,13 @@ func (e *engine) run(ctx context.Context) (Summary, error) {
 
 	e.sum.Elapsed = e.now().Sub(e.start)
 	var err2 error
-	if cerr := e.sub.Close(); cerr != nil && e.fatal == nil && ctx.Err() == nil {
-		err2 = fmt.Errorf("close `%s`: %w", e.queue, cerr)
+	for _, sub := range e.subs {
+		if cerr := sub.Close(); cerr != nil && e.fatal == nil && ctx.Err() == nil && err2 == nil {
+			err2 = fmt.Errorf("close `%s`: %w", e.queue, cerr)
+		}
 	}
 	e.report(true)
+	var err error
 	switch {
 	case e.fatal != nil:
 		err = e.fatal
@@ -390,7 +414,7 @@ func (e *engine) setFatal(err error) {
 }
 
 // batch reads deliveries, decides each, and hands windows to the workers.
-func (e *engine) batch(ctx, rctx context.Context, deliveries <-chan *broker.Delivery, work chan<- window, stop func()) {
+func (e *engine) batch(ctx, rctx context.Context, deliveries <-chan taken, work chan<- window, stop func()) {
 	var cur window
 	var timer <-chan time.Time
 	lastDone := make(chan struct{})
@@ -416,16 +440,18 @@ func (e *engine) batch(ctx, rctx context.Context, deliveries <-chan *broker.Deli
 	wrapped := false
 	for {
 		select {
-		case d, ok := <-deliveries:
+		case t, ok := <-deliveries:
 			if !ok {
 				flush()
 				return
 			}
 			if wrapped || e.limitReached() || rctx.Err() != nil {
-				cur.items = append(cur.items, item{d: d, id: d.Message.ID, again: true})
+				cur.items = append(cur.items, item{d: t.d, sub: t.sub, id: t.d.Message.ID, again: true})
 				break
 			}
-			it := e.decide(ctx, d)
+			it := e.decide(ctx, t.d)
+			it.sub = t.sub
+			e.track(it, true)
 			if it.again {
 				// A message this run rotated came round again: every message
 				// that was in the queue at the start has been seen.
@@ -457,8 +483,8 @@ func (e *engine) batch(ctx, rctx context.Context, deliveries <-chan *broker.Deli
 			// Not yet handed to a worker: nothing was published for these.
 			e.finish(ctx, cur.items)
 			cur = window{}
-			for d := range deliveries {
-				e.finish(ctx, []item{{d: d, id: d.Message.ID, again: true}})
+			for t := range deliveries {
+				e.finish(ctx, []item{{d: t.d, sub: t.sub, id: t.d.Message.ID, again: true}})
 			}
 			return
 		}
@@ -476,7 +502,6 @@ func (e *engine) decide(ctx context.Context, d *broker.Delivery) item {
 		m.ID = broker.Fingerprint(m)
 	}
 	it := item{d: d, id: m.ID}
-	e.track(d.Receipt, true)
 	e.mu.Lock()
 	if n := e.rotated[m.ID]; n > 0 {
 		e.rotated[m.ID] = n - 1
@@ -717,7 +742,7 @@ func (e *engine) process(ctx context.Context, w window) {
 	}
 	toAck := append(confirmed, ackOnly...)
 	if len(toAck) > 0 {
-		if err := e.sub.Ack(wctx, receipts(toAck)...); err != nil {
+		if err := settle(wctx, toAck, true); err != nil {
 			// Published and confirmed, but still in the source: a re-run with
 			// --resume acknowledges them without publishing them again.
 			e.setFatal(fmt.Errorf("acknowledge in `%s`: %w", e.queue, err))
@@ -782,7 +807,7 @@ func (e *engine) parkItems(ctx context.Context, items []item) {
 	case parkHold:
 		e.mu.Lock()
 		for _, it := range items {
-			e.held = append(e.held, it.d.Receipt)
+			e.held = append(e.held, it)
 			delete(e.open, it.d.Receipt.Handle)
 		}
 		e.mu.Unlock()
@@ -790,9 +815,7 @@ func (e *engine) parkItems(ctx context.Context, items []item) {
 		e.mu.Lock()
 		hold := len(e.held)+len(items) <= e.holdMax
 		if hold {
-			for _, it := range items {
-				e.held = append(e.held, it.d.Receipt)
-			}
+			e.held = append(e.held, items...)
 		}
 		e.mu.Unlock()
 		if !hold {
@@ -837,7 +860,7 @@ func (e *engine) rotate(ctx context.Context, items []item) {
 	}
 	e.mu.Unlock()
 	if len(ack) > 0 {
-		if aerr := e.sub.Ack(ctx, receipts(ack)...); aerr != nil {
+		if aerr := settle(ctx, ack, true); aerr != nil {
 			// The copy is in the queue and so is the original: a duplicate,
 			// never a loss.
 			e.setFatal(fmt.Errorf("acknowledge rotated messages in `%s`: %w", e.queue, aerr))
@@ -857,7 +880,7 @@ func (e *engine) release(ctx context.Context, items []item) {
 	if len(items) == 0 {
 		return
 	}
-	if err := e.sub.Release(ctx, receipts(items)...); err == nil {
+	if err := settle(ctx, items, false); err == nil {
 		e.mu.Lock()
 		e.sum.Returned += int64(len(items))
 		for _, it := range items {
@@ -887,7 +910,7 @@ func (e *engine) finish(ctx context.Context, items []item) {
 	e.mu.Unlock()
 	for len(held) > 0 {
 		n := min(len(held), 100)
-		if err := e.sub.Release(sctx, held[:n]...); err == nil {
+		if err := settle(sctx, held[:n], false); err == nil {
 			e.mu.Lock()
 			e.sum.Returned += int64(n)
 			e.mu.Unlock()
@@ -916,24 +939,58 @@ func settleCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 }
 
-// track remembers an unsettled SQS receipt for visibility extension.
-func (e *engine) track(r broker.Receipt, on bool) {
-	if e.park != parkHold || r.Handle == "" {
+// track remembers an unsettled SQS delivery for visibility extension.
+func (e *engine) track(it item, on bool) {
+	if e.park != parkHold || it.d.Receipt.Handle == "" {
 		return
 	}
 	e.mu.Lock()
 	if on {
-		e.open[r.Handle] = r
+		e.open[it.d.Receipt.Handle] = it
 	} else {
-		delete(e.open, r.Handle)
+		delete(e.open, it.d.Receipt.Handle)
 	}
 	e.mu.Unlock()
 }
 
+// taken is a delivery and the subscription it came from.
+type taken struct {
+	d   *broker.Delivery
+	sub broker.Subscription
+}
+
+// settle acknowledges (ack) or releases items, each on its own
+// subscription.
+func settle(ctx context.Context, items []item, ack bool) error {
+	var errs []error
+	for len(items) > 0 {
+		sub := items[0].sub
+		var rs []broker.Receipt
+		var rest []item
+		for _, it := range items {
+			if it.sub == sub {
+				rs = append(rs, it.d.Receipt)
+			} else {
+				rest = append(rest, it)
+			}
+		}
+		var err error
+		if ack {
+			err = sub.Ack(ctx, rs...)
+		} else {
+			err = sub.Release(ctx, rs...)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+		items = rest
+	}
+	return errors.Join(errs...)
+}
+
 // startExtender keeps unsettled SQS messages hidden while the run lasts.
 func (e *engine) startExtender(ctx context.Context) func() {
-	ext, ok := e.src.(broker.Extender)
-	if !ok || e.park != parkHold {
+	if e.park != parkHold {
 		return func() {}
 	}
 	stop := make(chan struct{})
@@ -950,18 +1007,29 @@ func (e *engine) startExtender(ctx context.Context) func() {
 				return
 			case <-t.C:
 				e.mu.Lock()
-				rs := make([]broker.Receipt, 0, len(e.open)+len(e.held))
-				for _, r := range e.open {
-					rs = append(rs, r)
+				bySub := map[broker.Subscription][]broker.Receipt{}
+				for _, it := range e.open {
+					bySub[it.sub] = append(bySub[it.sub], it.d.Receipt)
 				}
-				rs = append(rs, e.held...)
+				for _, it := range e.held {
+					bySub[it.sub] = append(bySub[it.sub], it.d.Receipt)
+				}
 				e.mu.Unlock()
-				for len(rs) > 0 {
-					n := min(len(rs), 10)
-					if err := ext.Extend(ctx, e.opts.Visibility, rs[:n]...); err != nil {
-						e.notice(fmt.Sprintf("could not extend the visibility of %d messages: %v", n, err))
+				for sub, rs := range bySub {
+					ext, ok := sub.(broker.Extender)
+					if !ok {
+						ext, ok = e.src.(broker.Extender)
 					}
-					rs = rs[n:]
+					if !ok {
+						continue
+					}
+					for len(rs) > 0 {
+						n := min(len(rs), 10)
+						if err := ext.Extend(ctx, e.opts.Visibility, rs[:n]...); err != nil {
+							e.notice(fmt.Sprintf("could not extend the visibility of %d messages: %v", n, err))
+						}
+						rs = rs[n:]
+					}
 				}
 			}
 		}

@@ -1,0 +1,299 @@
+// Command redrivebench measures dlq redrive against the brokers' own ways of
+// moving messages: a RabbitMQ dynamic shovel, and a bare SQS
+// receive/send/delete loop. scripts/bench/redrive.sh runs it.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+func main() {
+	backend := flag.String("backend", "sqs", "rabbitmq or sqs")
+	n := flag.Int("n", 20000, "messages")
+	kind := flag.String("kind", "classic", "rabbitmq queue type: classic or quorum")
+	conc := flag.Int("concurrency", 4, "workers (sqs)")
+	bin := flag.String("dlq", "bin/dlq", "dlq binary")
+	flag.Parse()
+	ctx := context.Background()
+	var err error
+	switch *backend {
+	case "sqs":
+		err = benchSQS(ctx, *bin, *n, *conc)
+	case "rabbitmq":
+		err = benchRabbit(ctx, *bin, *n, *kind)
+	default:
+		err = fmt.Errorf("unknown backend %q", *backend)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "redrivebench:", err)
+		os.Exit(1)
+	}
+}
+
+func runDLQ(bin string, args ...string) (time.Duration, error) {
+	start := time.Now()
+	c := exec.Command(bin, args...)
+	c.Env = append(os.Environ(), "XDG_STATE_HOME="+os.TempDir()+"/dlq-bench-state")
+	out, err := c.CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("dlq %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return time.Since(start), nil
+}
+
+func report(what string, n int, base, dlq time.Duration, baseName string) {
+	br := float64(n) / base.Seconds()
+	dr := float64(n) / dlq.Seconds()
+	fmt.Printf("%-22s %s %8.0f msg/s   dlq redrive %8.0f msg/s   ratio %.2f×\n", what, baseName, br, dr, dr/br)
+}
+
+// --- SQS ---------------------------------------------------------------
+
+func benchSQS(ctx context.Context, bin string, n, conc int) error {
+	ep := os.Getenv("DLQ_TEST_SQS_ENDPOINT")
+	if ep == "" {
+		return fmt.Errorf("DLQ_TEST_SQS_ENDPOINT not set: eval \"$(scripts/brokers env)\"")
+	}
+	c := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(ep), Credentials: aws.AnonymousCredentials{}})
+	tag := strconv.FormatInt(time.Now().UnixNano(), 36)
+	mk := func(name string) (string, error) {
+		out, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
+		if err != nil {
+			return "", err
+		}
+		return aws.ToString(out.QueueUrl), nil
+	}
+	dlq, err := mk("bench-dlq-" + tag)
+	if err != nil {
+		return err
+	}
+	dst, err := mk("bench-dst-" + tag)
+	if err != nil {
+		return err
+	}
+	defer c.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(dlq)})
+	defer c.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(dst)})
+	body := strings.Repeat("x", 1024)
+	fill := func() error {
+		var wg sync.WaitGroup
+		var ferr atomic.Value
+		per := n / 10 / 8
+		for w := 0; w < 8; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				for i := 0; i < per; i++ {
+					var es []types.SendMessageBatchRequestEntry
+					for j := 0; j < 10; j++ {
+						es = append(es, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(j)), MessageBody: aws.String(body)})
+					}
+					if _, err := c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(dlq), Entries: es}); err != nil {
+						ferr.Store(err)
+						return
+					}
+				}
+			}(w)
+		}
+		wg.Wait()
+		if e, ok := ferr.Load().(error); ok {
+			return e
+		}
+		return nil
+	}
+	purge := func() { c.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(dst)}) }
+	total := n / 10 / 8 * 80
+	if err := fill(); err != nil {
+		return err
+	}
+	// Bare loop: receive 10, send 10, delete 10, with conc workers.
+	start := time.Now()
+	var moved atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < conc; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(dlq), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+				if err != nil || len(out.Messages) == 0 {
+					return
+				}
+				var se []types.SendMessageBatchRequestEntry
+				var de []types.DeleteMessageBatchRequestEntry
+				for i, m := range out.Messages {
+					se = append(se, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: m.Body})
+					de = append(de, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
+				}
+				if _, err := c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(dst), Entries: se}); err != nil {
+					return
+				}
+				c.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(dlq), Entries: de})
+				moved.Add(int64(len(out.Messages)))
+			}
+		}()
+	}
+	wg.Wait()
+	base := time.Since(start) - time.Second // the last empty long poll
+	if moved.Load() != int64(total) {
+		return fmt.Errorf("bare loop moved %d of %d", moved.Load(), total)
+	}
+	purge()
+	if err := fill(); err != nil {
+		return err
+	}
+	took, err := runDLQ(bin, "--broker", "sqs://us-east-1", "--endpoint-url", ep, "redrive", "bench-dlq-"+tag, "--to", "queue:bench-dst-"+tag,
+		"--concurrency", strconv.Itoa(conc), "--window", "100", "--no-journal")
+	if err != nil {
+		return err
+	}
+	took -= time.Second // the same final empty long poll as the bare loop
+	report(fmt.Sprintf("sqs %d×1KiB c=%d", total, conc), total, base, took, "bare loop")
+	return nil
+}
+
+// --- RabbitMQ ------------------------------------------------------------
+
+type mgmt struct{ base, user, pass string }
+
+func (m mgmt) do(method, path string, in any) (*http.Response, error) {
+	var b bytes.Buffer
+	if in != nil {
+		json.NewEncoder(&b).Encode(in)
+	}
+	req, _ := http.NewRequest(method, m.base+"/api"+path, &b)
+	req.SetBasicAuth(m.user, m.pass)
+	req.Header.Set("Content-Type", "application/json")
+	return http.DefaultClient.Do(req)
+}
+
+func (m mgmt) depth(q string) (int64, error) {
+	resp, err := m.do("GET", "/queues/%2F/"+url.PathEscape(q)+"?columns=messages", nil)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var v struct {
+		Messages int64 `json:"messages"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&v)
+	return v.Messages, err
+}
+
+func benchRabbit(ctx context.Context, bin string, n int, kind string) error {
+	amqpURL := os.Getenv("DLQ_TEST_AMQP_URL")
+	if amqpURL == "" {
+		return fmt.Errorf("DLQ_TEST_AMQP_URL not set: eval \"$(scripts/brokers env)\"")
+	}
+	u, _ := url.Parse(amqpURL)
+	pass, _ := u.User.Password()
+	m := mgmt{os.Getenv("DLQ_TEST_MGMT_URL"), u.User.Username(), pass}
+	conn, err := amqp.Dial(amqpURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		return err
+	}
+	tag := strconv.FormatInt(time.Now().UnixNano(), 36)
+	src, dst := "bench-dlq-"+kind+"-"+tag, "bench-dst-"+kind+"-"+tag
+	args := amqp.Table{"x-queue-type": kind}
+	for _, q := range []string{src, dst} {
+		if _, err := ch.QueueDeclare(q, true, false, false, false, args); err != nil {
+			return err
+		}
+		defer ch.QueueDelete(q, false, false, false)
+	}
+	if err := ch.Confirm(false); err != nil {
+		return err
+	}
+	body := bytes.Repeat([]byte("x"), 1024)
+	fill := func() error {
+		for i := 0; i < n; i += 1000 {
+			var ds []*amqp.DeferredConfirmation
+			for j := i; j < i+1000 && j < n; j++ {
+				d, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", src, false, false,
+					amqp.Publishing{DeliveryMode: amqp.Persistent, MessageId: fmt.Sprintf("m%d", j), Body: body})
+				if err != nil {
+					return err
+				}
+				ds = append(ds, d)
+			}
+			for _, d := range ds {
+				if ok, err := d.WaitContext(ctx); err != nil || !ok {
+					return fmt.Errorf("fill: nack %v", err)
+				}
+			}
+		}
+		return nil
+	}
+	wait := func(q string, want int64) error {
+		deadline := time.Now().Add(10 * time.Minute)
+		for time.Now().Before(deadline) {
+			d, err := m.depth(q)
+			if err == nil && d == want {
+				return nil
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return fmt.Errorf("%s never reached %d", q, want)
+	}
+	if err := fill(); err != nil {
+		return err
+	}
+	if err := wait(src, int64(n)); err != nil {
+		return err
+	}
+	// RabbitMQ's own shovel, with confirms, like dlq.
+	start := time.Now()
+	name := "bench-shovel-" + tag
+	resp, err := m.do("PUT", "/parameters/shovel/%2F/"+name, map[string]any{"value": map[string]any{
+		"src-protocol": "amqp091", "src-uri": "amqp://", "src-queue": src, "src-delete-after": "queue-length",
+		"dest-protocol": "amqp091", "dest-uri": "amqp://", "dest-queue": dst, "ack-mode": "on-confirm"}})
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("shovel: HTTP %d", resp.StatusCode)
+	}
+	if err := wait(dst, int64(n)); err != nil {
+		return err
+	}
+	shovel := time.Since(start)
+	m.do("DELETE", "/parameters/shovel/%2F/"+name, nil)
+	if _, err := ch.QueuePurge(dst, false); err != nil {
+		return err
+	}
+	if err := fill(); err != nil {
+		return err
+	}
+	if err := wait(src, int64(n)); err != nil {
+		return err
+	}
+	took, err := runDLQ(bin, "--broker", amqpURL, "--management-url", m.base, "redrive", src, "--to", "queue:"+dst, "--no-journal")
+	if err != nil {
+		return err
+	}
+	report(fmt.Sprintf("rabbitmq %s %d×1KiB", kind, n), n, shovel, took, "shovel   ")
+	return nil
+}
