@@ -138,7 +138,7 @@ func configErr(err error) error {
 	var pe config.SharedConfigProfileNotExistError
 	if errors.As(err, &pe) {
 		return &broker.Error{Kind: broker.ErrNotFound, Op: "open sqs",
-			Msg: fmt.Sprintf("AWS profile %q not found in the shared config files: check `--profile` / AWS_PROFILE, or list profiles with `aws configure list-profiles`", pe.Profile)}
+			Msg: fmt.Sprintf("AWS profile %q not found in the shared config files: check AWS_PROFILE or the profile of the dlq context, or list profiles with `aws configure list-profiles`", pe.Profile)}
 	}
 	return fmt.Errorf("open sqs: loading AWS configuration: %s: check AWS_PROFILE and ~/.aws/config", lastLine(err))
 }
