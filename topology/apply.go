@@ -92,6 +92,9 @@ func Apply(ctx context.Context, b broker.Broker, p *Plan, progress func(Change, 
 		if err != nil {
 			cc := c
 			res.Failed = &cc
+			if strings.Contains(err.Error(), "`"+c.Name+"`") {
+				return res, err
+			}
 			return res, fmt.Errorf("%s %s `%s`: %w", c.Action, c.Kind, c.Name, err)
 		}
 		res.Applied = append(res.Applied, c)

@@ -143,14 +143,7 @@ func (b *Broker) ApplyRabbitChange(ctx context.Context, c broker.RabbitChange) e
 	case c.Queue != nil:
 		q := c.Queue
 		if del {
-			err := b.topoAMQP(ctx, "delete queue `"+q.Name+"`", func(ch *amqp.Channel) error {
-				_, err := ch.QueueDelete(q.Name, false, true, false)
-				return err
-			})
-			if errors.Is(err, broker.ErrConflict) {
-				return broker.Errorf(broker.ErrConflict, "delete queue `"+q.Name+"`", "the queue is not empty: move or drain its messages first (`dlq redrive`, `dlq purge`)")
-			}
-			return err
+			return b.deleteEmptyQueue(ctx, q)
 		}
 		args, err := toTable(q.Arguments)
 		if err != nil {
@@ -199,6 +192,59 @@ func (b *Broker) ApplyRabbitChange(ctx context.Context, c broker.RabbitChange) e
 		return nil
 	}
 	return fmt.Errorf("empty topology change")
+}
+
+// deleteEmptyQueue deletes a queue only when it holds no message. Classic
+// queues use queue.delete with if-empty; quorum queues refuse that flag, so
+// for them dlq first checks that the queue has no ready message (a passive
+// declare) and none unacknowledged (the management API), then deletes.
+func (b *Broker) deleteEmptyQueue(ctx context.Context, q *broker.QueueDecl) error {
+	op := "delete queue `" + q.Name + "`"
+	notEmpty := func(n int64) error {
+		return broker.Errorf(broker.ErrConflict, op, "the queue holds %d message(s): move or drain them first (`dlq redrive`, `dlq purge`)", n)
+	}
+	quorum := q.Type == "quorum" || q.Type == "stream" || q.Arguments["x-queue-type"] == "quorum" || q.Arguments["x-queue-type"] == "stream"
+	if !quorum {
+		err := b.topoAMQP(ctx, op, func(ch *amqp.Channel) error {
+			_, err := ch.QueueDelete(q.Name, false, true, false)
+			return err
+		})
+		if errors.Is(err, broker.ErrConflict) {
+			return notEmpty(1)
+		}
+		return err
+	}
+	var ready int
+	err := b.topoAMQP(ctx, op, func(ch *amqp.Channel) error {
+		st, err := ch.QueueDeclarePassive(q.Name, true, false, false, false, nil)
+		ready = st.Messages
+		return err
+	})
+	if errors.Is(err, broker.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if ready > 0 {
+		return notEmpty(int64(ready))
+	}
+	var st struct {
+		Messages *int64 `json:"messages"`
+	}
+	if err := b.mgmtDo(ctx, "GET", "/queues/"+b.vhostPath()+"/"+url.PathEscape(q.Name), nil, &st); err != nil {
+		if errors.Is(err, broker.ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	if st.Messages != nil && *st.Messages > 0 {
+		return notEmpty(*st.Messages)
+	}
+	return b.topoAMQP(ctx, op, func(ch *amqp.Channel) error {
+		_, err := ch.QueueDelete(q.Name, false, false, false)
+		return err
+	})
 }
 
 func (b *Broker) topoAMQP(ctx context.Context, op string, fn func(ch *amqp.Channel) error) error {
