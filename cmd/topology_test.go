@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/dlq-tools/dlq/broker"
@@ -17,6 +18,7 @@ import (
 // fakeTopoBroker is a RabbitMQ vhost in memory that records what is applied.
 // verify fails the test when an expected number of changes never came.
 type fakeTopoBroker struct {
+	mu      sync.Mutex
 	top     broker.RabbitTopology
 	applied []broker.RabbitChange
 	closed  bool
@@ -30,6 +32,8 @@ func (b *fakeTopoBroker) ReadRabbitTopology(ctx context.Context) (broker.RabbitT
 }
 
 func (b *fakeTopoBroker) ApplyRabbitChange(ctx context.Context, c broker.RabbitChange) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.applied = append(b.applied, c)
 	switch {
 	case c.Exchange != nil && c.Action == broker.Declare:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/dlq-tools/dlq/broker"
 )
@@ -71,36 +72,110 @@ func Apply(ctx context.Context, b broker.Broker, p *Plan, progress func(Change, 
 			}
 		}
 	}
-	for _, c := range p.Changes {
+	one := func(c Change) error {
+		switch {
+		case c.rabbit != nil:
+			return ra.ApplyRabbitChange(ctx, *c.rabbit)
+		case c.System == broker.SQS && c.Action == Remove:
+			_, err := sa.ApplySQSChange(ctx, broker.SQSChange{Action: broker.Delete, Name: c.Name})
+			return err
+		case c.sqs != nil:
+			return applySQSQueue(ctx, sa, c, arns)
+		}
+		return fmt.Errorf("%s `%s` has nothing to apply", c.Kind, c.Name)
+	}
+	fail := func(c Change, err error) error {
+		cc := c
+		res.Failed = &cc
+		if strings.Contains(err.Error(), "`"+c.Name+"`") {
+			return err
+		}
+		return fmt.Errorf("%s %s `%s`: %w", c.Action, c.Kind, c.Name, err)
+	}
+	if p.System != broker.RabbitMQ {
+		// SQS changes depend on each other (ARNs): one at a time, in order.
+		for _, c := range p.Changes {
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
+			err := one(c)
+			if progress != nil {
+				progress(c, err)
+			}
+			if err != nil {
+				return res, fail(c, err)
+			}
+			res.Applied = append(res.Applied, c)
+		}
+		return res, nil
+	}
+	// RabbitMQ: the objects of one phase (same kind and action) do not
+	// depend on each other; declare them a few at a time.
+	for start := 0; start < len(p.Changes); {
+		end := start + 1
+		for end < len(p.Changes) && p.Changes[end].Kind == p.Changes[start].Kind && p.Changes[end].Action == p.Changes[start].Action {
+			end++
+		}
+		phase := p.Changes[start:end]
+		errs := make([]error, len(phase))
+		var (
+			mu      sync.Mutex
+			wg      sync.WaitGroup
+			failed  bool
+			sem     = make(chan struct{}, applyConcurrency)
+			started = make([]bool, len(phase))
+		)
+		for i, c := range phase {
+			mu.Lock()
+			stop := failed
+			mu.Unlock()
+			if stop || ctx.Err() != nil {
+				break
+			}
+			sem <- struct{}{}
+			started[i] = true
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				err := one(c)
+				mu.Lock()
+				defer mu.Unlock()
+				errs[i] = err
+				if err != nil {
+					failed = true
+				}
+				if progress != nil {
+					progress(c, err)
+				}
+			}()
+		}
+		wg.Wait()
+		var firstErr error
+		for i, c := range phase {
+			switch {
+			case !started[i]:
+			case errs[i] != nil:
+				if firstErr == nil {
+					firstErr = fail(c, errs[i])
+				}
+			default:
+				res.Applied = append(res.Applied, c)
+			}
+		}
+		if firstErr != nil {
+			return res, firstErr
+		}
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		var err error
-		switch {
-		case c.rabbit != nil:
-			err = ra.ApplyRabbitChange(ctx, *c.rabbit)
-		case c.System == broker.SQS && c.Action == Remove:
-			_, err = sa.ApplySQSChange(ctx, broker.SQSChange{Action: broker.Delete, Name: c.Name})
-		case c.sqs != nil:
-			err = applySQSQueue(ctx, sa, c, arns)
-		default:
-			err = fmt.Errorf("%s `%s` has nothing to apply", c.Kind, c.Name)
-		}
-		if progress != nil {
-			progress(c, err)
-		}
-		if err != nil {
-			cc := c
-			res.Failed = &cc
-			if strings.Contains(err.Error(), "`"+c.Name+"`") {
-				return res, err
-			}
-			return res, fmt.Errorf("%s %s `%s`: %w", c.Action, c.Kind, c.Name, err)
-		}
-		res.Applied = append(res.Applied, c)
+		start = end
 	}
 	return res, nil
 }
+
+// applyConcurrency bounds the RabbitMQ declarations in flight at once.
+const applyConcurrency = 8
 
 func applySQSQueue(ctx context.Context, sa broker.SQSTopologyApplier, c Change, arns arnResolver) error {
 	q := c.sqs
