@@ -508,3 +508,17 @@ func TestNoSecretInDebugLog(t *testing.T) {
 	}
 	assertNoSecret(t, string(data))
 }
+
+// TestAcceptanceNoStrayStderr: when no AWS credentials exist and the SDK
+// falls through to the instance metadata service, the binary still prints
+// exactly one line: no SDK logger may write to the process's stderr.
+func TestAcceptanceNoStrayStderr(t *testing.T) {
+	env := brokertest.SQS(t)
+	clear := []string{"AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_SESSION_TOKEN=", "AWS_PROFILE=",
+		"AWS_SHARED_CREDENTIALS_FILE=/nonexistent", "AWS_CONFIG_FILE=/nonexistent", "AWS_REGION=us-east-1"}
+	stdout, stderr, code, _ := runBinary(t, clear, "queues", "--broker", "sqs://", "--endpoint-url", env.Endpoint, "--timeout", "5s")
+	if code != ExitDenied || stdout != "" {
+		t.Errorf("exit %d (want %d), stdout %q", code, ExitDenied, stdout)
+	}
+	assertOneLine(t, stderr)
+}
