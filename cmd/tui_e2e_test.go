@@ -159,7 +159,10 @@ func deadLetterSetup(t *testing.T) (ch *amqp.Channel, origin, dlq string) {
 		d, ok, err := ch.Get(origin, false)
 		must(err)
 		if !ok {
-			waitUntil(t, "messages to arrive in the origin queue", func() bool { q, _ := ch.QueueDeclarePassive(origin, true, false, false, false, amqp.Table{"x-dead-letter-exchange": dlx}); return q.Messages > 0 })
+			waitUntil(t, "messages to arrive in the origin queue", func() bool {
+				q, _ := ch.QueueDeclarePassive(origin, true, false, false, false, amqp.Table{"x-dead-letter-exchange": dlx})
+				return q.Messages > 0
+			})
 			continue
 		}
 		must(d.Reject(false))
