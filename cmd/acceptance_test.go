@@ -522,3 +522,42 @@ func TestAcceptanceNoStrayStderr(t *testing.T) {
 	}
 	assertOneLine(t, stderr)
 }
+
+// TestAcceptanceTimeout: a server that accepts connections and never
+// answers (a black-holed port) ends within --timeout with one line naming
+// the flag, for RabbitMQ and for SQS.
+func TestAcceptanceTimeout(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done); l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() { <-done; c.Close() }()
+		}
+	}()
+	addr := l.Addr().String()
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	for _, args := range [][]string{
+		{"--broker", "amqp://u:p@" + addr + "/"},
+		{"--broker", brokertest.RabbitMQ(t).AMQPURL, "--management-url", "http://" + addr}, // AMQP answers, the API does not
+		{"--broker", "sqs://us-east-1", "--endpoint-url", "http://" + addr},
+	} {
+		start := time.Now()
+		stdout, stderr, code := runDLQWith(t, runOpts{Timeout: 15 * time.Second}, append([]string{"queues", "--timeout", "1s"}, args...)...)
+		if code != ExitError || stdout != "" {
+			t.Errorf("%v: exit %d (want 1), stdout %q, stderr %q, after %v", args, code, stdout, stderr, time.Since(start))
+		}
+		assertOneLine(t, stderr)
+		if !strings.Contains(stderr, "--timeout") && !strings.Contains(stderr, "cannot reach") {
+			t.Errorf("%v: stderr %q names neither `--timeout` nor the unreachable host", args, stderr)
+		}
+	}
+}
