@@ -290,7 +290,10 @@ func (b *Broker) dial(ctx context.Context) (*amqp.Connection, error) {
 	defer cancel()
 	props := amqp.NewConnectionProperties()
 	props.SetClientConnectionName("dlq")
-	var nc net.Conn
+	var (
+		ncMu sync.Mutex
+		nc   net.Conn
+	)
 	cfg := amqp.Config{
 		Properties: props,
 		Heartbeat:  10 * time.Second,
@@ -304,7 +307,9 @@ func (b *Broker) dial(ctx context.Context) (*amqp.Connection, error) {
 			// Bound the TLS and AMQP handshakes; amqp091 clears the deadline
 			// once the connection is open.
 			_ = c.SetDeadline(deadline)
+			ncMu.Lock()
 			nc = c
+			ncMu.Unlock()
 			return c, nil
 		},
 	}
@@ -313,7 +318,9 @@ func (b *Broker) dial(ctx context.Context) (*amqp.Connection, error) {
 	}
 	// Close the socket when ctx is cancelled mid-handshake.
 	stop := context.AfterFunc(dctx, func() {
-		if nc != nil && dctx.Err() != nil && ctx.Err() != nil {
+		ncMu.Lock()
+		defer ncMu.Unlock()
+		if nc != nil && ctx.Err() != nil {
 			_ = nc.Close()
 		}
 	})
