@@ -1,17 +1,3 @@
-// Package rabbitmq is dlq's RabbitMQ adapter. It speaks AMQP 0-9-1 (through
-// amqp091-go) for messages and the management HTTP API (through net/http) for
-// queue statistics, policies and bindings, and translates both into the
-// neutral types and error values of package broker.
-//
-// One Broker holds one AMQP connection. Every operation that could fail with
-// a channel exception (a passive declare of a missing queue, a 406 on
-// inequivalent arguments) runs on a fresh channel of its own (withChannel),
-// so a 404 or 406 never kills the connection the rest of the command uses.
-// Subscriptions and publishers hold dedicated channels for their lifetime.
-//
-// No error, log line or String() of this package contains the password: URLs
-// are printed without it and errors of the URL parser (which quote the whole
-// URL) are never passed on.
 package rabbitmq
 
 import (

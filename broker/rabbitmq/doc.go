@@ -1,0 +1,85 @@
+// Package rabbitmq is dlq's RabbitMQ adapter. It speaks AMQP 0-9-1 (through
+// amqp091-go) for messages and the management HTTP API (through net/http) for
+// queue statistics, policies and bindings, and translates both into the
+// neutral types and error values of package broker.
+//
+// One Broker holds one AMQP connection. Every operation that could fail with
+// a channel exception (a passive declare of a missing queue, a 406 on
+// inequivalent arguments) runs on a fresh channel of its own (withChannel),
+// so a 404 or 406 never kills the connection the rest of the command uses.
+// Subscriptions and publishers hold dedicated channels for their lifetime.
+//
+// No error, log line or String() of this package contains the password: URLs
+// are printed without it and errors of the URL parser (which quote the whole
+// URL) are never passed on.
+//
+// # Peek safety
+//
+// A peek reads messages without taking them away. What is safe depends on
+// the queue kind, so Peek chooses per kind (PeekAuto) and refuses, with
+// ErrUnsafe and the safe alternative, what could harm a message.
+//
+// Classic queues — hold (the default). dlq sets basic.qos to the number of
+// messages it will read, consumes them without acknowledging, and then closes
+// the channel: the broker returns every held message to its original
+// position, so the order of the queue is unchanged (tested). The only trace is
+// the redelivered flag on those messages, which the report states ("20
+// messages now carry the redelivered flag"). The number held unacknowledged at
+// once is bounded by MaxUnacked (default 5000; a client holding hundreds of
+// thousands of unacked messages has taken brokers down): a Limit above it, or
+// reading all (Limit 0) of a deeper queue, is refused with ErrUnsafe naming
+// `--mode rotate`. Time to the first message does not depend on the depth.
+//
+// Quorum queues — rotate (the default). Every return of a quorum message
+// (nack with requeue, a closed channel, the management UI's "get messages")
+// raises its x-delivery-count and moves it to the BACK of the queue; with a
+// delivery limit (x-delivery-limit argument or delivery-limit policy) a few
+// peeks dead-letter it away. Rotation never returns a message: each message
+// is republished to the same queue (default exchange, routing key = the queue)
+// with all its properties and headers except x-delivery-count, with publisher
+// confirms, and the original is acknowledged only after its copy is
+// confirmed. Rotation stops after the number of messages the queue held when
+// it started, so the queue ends in its original order (messages published
+// meanwhile by others end up between them). A crash mid-way may leave a
+// message twice (copy confirmed, original not yet acked), never lose one.
+// What changes: redelivered flags and x-delivery-counts are reset, the
+// delivery's exchange and routing key become "" and the queue name (the
+// x-death record keeps where the message came from), and per-message TTLs
+// start again.
+//
+// Stopping early in rotate mode (a Limit below the depth, or visit returning
+// ErrStop) would leave the visited messages at the back. dlq keeps the order
+// instead: it visits Limit messages and rotates the rest of the snapshot
+// without visiting them. So that a peek of 20 messages does not silently turn
+// into rotating a million, a Limit that leaves more than RotateTailMax
+// messages to rotate unvisited is refused with ErrUnsafe unless Force is set;
+// with Force only the visited messages are rotated, and the report says that
+// they moved to the back. When the walk is cancelled (ctx), the messages
+// already taken are still republished and confirmed before their originals
+// are acked, and the report says the order changed.
+//
+// Hold and requeue on quorum queues: allowed when the queue has no delivery
+// limit; the report says what changed. Measured on RabbitMQ 3.10: both raise
+// x-delivery-count by one; messages returned by closing the channel (hold)
+// keep their place, messages returned by nack-requeue (requeue) move to the
+// back; other versions move both to the back.
+// With a delivery limit they are refused with ErrUnsafe unless Force; with
+// Force, a message whose x-delivery-count is not at least 2 below the limit
+// is rotated (republished and confirmed, then acked) instead of being
+// returned, so no peek ever pushes a message over its limit.
+//
+// Streams — read from an offset (Offset: first (default), last, next, an
+// offset number, an RFC 3339 time, or a duration such as 2h meaning that long
+// ago). Streams need basic.qos and reject basic.get (which closes the whole
+// connection), so dlq consumes with x-stream-offset and acknowledges as it
+// goes (on a stream an ack only grants credit). The walk ends at Limit or at
+// the end of the stream, computed from the stream's message count and first
+// offset, with an idle timeout as a fallback. Nothing changes.
+//
+// Classic queues can also be rotated (`--mode rotate`), which reads a queue of
+// any depth with a bounded window and keeps its order. Requeue mode holds like
+// hold mode and then returns the messages with explicit nack-requeue once the
+// consumer is cancelled (returning each at once would get it delivered again
+// immediately, on classic and quorum queues alike); its effects are those of
+// hold mode.
+package rabbitmq
