@@ -353,6 +353,15 @@ func (b *Broker) dialError(ctx context.Context, err error) error {
 				Msg: fmt.Sprintf("vhost `%s` refused: it does not exist or user `%s` may not use it; check the path of `--broker`", b.vhost, b.user)}
 		case ae.Code == amqp.NotAllowed:
 			return &broker.Error{Kind: broker.ErrAccessDenied, Op: op, Msg: reason}
+		case !ae.Server && strings.Contains(reason, "timeout"):
+			return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
+				Msg: fmt.Sprintf("no AMQP answer from %s within %s: is it a RabbitMQ AMQP port? check the port of `--broker`, or raise `--timeout`", b.host, b.timeout)}
+		case !ae.Server && (strings.Contains(reason, "EOF") || strings.Contains(reason, "reset")):
+			return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
+				Msg: fmt.Sprintf("%s closed the connection during the handshake: check the port of `--broker` (amqp:// 5672, amqps:// 5671)", b.host)}
+		case !ae.Server && ae.Code == amqp.FrameError:
+			return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
+				Msg: fmt.Sprintf("%s does not speak AMQP 0-9-1: check the host and port of `--broker`", b.host)}
 		}
 		return translateErr(op, err)
 	}
