@@ -126,7 +126,7 @@ func tuiRun(ctx context.Context, o *tuiOptions) error {
 		Editor:  editor,
 		Now:     f.Now,
 	}, logger)
-	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(f.IO.In), tea.WithOutput(f.IO.Out)}
+	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(f.IO.In), tea.WithOutput(f.IO.Out), tea.WithFPS(120)}
 	if !color {
 		opts = append(opts, tea.WithColorProfile(colorprofile.Ascii))
 	}
