@@ -44,6 +44,8 @@ type Model struct {
 	notice  *notice
 	help    help.Model
 	helpAll bool
+	// quitAfterJob quits once the cancelled action has settled.
+	quitAfterJob bool
 }
 
 type notice struct {
@@ -171,7 +173,7 @@ func (m Model) route(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m Model) handleKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	g := m.c.keys.global
 	if k.String() == "ctrl+c" && m.dialog == nil && m.screen != screenEdit {
-		return m, tea.Quit
+		return m.quit()
 	}
 	if m.notice != nil && key.Matches(k, g.Dismiss) {
 		m.notice = nil
@@ -181,7 +183,7 @@ func (m Model) handleKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		// Any key closes the full help; q still quits.
 		m.helpAll = false
 		if key.Matches(k, g.Quit) && k.String() != "ctrl+c" {
-			return m, tea.Quit
+			return m.quit()
 		}
 		return m, nil
 	}
@@ -202,7 +204,7 @@ func (m Model) handleKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.helpAll = true
 			return m, nil
 		case key.Matches(k, g.Quit):
-			return m, tea.Quit
+			return m.quit()
 		}
 	}
 	switch m.screen {
@@ -217,6 +219,29 @@ func (m Model) handleKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case screenStats:
 		return m.updateStatsKey(k)
 	}
+	return m, nil
+}
+
+// quit leaves the TUI. With an action running it asks first, cancels it,
+// and quits only after the action settled its in-flight messages.
+func (m Model) quit() (Model, tea.Cmd) {
+	if m.job == nil {
+		return m, tea.Quit
+	}
+	title := m.job.title
+	m.dialog = newConfirm("quit while "+title+"?", []string{
+		"the action is cancelled; messages in flight are settled before dlq exits.",
+	}, true, func(m Model) (Model, tea.Cmd) {
+		if m.job == nil {
+			return m, tea.Quit
+		}
+		m.quitAfterJob = true
+		if !m.job.cancelling {
+			m.job.cancelling = true
+			m.job.cancel()
+		}
+		return m, nil
+	})
 	return m, nil
 }
 

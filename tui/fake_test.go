@@ -325,6 +325,8 @@ func (h *harness) final() Model {
 	return fm.(probe).Model
 }
 
+func teatestFinalTimeout() teatest.FinalOpt { return teatest.WithFinalTimeout(5 * time.Second) }
+
 func keyMsg(k string) tea.KeyPressMsg {
 	switch k {
 	case "enter":

@@ -125,6 +125,9 @@ func (m Model) jobDone(msg jobDoneMsg) (tea.Model, tea.Cmd) {
 	default:
 		m.notice = &notice{text: text, isErr: res.Failed > 0}
 	}
+	if m.quitAfterJob {
+		return m, tea.Quit
+	}
 	var cmds []tea.Cmd
 	if j.after != nil && (err == nil || res.Done > 0) {
 		var cmd tea.Cmd

@@ -288,6 +288,23 @@ func TestRedriveCancel(t *testing.T) {
 	}
 }
 
+func TestQuitDuringActionCancelsAndWaits(t *testing.T) {
+	f := newFake()
+	f.block = true
+	h := start(t, f.backend(false), Options{Queue: "orders.dlq"})
+	h.waitFor("6 read")
+	h.key("R", "enter", "y")
+	h.waitFor("⟳ redriving 1 to origin")
+	h.key("q")
+	h.waitFor("quit while redriving 1 to origin?")
+	h.key("y")
+	h.tm.WaitFinished(t, teatestFinalTimeout())
+	m := h.tm.FinalModel(t).(probe).Model
+	if m.job != nil || !m.quitAfterJob {
+		t.Fatalf("quit before the action settled")
+	}
+}
+
 func TestDiscardArchivesFirst(t *testing.T) {
 	f := newFake()
 	f.expectCall("discard")
