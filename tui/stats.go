@@ -246,7 +246,7 @@ func (s *statsView) view(h, w int) []string {
 		g := s.groups[i]
 		fill, empty := bar(float64(g.count)/float64(top), barW)
 		share := fmt.Sprintf("%.1f%%", 100*float64(g.count)/float64(max(1, s.total)))
-		label := oneLine(g.key, labelW)
+		label := oneLine(g.key, 200)
 		if label == "" {
 			label = "(none)"
 		}
