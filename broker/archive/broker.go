@@ -160,15 +160,47 @@ type metaLine struct {
 	Body         *string       `json:"body"`
 	BodyEncoding string        `json:"body_encoding"`
 	Timestamp    time.Time     `json:"timestamp"`
-	Death        *struct {
-		Queue    string    `json:"queue"`
-		QueueARN string    `json:"queue_arn"`
-		First    time.Time `json:"first"`
-	} `json:"death"`
+	Death        *metaDeath    `json:"death"`
+}
+
+type metaDeath struct {
+	Queue    string    `json:"queue"`
+	QueueARN string    `json:"queue_arn"`
+	First    time.Time `json:"first"`
 }
 
 func (l *metaLine) version() *int { return l.DLQArchive }
-func (l *metaLine) reset()        { *l = metaLine{} }
+
+// nextMeta reads the next record's listing fields, through the fast decoder
+// when it can.
+func (r *Reader) nextMeta(l *metaLine, rec *record) error {
+	for {
+		raw, err := r.nextLine()
+		if err != nil {
+			return err
+		}
+		if r.header != nil {
+			*rec = record{}
+			if fastMeta(raw, rec) {
+				rec.normaliseTimes()
+				*l = metaLine{System: rec.System, Queue: rec.Queue, Body: rec.Body, BodyEncoding: rec.BodyEncoding, Timestamp: rec.Timestamp}
+				if d := rec.Death; d != nil {
+					l.Death = &metaDeath{Queue: d.Queue, QueueARN: d.QueueARN, First: d.First}
+				}
+				return nil
+			}
+		}
+		l.reset()
+		isHeader, err := r.decodeLine(raw, l)
+		if err != nil {
+			return err
+		}
+		if !isHeader {
+			return nil
+		}
+	}
+}
+func (l *metaLine) reset() { *l = metaLine{} }
 
 func (l *metaLine) size() int64 {
 	if l.Body == nil {
@@ -256,12 +288,15 @@ func (b *Broker) scan(ctx context.Context, key func(string) string) (map[string]
 	}
 	defer r.Close()
 	accs := map[string]*queueAcc{}
-	var l metaLine
+	var (
+		l   metaLine
+		rec record
+	)
 	for n := 0; ; n++ {
 		if n%4096 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if err := r.nextInto(&l); err != nil {
+		if err := r.nextMeta(&l, &rec); err != nil {
 			if errors.Is(err, io.EOF) {
 				break
 			}

@@ -114,8 +114,22 @@ func (r *Reader) Header() *Header { return r.header }
 // it.
 func (r *Reader) Next() (*broker.Message, error) {
 	var l line
-	if err := r.nextInto(&l); err != nil {
-		return nil, err
+	for {
+		raw, err := r.nextLine()
+		if err != nil {
+			return nil, err
+		}
+		if r.header != nil && fastRecord(raw, &l.record) {
+			break
+		}
+		l.reset()
+		isHeader, err := r.decodeLine(raw, &l)
+		if err != nil {
+			return nil, err
+		}
+		if !isHeader {
+			break
+		}
 	}
 	l.normaliseTimes()
 	m, err := fromRecord(&l.record)

@@ -1,0 +1,855 @@
+package archive
+
+import (
+	"encoding/base64"
+	"strconv"
+	"time"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+// fastRecord decodes a record line the way encoding/json would, several
+// times faster. It understands only lines as this package writes them:
+// known keys in lower case, each once, no nulls, valid UTF-8. On anything
+// else it returns false and the caller decodes the line with encoding/json,
+// so results and error messages never differ (FuzzFastRecord checks this).
+func fastRecord(b []byte, r *record) bool {
+	p := fastParser{b: b}
+	ok := p.record(r)
+	if !ok {
+		return false
+	}
+	p.ws()
+	return p.i == len(p.b)
+}
+
+type fastParser struct {
+	b []byte
+	i int
+	// meta skips (while checking the JSON) what queue listings do not need.
+	meta bool
+}
+
+// fastMeta is fastRecord for queue listings: headers, properties and
+// attributes are checked as JSON and skipped.
+func fastMeta(b []byte, r *record) bool {
+	p := fastParser{b: b, meta: true}
+	if !p.record(r) {
+		return false
+	}
+	p.ws()
+	return p.i == len(p.b)
+}
+
+// skip passes over one JSON value, checking its grammar as encoding/json
+// would (invalid UTF-8 inside strings is accepted, as encoding/json does).
+func (p *fastParser) skip(depth int) bool {
+	if depth > 10000 {
+		return false
+	}
+	switch p.peek() {
+	case '{':
+		return p.object(func([]byte) bool { return p.skip(depth + 1) })
+	case '[':
+		p.i++
+		if p.eat(']') {
+			return true
+		}
+		for {
+			if !p.skip(depth + 1) {
+				return false
+			}
+			if p.eat(',') {
+				continue
+			}
+			return p.eat(']')
+		}
+	case '"':
+		j := p.i + 1
+		for j < len(p.b) {
+			c := p.b[j]
+			switch {
+			case c == '"':
+				p.i = j + 1
+				return true
+			case c < 0x20:
+				return false
+			case c == '\\':
+				if j+1 >= len(p.b) {
+					return false
+				}
+				switch p.b[j+1] {
+				case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+					j += 2
+				case 'u':
+					if _, ok := hex4(p.b, j+2); !ok {
+						return false
+					}
+					j += 6
+				default:
+					return false
+				}
+			default:
+				j++
+			}
+		}
+		return false
+	case 't', 'f':
+		_, ok := p.boolean()
+		return ok
+	case 'n':
+		if len(p.b)-p.i >= 4 && string(p.b[p.i:p.i+4]) == "null" {
+			p.i += 4
+			return true
+		}
+		return false
+	}
+	_, ok := p.number()
+	return ok
+}
+
+func (p *fastParser) ws() {
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *fastParser) eat(c byte) bool {
+	p.ws()
+	if p.i < len(p.b) && p.b[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func (p *fastParser) peek() byte {
+	p.ws()
+	if p.i < len(p.b) {
+		return p.b[p.i]
+	}
+	return 0
+}
+
+// object calls field for each key of an object; field returns false to
+// give up.
+func (p *fastParser) object(field func(key []byte) bool) bool {
+	if !p.eat('{') {
+		return false
+	}
+	if p.eat('}') {
+		return true
+	}
+	for {
+		p.ws()
+		key, ok := p.rawString()
+		if !ok || !p.eat(':') {
+			return false
+		}
+		if !field(key) {
+			return false
+		}
+		if p.eat(',') {
+			continue
+		}
+		return p.eat('}')
+	}
+}
+
+// rawString returns the bytes of a string without escapes (keys), or fails.
+func (p *fastParser) rawString() ([]byte, bool) {
+	if p.i >= len(p.b) || p.b[p.i] != '"' {
+		return nil, false
+	}
+	start := p.i + 1
+	for j := start; j < len(p.b); j++ {
+		c := p.b[j]
+		switch {
+		case c == '"':
+			p.i = j + 1
+			return p.b[start:j], true
+		case c == '\\' || c < 0x20 || c >= 0x80:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// str decodes a JSON string.
+func (p *fastParser) str() (string, bool) {
+	p.ws()
+	if p.i >= len(p.b) || p.b[p.i] != '"' {
+		return "", false
+	}
+	start := p.i + 1
+	j := start
+	ascii := true
+	for ; j < len(p.b); j++ {
+		c := p.b[j]
+		if c == '"' {
+			s := p.b[start:j]
+			if !ascii && !utf8.Valid(s) {
+				return "", false
+			}
+			p.i = j + 1
+			return string(s), true
+		}
+		if c == '\\' {
+			break
+		}
+		if c < 0x20 {
+			return "", false
+		}
+		if c >= 0x80 {
+			ascii = false
+		}
+	}
+	// Slow lane: escapes.
+	out := make([]byte, 0, j-start+16)
+	out = append(out, p.b[start:j]...)
+	for j < len(p.b) {
+		c := p.b[j]
+		switch {
+		case c == '"':
+			if !utf8.Valid(out) {
+				return "", false
+			}
+			p.i = j + 1
+			return string(out), true
+		case c < 0x20:
+			return "", false
+		case c != '\\':
+			out = append(out, c)
+			j++
+			continue
+		}
+		if j+1 >= len(p.b) {
+			return "", false
+		}
+		e := p.b[j+1]
+		j += 2
+		switch e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r1, ok := hex4(p.b, j)
+			if !ok {
+				return "", false
+			}
+			j += 4
+			if utf16.IsSurrogate(r1) {
+				if j+6 > len(p.b) || p.b[j] != '\\' || p.b[j+1] != 'u' {
+					return "", false
+				}
+				r2, ok := hex4(p.b, j+2)
+				if !ok {
+					return "", false
+				}
+				r := utf16.DecodeRune(r1, r2)
+				if r == utf8.RuneError {
+					return "", false
+				}
+				r1 = r
+				j += 6
+			}
+			out = utf8.AppendRune(out, r1)
+		default:
+			return "", false
+		}
+	}
+	return "", false
+}
+
+func hex4(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// number returns the literal of a JSON number, checked against the grammar.
+func (p *fastParser) number() (string, bool) {
+	p.ws()
+	b, i := p.b, p.i
+	start := i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return "", false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		d := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return "", false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		d := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return "", false
+		}
+	}
+	p.i = i
+	return string(b[start:i]), true
+}
+
+func (p *fastParser) int64v() (int64, bool) {
+	s, ok := p.number()
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
+}
+
+func (p *fastParser) boolean() (bool, bool) {
+	p.ws()
+	switch {
+	case len(p.b)-p.i >= 4 && string(p.b[p.i:p.i+4]) == "true":
+		p.i += 4
+		return true, true
+	case len(p.b)-p.i >= 5 && string(p.b[p.i:p.i+5]) == "false":
+		p.i += 5
+		return false, true
+	}
+	return false, false
+}
+
+// timeValue decodes a time exactly as time.Time.UnmarshalJSON does.
+func (p *fastParser) timeValue() (time.Time, bool) {
+	p.ws()
+	start := p.i
+	if _, ok := p.str(); !ok {
+		return time.Time{}, false
+	}
+	var t time.Time
+	if err := t.UnmarshalJSON(p.b[start:p.i]); err != nil {
+		return time.Time{}, false
+	}
+	return t, true
+}
+
+func (p *fastParser) strings() ([]string, bool) {
+	if !p.eat('[') {
+		return nil, false
+	}
+	out := []string{}
+	if p.eat(']') {
+		return out, true
+	}
+	for {
+		s, ok := p.str()
+		if !ok {
+			return nil, false
+		}
+		out = append(out, s)
+		if p.eat(',') {
+			continue
+		}
+		return out, p.eat(']')
+	}
+}
+
+// seen guards against a key given twice (encoding/json keeps the last;
+// this decoder gives up instead). It holds the keys of one object.
+type seen struct {
+	keys [24][]byte
+	n    int
+}
+
+func once(s *seen, key []byte) bool {
+	for _, k := range s.keys[:s.n] {
+		if string(k) == string(key) {
+			return false
+		}
+	}
+	if s.n == len(s.keys) {
+		return false
+	}
+	s.keys[s.n] = key
+	s.n++
+	return true
+}
+
+func (p *fastParser) record(r *record) bool {
+	var s seen
+	return p.object(func(key []byte) bool {
+		if !once(&s, key) {
+			return false
+		}
+		var ok bool
+		switch string(key) {
+		case "id":
+			r.ID, ok = p.str()
+		case "system":
+			var v string
+			v, ok = p.str()
+			r.System = broker.System(v)
+		case "queue":
+			r.Queue, ok = p.str()
+		case "broker":
+			r.Broker, ok = p.str()
+		case "archived":
+			r.Archived, ok = p.timeValue()
+		case "body":
+			var v string
+			v, ok = p.str()
+			r.Body = &v
+		case "body_encoding":
+			r.BodyEncoding, ok = p.str()
+		case "headers":
+			if p.meta {
+				ok = p.skip(0)
+				break
+			}
+			r.Headers, ok = p.headers()
+		case "properties":
+			if p.meta {
+				ok = p.skip(0)
+				break
+			}
+			r.Properties = &properties{}
+			ok = p.properties(r.Properties)
+		case "attributes":
+			if p.meta {
+				ok = p.skip(0)
+				break
+			}
+			r.Attributes, ok = p.attributes()
+		case "system_attributes":
+			if p.meta {
+				ok = p.skip(0)
+				break
+			}
+			r.SystemAttributes = map[string]string{}
+			ok = p.object(func(k []byte) bool {
+				if _, dup := r.SystemAttributes[string(k)]; dup {
+					return false
+				}
+				v, ok := p.str()
+				r.SystemAttributes[string(k)] = v
+				return ok
+			})
+		case "exchange":
+			r.Exchange, ok = p.str()
+		case "routing_key":
+			r.RoutingKey, ok = p.str()
+		case "death":
+			r.Death = &death{}
+			ok = p.death(r.Death)
+		case "delivery_count":
+			r.DeliveryCount, ok = p.int64v()
+		case "redelivered":
+			r.Redelivered, ok = p.boolean()
+		case "timestamp":
+			r.Timestamp, ok = p.timeValue()
+		case "position":
+			r.Position, ok = p.str()
+		}
+		return ok
+	})
+}
+
+func (p *fastParser) uint8v() (uint8, bool) {
+	s, ok := p.number()
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 10, 8)
+	return uint8(n), err == nil
+}
+
+func (p *fastParser) properties(pr *properties) bool {
+	var s seen
+	return p.object(func(key []byte) bool {
+		if !once(&s, key) {
+			return false
+		}
+		var ok bool
+		switch string(key) {
+		case "content_type":
+			pr.ContentType, ok = p.str()
+		case "content_encoding":
+			pr.ContentEncoding, ok = p.str()
+		case "delivery_mode":
+			pr.DeliveryMode, ok = p.uint8v()
+		case "priority":
+			pr.Priority, ok = p.uint8v()
+		case "correlation_id":
+			pr.CorrelationID, ok = p.str()
+		case "reply_to":
+			pr.ReplyTo, ok = p.str()
+		case "expiration":
+			pr.Expiration, ok = p.str()
+		case "message_id":
+			pr.MessageID, ok = p.str()
+		case "timestamp":
+			pr.Timestamp, ok = p.timeValue()
+		case "type":
+			pr.Type, ok = p.str()
+		case "user_id":
+			pr.UserID, ok = p.str()
+		case "app_id":
+			pr.AppID, ok = p.str()
+		}
+		return ok
+	})
+}
+
+func (p *fastParser) attributes() (map[string]attribute, bool) {
+	out := map[string]attribute{}
+	ok := p.object(func(name []byte) bool {
+		if _, dup := out[string(name)]; dup {
+			return false
+		}
+		var a attribute
+		var s seen
+		ok := p.object(func(key []byte) bool {
+			if !once(&s, key) {
+				return false
+			}
+			var ok bool
+			switch string(key) {
+			case "data_type":
+				a.DataType, ok = p.str()
+			case "string_value":
+				var v string
+				v, ok = p.str()
+				a.StringValue = &v
+			case "binary_value":
+				var v string
+				if v, ok = p.str(); ok {
+					b := make([]byte, base64.StdEncoding.DecodedLen(len(v)))
+					n, err := base64.StdEncoding.Decode(b, []byte(v))
+					a.BinaryValue, ok = b[:n], err == nil
+				}
+			}
+			return ok
+		})
+		out[string(name)] = a
+		return ok
+	})
+	return out, ok
+}
+
+func (p *fastParser) deathEntry(e *deathEntry) bool {
+	var s seen
+	return p.object(func(key []byte) bool {
+		if !once(&s, key) {
+			return false
+		}
+		var ok bool
+		switch string(key) {
+		case "reason":
+			e.Reason, ok = p.str()
+		case "queue":
+			e.Queue, ok = p.str()
+		case "exchange":
+			e.Exchange, ok = p.str()
+		case "routing_keys":
+			e.RoutingKeys, ok = p.strings()
+		case "count":
+			e.Count, ok = p.int64v()
+		case "time":
+			e.Time, ok = p.timeValue()
+		}
+		return ok
+	})
+}
+
+func (p *fastParser) death(d *death) bool {
+	var s seen
+	return p.object(func(key []byte) bool {
+		if !once(&s, key) {
+			return false
+		}
+		var ok bool
+		switch string(key) {
+		case "reason":
+			d.Reason, ok = p.str()
+		case "queue":
+			d.Queue, ok = p.str()
+		case "queue_arn":
+			d.QueueARN, ok = p.str()
+		case "exchange":
+			d.Exchange, ok = p.str()
+		case "routing_keys":
+			d.RoutingKeys, ok = p.strings()
+		case "count":
+			d.Count, ok = p.int64v()
+		case "first":
+			d.First, ok = p.timeValue()
+		case "last":
+			d.Last, ok = p.timeValue()
+		case "first_reason":
+			d.FirstReason, ok = p.str()
+		case "first_queue":
+			d.FirstQueue, ok = p.str()
+		case "history":
+			if !p.eat('[') {
+				return false
+			}
+			d.History = []deathEntry{}
+			if p.eat(']') {
+				return true
+			}
+			for {
+				var e deathEntry
+				if !p.deathEntry(&e) {
+					return false
+				}
+				d.History = append(d.History, e)
+				if p.eat(',') {
+					continue
+				}
+				return p.eat(']')
+			}
+		}
+		return ok
+	})
+}
+
+func (p *fastParser) headers() (headerMap, bool) {
+	out := headerMap{}
+	ok := p.object(func(k []byte) bool {
+		if _, dup := out[string(k)]; dup {
+			return false
+		}
+		v, ok := p.typed(0)
+		out[string(k)] = typedValue{v}
+		return ok
+	})
+	return out, ok
+}
+
+// typed decodes {"type":T,"value":V} with "type" first, as this package
+// writes it.
+func (p *fastParser) typed(depth int) (any, bool) {
+	if depth > maxDepth || !p.eat('{') {
+		return nil, false
+	}
+	p.ws()
+	key, ok := p.rawString()
+	if !ok || string(key) != "type" || !p.eat(':') {
+		return nil, false
+	}
+	typ, ok := p.str()
+	if !ok {
+		return nil, false
+	}
+	if typ == typeVoid {
+		return nil, p.eat('}')
+	}
+	if !p.eat(',') {
+		return nil, false
+	}
+	p.ws()
+	key, ok = p.rawString()
+	if !ok || string(key) != "value" || !p.eat(':') {
+		return nil, false
+	}
+	v, ok := p.typedValue(typ, depth)
+	if !ok || !p.eat('}') {
+		return nil, false
+	}
+	return v, true
+}
+
+func (p *fastParser) typedValue(typ string, depth int) (any, bool) {
+	intOf := func(bits int) (int64, bool) {
+		s, ok := p.number()
+		if !ok {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(s, 10, bits)
+		return n, err == nil
+	}
+	uintOf := func(bits int) (uint64, bool) {
+		s, ok := p.number()
+		if !ok {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(s, 10, bits)
+		return n, err == nil
+	}
+	switch typ {
+	case typeBool:
+		return p.boolean()
+	case typeInt8:
+		n, ok := intOf(8)
+		return int8(n), ok
+	case typeInt16:
+		n, ok := intOf(16)
+		return int16(n), ok
+	case typeInt32:
+		n, ok := intOf(32)
+		return int32(n), ok
+	case typeInt64:
+		return intOf(64)
+	case typeUint8:
+		n, ok := uintOf(8)
+		return uint8(n), ok
+	case typeUint16:
+		n, ok := uintOf(16)
+		return uint16(n), ok
+	case typeUint32:
+		n, ok := uintOf(32)
+		return uint32(n), ok
+	case typeUint64:
+		return uintOf(64)
+	case typeFloat32, typeFloat64:
+		bits := 64
+		if typ == typeFloat32 {
+			bits = 32
+		}
+		var f float64
+		if p.peek() == '"' {
+			s, ok := p.str()
+			if !ok {
+				return nil, false
+			}
+			var err error
+			if f, err = specialFloat(s); err != nil {
+				return nil, false
+			}
+		} else {
+			s, ok := p.number()
+			if !ok {
+				return nil, false
+			}
+			var err error
+			if f, err = strconv.ParseFloat(s, bits); err != nil {
+				return nil, false
+			}
+		}
+		if bits == 32 {
+			return float32(f), true
+		}
+		return f, true
+	case typeDecimal:
+		var d broker.Decimal
+		var hasS, hasV bool
+		ok := p.object(func(key []byte) bool {
+			switch string(key) {
+			case "scale":
+				if hasS {
+					return false
+				}
+				n, ok := uintOf(8)
+				d.Scale, hasS = uint8(n), true
+				return ok
+			case "value":
+				if hasV {
+					return false
+				}
+				n, ok := intOf(32)
+				d.Value, hasV = int32(n), true
+				return ok
+			}
+			return false
+		})
+		return d, ok && hasS && hasV
+	case typeString:
+		return p.str()
+	case typeBytes:
+		s, ok := p.str()
+		if !ok {
+			return nil, false
+		}
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return nil, false
+		}
+		if b == nil {
+			b = []byte{}
+		}
+		return b, true
+	case typeTimestamp:
+		s, ok := p.str()
+		if !ok {
+			return nil, false
+		}
+		t, err := time.Parse(time.RFC3339Nano, s)
+		return t.UTC(), err == nil
+	case typeTable:
+		m := map[string]any{}
+		ok := p.object(func(k []byte) bool {
+			if _, dup := m[string(k)]; dup {
+				return false
+			}
+			v, ok := p.typed(depth + 1)
+			m[string(k)] = v
+			return ok
+		})
+		return m, ok
+	case typeArray:
+		if !p.eat('[') {
+			return nil, false
+		}
+		a := []any{}
+		if p.eat(']') {
+			return a, true
+		}
+		for {
+			v, ok := p.typed(depth + 1)
+			if !ok {
+				return nil, false
+			}
+			a = append(a, v)
+			if p.eat(',') {
+				continue
+			}
+			return a, p.eat(']')
+		}
+	}
+	return nil, false
+}
