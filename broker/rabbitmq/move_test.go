@@ -372,7 +372,8 @@ func TestFlowBlocked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	// Registered first, so it runs after the queue's own cleanup.
+	t.Cleanup(func() { b.Close() })
 	q := brokertest.Name(t, "flow")
 	declareQueue(t, b, q, nil)
 	var mu sync.Mutex
