@@ -304,7 +304,7 @@ func (h *harness) waitFor(want ...string) {
 			}
 		}
 		return true
-	}, teatest.WithDuration(5*time.Second), teatest.WithCheckInterval(5*time.Millisecond))
+	}, teatest.WithDuration(15*time.Second), teatest.WithCheckInterval(5*time.Millisecond))
 }
 
 func (h *harness) key(keys ...string) {
