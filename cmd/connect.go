@@ -239,6 +239,9 @@ func (f *Factory) openRef(ctx context.Context, s brokerSpec, ref string) (broker
 		}
 		return archive.Demo()
 	}
+	if _, _, ok := sqsQueueRef(ref); ok {
+		return nil, fmt.Errorf("%s is an SQS queue, not a broker: pass it as the queue argument, and `--broker sqs://REGION` if needed", RedactURL(ref))
+	}
 	return nil, fmt.Errorf("unknown broker %q: use amqp://, amqps://, sqs://, file://, demo: or a context name (`dlq contexts` lists them)", RedactURL(ref))
 }
 

@@ -242,6 +242,10 @@ func TestOpenQueue(t *testing.T) {
 		}
 		b.Close()
 	}
+	f.Options.Broker = "https://sqs.eu-west-1.amazonaws.com/1/q"
+	if _, err := f.OpenBroker(ctx); err == nil || !strings.Contains(err.Error(), "is an SQS queue, not a broker") {
+		t.Errorf("queue URL as --broker: %v", err)
+	}
 	f.Options.Broker = "demo:"
 	b, q, err := f.OpenQueue(ctx, "payments.dlq")
 	if err != nil || q != "payments.dlq" || b.String() != "demo:" {
