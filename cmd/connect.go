@@ -408,7 +408,7 @@ func (f *Factory) openDestination(ctx context.Context, ref string) (broker.Broke
 		if err != nil {
 			return nil, "", err
 		}
-		b, err := archive.Create(path, archive.WriterOptions{Generator: "dlq " + versionString()})
+		b, err := archive.Target(path, archive.WriterOptions{Generator: "dlq " + versionString()})
 		if err != nil {
 			return nil, "", err
 		}

@@ -35,7 +35,8 @@ type Broker struct {
 	opts  WriterOptions
 
 	mu      sync.Mutex
-	own     *Writer            // set by Create
+	own     *Writer            // set by Create, or by the first Publish of a Target
+	lazy    bool               // a Target whose file does not exist yet
 	writers map[string]*Writer // file destinations, by cleaned path
 }
 
@@ -81,6 +82,26 @@ func Create(path string, opts WriterOptions) (*Broker, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// Target is Create without touching the disk until the first Publish: the
+// file (and its header) is created only when a message is written, so a
+// dry run that opens a destination leaves nothing behind. The directory
+// must exist and the path must not be a directory.
+func Target(path string, opts WriterOptions) (*Broker, error) {
+	if path == "" {
+		return nil, errors.New("archive path is empty: use `file://PATH`")
+	}
+	if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
+		return nil, &broker.Error{Kind: broker.ErrNotFound, Op: "create archive " + path, Msg: "the directory does not exist: create it or choose another path"}
+	}
+	if st, err := os.Stat(path); err == nil {
+		if st.IsDir() {
+			return nil, fmt.Errorf("create archive %s: is a directory: name a .jsonl or .jsonl.gz file", path)
+		}
+		return Create(path, opts)
+	}
+	return &Broker{path: path, name: filepath.Base(path), opts: opts, lazy: true, writers: map[string]*Writer{}}, nil
 }
 
 // check reads the first record so that a file that is not an archive fails
@@ -141,6 +162,11 @@ func (b *Broker) Close() error {
 }
 
 func (b *Broker) reader() (*Reader, error) {
+	if b.lazy && b.own == nil {
+		if _, err := os.Stat(b.path); errors.Is(err, os.ErrNotExist) {
+			return NewReader(bytes.NewReader(nil), b.path)
+		}
+	}
 	if b.data != nil {
 		return NewReader(bytes.NewReader(b.data), "demo:")
 	}
@@ -507,6 +533,13 @@ func (b *Broker) Publish(ctx context.Context, msgs []broker.Outgoing) ([]error, 
 }
 
 func (b *Broker) writerFor(d broker.Destination) (*Writer, error) {
+	if b.lazy && b.own == nil {
+		w, err := NewWriter(b.path, b.opts)
+		if err != nil {
+			return nil, err
+		}
+		b.own = w
+	}
 	if d.Kind != broker.ToFile || d.Path == "" {
 		if b.own != nil {
 			return b.own, nil

@@ -318,3 +318,36 @@ func TestDemo(t *testing.T) {
 		t.Errorf("ladders %d, binary %d, without message-id %d, fifo %d", ladders, binary, noID, fifo)
 	}
 }
+
+func TestTargetCreatesNothingUntilPublish(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.jsonl")
+	b, err := Target(path, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if qs, err := b.Queues(context.Background()); err != nil || len(qs) != 0 {
+		t.Errorf("empty target: %v %v", qs, err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("target created the file without a publish: %v", err)
+	}
+	b, _ = Target(path, WriterOptions{})
+	errs, err := b.Publish(context.Background(), []broker.Outgoing{{Message: &broker.Message{ID: "1", Queue: "q"}, Dest: broker.Destination{Kind: broker.ToQueue, Queue: "q"}}})
+	if err != nil || errs[0] != nil {
+		t.Fatalf("publish: %v %v", errs, err)
+	}
+	b.Close()
+	o, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q, err := o.Queue(context.Background(), "q"); err != nil || q.Depth != 1 {
+		t.Errorf("after publish: %+v %v", q, err)
+	}
+	if _, err := Target(filepath.Join(path+".d", "x.jsonl"), WriterOptions{}); !errors.Is(err, broker.ErrNotFound) {
+		t.Errorf("missing directory: %v", err)
+	}
+}
