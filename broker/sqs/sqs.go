@@ -33,6 +33,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/dlq-tools/dlq/broker"
 )
@@ -117,7 +118,9 @@ func Open(ctx context.Context, cfg Config) (*Broker, error) {
 			t.TLSHandshakeTimeout = timeout
 			t.MaxIdleConnsPerHost = 64
 		})
-	opts := []func(*config.LoadOptions) error{config.WithHTTPClient(httpClient)}
+	// The SDK logs warnings (IMDS fallbacks, retries) to stderr by default;
+	// dlq reports failures itself, one line each, so the SDK stays quiet.
+	opts := []func(*config.LoadOptions) error{config.WithHTTPClient(httpClient), config.WithLogger(logging.Nop{})}
 	if cfg.Region != "" {
 		opts = append(opts, config.WithRegion(cfg.Region))
 	}
