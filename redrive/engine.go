@@ -73,6 +73,7 @@ type engine struct {
 	pub    broker.Publisher // nil in discard without archive
 	srcPub broker.Publisher // for rotation
 	subs   []broker.Subscription
+	slots  map[broker.Subscription]chan struct{}
 	park   parkMode
 	// holdMax is how many parked RabbitMQ classic messages are held
 	// unacknowledged and released together at the end (a classic queue
@@ -142,7 +143,7 @@ func newEngine(src broker.Broker, queue string, dst broker.Broker, opts Options,
 		return nil, errors.New("redrive: negative limit")
 	}
 	e := &engine{src: src, dst: dst, queue: queue, opts: opts, mode: mode, now: opts.Now,
-		origins: map[string]originResult{}, rotated: map[string]int{}, open: map[string]item{}}
+		origins: map[string]originResult{}, rotated: map[string]int{}, open: map[string]item{}, slots: map[broker.Subscription]chan struct{}{}}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	e.runID = hex.EncodeToString(b[:])
@@ -275,6 +276,11 @@ func (e *engine) run(ctx context.Context) (Summary, error) {
 			return e.sum, fmt.Errorf("consume `%s`: %w", e.queue, err)
 		}
 		e.subs = append(e.subs, sub)
+		// Never hold more deliveries of a subscription unsettled than its
+		// prefetch: a consumer that asks for more only stalls.
+		if co.Prefetch > 0 {
+			e.slots[sub] = make(chan struct{}, co.Prefetch)
+		}
 	}
 	if fw, ok := e.dst.(broker.FlowWatcher); ok && e.pub != nil {
 		fw.WatchFlow(e.onFlow)
@@ -300,9 +306,20 @@ func (e *engine) run(ctx context.Context) (Summary, error) {
 		readers.Add(1)
 		go func() {
 			defer readers.Done()
+			slots := e.slots[sub]
 			for {
+				if slots != nil {
+					select {
+					case slots <- struct{}{}:
+					case <-rctx.Done():
+						return
+					}
+				}
 				d, err := sub.Next(rctx)
 				if err != nil {
+					if slots != nil {
+						<-slots
+					}
 					if !errors.Is(err, io.EOF) && rctx.Err() == nil {
 						readErr <- fmt.Errorf("read `%s`: %w", e.queue, err)
 					}
@@ -742,7 +759,7 @@ func (e *engine) process(ctx context.Context, w window) {
 	}
 	toAck := append(confirmed, ackOnly...)
 	if len(toAck) > 0 {
-		if err := settle(wctx, toAck, true); err != nil {
+		if err := e.settle(wctx, toAck, true); err != nil {
 			// Published and confirmed, but still in the source: a re-run with
 			// --resume acknowledges them without publishing them again.
 			e.setFatal(fmt.Errorf("acknowledge in `%s`: %w", e.queue, err))
@@ -860,7 +877,7 @@ func (e *engine) rotate(ctx context.Context, items []item) {
 	}
 	e.mu.Unlock()
 	if len(ack) > 0 {
-		if aerr := settle(ctx, ack, true); aerr != nil {
+		if aerr := e.settle(ctx, ack, true); aerr != nil {
 			// The copy is in the queue and so is the original: a duplicate,
 			// never a loss.
 			e.setFatal(fmt.Errorf("acknowledge rotated messages in `%s`: %w", e.queue, aerr))
@@ -880,7 +897,7 @@ func (e *engine) release(ctx context.Context, items []item) {
 	if len(items) == 0 {
 		return
 	}
-	if err := settle(ctx, items, false); err == nil {
+	if err := e.settle(ctx, items, false); err == nil {
 		e.mu.Lock()
 		e.sum.Returned += int64(len(items))
 		for _, it := range items {
@@ -910,7 +927,7 @@ func (e *engine) finish(ctx context.Context, items []item) {
 	e.mu.Unlock()
 	for len(held) > 0 {
 		n := min(len(held), 100)
-		if err := settle(sctx, held[:n], false); err == nil {
+		if err := e.settle(sctx, held[:n], false); err == nil {
 			e.mu.Lock()
 			e.sum.Returned += int64(n)
 			e.mu.Unlock()
@@ -960,8 +977,19 @@ type taken struct {
 }
 
 // settle acknowledges (ack) or releases items, each on its own
-// subscription.
-func settle(ctx context.Context, items []item, ack bool) error {
+// subscription, and frees their prefetch slots.
+func (e *engine) settle(ctx context.Context, items []item, ack bool) error {
+	all := items
+	defer func() {
+		for _, it := range all {
+			if ch := e.slots[it.sub]; ch != nil {
+				select {
+				case <-ch:
+				default:
+				}
+			}
+		}
+	}()
 	var errs []error
 	for len(items) > 0 {
 		sub := items[0].sub

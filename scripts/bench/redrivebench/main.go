@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,13 +49,17 @@ func main() {
 	}
 }
 
+var userinfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)([^/@\s:]*):([^/@\s]*)@`)
+
 func runDLQ(bin string, args ...string) (time.Duration, error) {
 	start := time.Now()
 	c := exec.Command(bin, args...)
 	c.Env = append(os.Environ(), "XDG_STATE_HOME="+os.TempDir()+"/dlq-bench-state")
 	out, err := c.CombinedOutput()
 	if err != nil {
-		return 0, fmt.Errorf("dlq %s: %v\n%s", strings.Join(args, " "), err, out)
+		// Never print the broker password that the URL carries.
+		line := userinfo.ReplaceAllString(strings.Join(args, " ")+": "+err.Error()+"\n"+string(out), "${1}${2}:xxxxx@")
+		return 0, fmt.Errorf("dlq %s", line)
 	}
 	return time.Since(start), nil
 }
