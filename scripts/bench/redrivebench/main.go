@@ -56,6 +56,9 @@ func runDLQ(bin string, args ...string) (time.Duration, error) {
 	c := exec.Command(bin, args...)
 	c.Env = append(os.Environ(), "XDG_STATE_HOME="+os.TempDir()+"/dlq-bench-state")
 	out, err := c.CombinedOutput()
+	if os.Getenv("BENCH_VERBOSE") != "" {
+		os.Stderr.Write(out)
+	}
 	if err != nil {
 		// Never print the broker password that the URL carries.
 		line := userinfo.ReplaceAllString(strings.Join(args, " ")+": "+err.Error()+"\n"+string(out), "${1}${2}:xxxxx@")
@@ -295,7 +298,7 @@ func benchRabbit(ctx context.Context, bin string, n int, kind string) error {
 	if err := wait(src, int64(n)); err != nil {
 		return err
 	}
-	took, err := runDLQ(bin, "--broker", amqpURL, "--management-url", m.base, "redrive", src, "--to", "queue:"+dst, "--no-journal")
+	took, err := runDLQ(bin, "--broker", amqpURL, "--management-url", m.base, "redrive", src, "--to", "queue:"+dst, "--no-journal", "-o", "json")
 	if err != nil {
 		return err
 	}
