@@ -28,6 +28,8 @@ func fastRecord(b []byte, r *record) bool {
 type fastParser struct {
 	b []byte
 	i int
+	// scratch holds strings with escapes while they are decoded.
+	scratch []byte
 	// meta skips (while checking the JSON) what queue listings do not need.
 	meta bool
 }
@@ -69,6 +71,11 @@ func (p *fastParser) skip(depth int) bool {
 	case '"':
 		j := p.i + 1
 		for j < len(p.b) {
+			k, _ := stringStop(p.b[j:])
+			j += k
+			if j >= len(p.b) {
+				return false
+			}
 			c := p.b[j]
 			switch {
 			case c == '"':
@@ -76,23 +83,21 @@ func (p *fastParser) skip(depth int) bool {
 				return true
 			case c < 0x20:
 				return false
-			case c == '\\':
-				if j+1 >= len(p.b) {
+			}
+			// A backslash.
+			if j+1 >= len(p.b) {
+				return false
+			}
+			switch p.b[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j += 2
+			case 'u':
+				if _, ok := hex4(p.b, j+2); !ok {
 					return false
 				}
-				switch p.b[j+1] {
-				case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-					j += 2
-				case 'u':
-					if _, ok := hex4(p.b, j+2); !ok {
-						return false
-					}
-					j += 6
-				default:
-					return false
-				}
+				j += 6
 			default:
-				j++
+				return false
 			}
 		}
 		return false
@@ -188,50 +193,81 @@ func (p *fastParser) str() (string, bool) {
 	if p.i >= len(p.b) || p.b[p.i] != '"' {
 		return "", false
 	}
+	// Fast lane: no escapes, so the string is its bytes.
 	start := p.i + 1
-	j := start
-	ascii := true
-	for ; j < len(p.b); j++ {
-		c := p.b[j]
-		if c == '"' {
-			s := p.b[start:j]
-			if !ascii && !utf8.Valid(s) {
-				return "", false
-			}
-			p.i = j + 1
-			return string(s), true
-		}
-		if c == '\\' {
-			break
-		}
-		if c < 0x20 {
+	k, high := stringStop(p.b[start:])
+	end := start + k
+	if end < len(p.b) && p.b[end] == '"' {
+		s := p.b[start:end]
+		if high && !utf8.Valid(s) {
 			return "", false
 		}
-		if c >= 0x80 {
-			ascii = false
-		}
+		p.i = end + 1
+		return string(s), true
 	}
-	// Slow lane: escapes.
-	out := make([]byte, 0, j-start+16)
-	out = append(out, p.b[start:j]...)
-	for j < len(p.b) {
+	var out []byte
+	out, ok := p.appendStr(p.scratch[:0])
+	p.scratch = out[:0]
+	if !ok {
+		return "", false
+	}
+	return string(out), true
+}
+
+// text decodes a JSON string into a new byte slice of its own (never nil),
+// for bodies: one allocation, one copy.
+func (p *fastParser) text() ([]byte, bool) {
+	p.ws()
+	if p.i >= len(p.b) || p.b[p.i] != '"' {
+		return nil, false
+	}
+	start := p.i + 1
+	k, high := stringStop(p.b[start:])
+	end := start + k
+	if end < len(p.b) && p.b[end] == '"' {
+		s := p.b[start:end]
+		if high && !utf8.Valid(s) {
+			return nil, false
+		}
+		p.i = end + 1
+		return append(make([]byte, 0, len(s)), s...), true
+	}
+	// With escapes the text is shorter than the rest of the line.
+	out, ok := p.appendStr(make([]byte, 0, len(p.b)-start))
+	if !ok {
+		return nil, false
+	}
+	return out[:len(out):len(out)], true
+}
+
+// appendStr appends the decoded JSON string at p.i to out. It copies the
+// runs between escapes whole.
+func (p *fastParser) appendStr(out []byte) ([]byte, bool) {
+	from := len(out)
+	j := p.i + 1
+	high := false
+	for {
+		k, h := stringStop(p.b[j:])
+		high = high || h
+		out = append(out, p.b[j:j+k]...)
+		j += k
+		if j >= len(p.b) {
+			return out, false
+		}
 		c := p.b[j]
 		switch {
 		case c == '"':
-			if !utf8.Valid(out) {
-				return "", false
+			if high && !utf8.Valid(out[from:]) {
+				return out, false
 			}
 			p.i = j + 1
-			return string(out), true
+			return out, true
 		case c < 0x20:
-			return "", false
-		case c != '\\':
-			out = append(out, c)
-			j++
-			continue
+			return out, false
 		}
+		// A backslash.
 		if j+1 >= len(p.b) {
-			return "", false
+			return out, false
 		}
 		e := p.b[j+1]
 		j += 2
@@ -251,30 +287,29 @@ func (p *fastParser) str() (string, bool) {
 		case 'u':
 			r1, ok := hex4(p.b, j)
 			if !ok {
-				return "", false
+				return out, false
 			}
 			j += 4
 			if utf16.IsSurrogate(r1) {
 				if j+6 > len(p.b) || p.b[j] != '\\' || p.b[j+1] != 'u' {
-					return "", false
+					return out, false
 				}
 				r2, ok := hex4(p.b, j+2)
 				if !ok {
-					return "", false
+					return out, false
 				}
 				r := utf16.DecodeRune(r1, r2)
 				if r == utf8.RuneError {
-					return "", false
+					return out, false
 				}
 				r1 = r
 				j += 6
 			}
 			out = utf8.AppendRune(out, r1)
 		default:
-			return "", false
+			return out, false
 		}
 	}
-	return "", false
 }
 
 func hex4(b []byte, i int) (rune, bool) {
@@ -298,7 +333,8 @@ func hex4(b []byte, i int) (rune, bool) {
 }
 
 // number returns the literal of a JSON number, checked against the grammar.
-func (p *fastParser) number() (string, bool) {
+// The bytes are the line's own: convert them before the next call.
+func (p *fastParser) number() ([]byte, bool) {
 	p.ws()
 	b, i := p.b, p.i
 	start := i
@@ -313,7 +349,7 @@ func (p *fastParser) number() (string, bool) {
 			i++
 		}
 	default:
-		return "", false
+		return nil, false
 	}
 	if i < len(b) && b[i] == '.' {
 		i++
@@ -322,7 +358,7 @@ func (p *fastParser) number() (string, bool) {
 			i++
 		}
 		if i == d {
-			return "", false
+			return nil, false
 		}
 	}
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
@@ -335,11 +371,66 @@ func (p *fastParser) number() (string, bool) {
 			i++
 		}
 		if i == d {
-			return "", false
+			return nil, false
 		}
 	}
 	p.i = i
-	return string(b[start:i]), true
+	return b[start:i], true
+}
+
+// parseInt is strconv.ParseInt(string(s), 10, bits) without allocating for
+// the short plain integers archives hold.
+func parseInt(s []byte, bits int) (int64, bool) {
+	if len(s) > 0 && len(s) < 19 {
+		neg := s[0] == '-'
+		d := s
+		if neg {
+			d = s[1:]
+		}
+		var n int64
+		plain := len(d) > 0
+		for _, c := range d {
+			if c < '0' || c > '9' {
+				plain = false
+				break
+			}
+			n = n*10 + int64(c-'0')
+		}
+		if plain {
+			if neg {
+				n = -n
+			}
+			if bits < 64 && (n < -(1<<(bits-1)) || n >= 1<<(bits-1)) {
+				return 0, false
+			}
+			return n, true
+		}
+	}
+	n, err := strconv.ParseInt(string(s), 10, bits)
+	return n, err == nil
+}
+
+// parseUint is strconv.ParseUint(string(s), 10, bits), likewise.
+func parseUint(s []byte, bits int) (uint64, bool) {
+	if len(s) > 0 && len(s) < 20 && s[0] != '-' {
+		var n uint64
+		plain := true
+		for _, c := range s {
+			if c < '0' || c > '9' {
+				plain = false
+				break
+			}
+			n = n*10 + uint64(c-'0')
+		}
+		if plain {
+			if bits < 64 && n >= 1<<bits {
+				return 0, false
+			}
+			return n, true
+		}
+	}
+	n, err := strconv.ParseUint(string(s), 10, bits)
+	return n, err == nil
 }
 
 func (p *fastParser) int64v() (int64, bool) {
@@ -347,8 +438,7 @@ func (p *fastParser) int64v() (int64, bool) {
 	if !ok {
 		return 0, false
 	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	return n, err == nil
+	return parseInt(s, 64)
 }
 
 func (p *fastParser) boolean() (bool, bool) {
@@ -368,6 +458,19 @@ func (p *fastParser) boolean() (bool, bool) {
 func (p *fastParser) timeValue() (time.Time, bool) {
 	p.ws()
 	start := p.i
+	if start < len(p.b) && p.b[start] == '"' {
+		// Plain ASCII without escapes, as archives hold times: parse in
+		// place, allocating nothing.
+		k, high := stringStop(p.b[start+1:])
+		if end := start + 1 + k; !high && end < len(p.b) && p.b[end] == '"' {
+			var t time.Time
+			if err := t.UnmarshalJSON(p.b[start : end+1]); err != nil {
+				return time.Time{}, false
+			}
+			p.i = end + 1
+			return t, true
+		}
+	}
 	if _, ok := p.str(); !ok {
 		return time.Time{}, false
 	}
@@ -441,9 +544,7 @@ func (p *fastParser) record(r *record) bool {
 		case "archived":
 			r.Archived, ok = p.timeValue()
 		case "body":
-			var v string
-			v, ok = p.str()
-			r.Body = &v
+			r.text, ok = p.text()
 		case "body_encoding":
 			r.BodyEncoding, ok = p.str()
 		case "headers":
@@ -504,8 +605,8 @@ func (p *fastParser) uint8v() (uint8, bool) {
 	if !ok {
 		return 0, false
 	}
-	n, err := strconv.ParseUint(s, 10, 8)
-	return uint8(n), err == nil
+	n, ok := parseUint(s, 8)
+	return uint8(n), ok
 }
 
 func (p *fastParser) properties(pr *properties) bool {
@@ -682,11 +783,12 @@ func (p *fastParser) typed(depth int) (any, bool) {
 	if !ok || string(key) != "type" || !p.eat(':') {
 		return nil, false
 	}
-	typ, ok := p.str()
+	p.ws()
+	typ, ok := p.rawString()
 	if !ok {
 		return nil, false
 	}
-	if typ == typeVoid {
+	if string(typ) == typeVoid {
 		return nil, p.eat('}')
 	}
 	if !p.eat(',') {
@@ -704,24 +806,22 @@ func (p *fastParser) typed(depth int) (any, bool) {
 	return v, true
 }
 
-func (p *fastParser) typedValue(typ string, depth int) (any, bool) {
+func (p *fastParser) typedValue(typ []byte, depth int) (any, bool) {
 	intOf := func(bits int) (int64, bool) {
 		s, ok := p.number()
 		if !ok {
 			return 0, false
 		}
-		n, err := strconv.ParseInt(s, 10, bits)
-		return n, err == nil
+		return parseInt(s, bits)
 	}
 	uintOf := func(bits int) (uint64, bool) {
 		s, ok := p.number()
 		if !ok {
 			return 0, false
 		}
-		n, err := strconv.ParseUint(s, 10, bits)
-		return n, err == nil
+		return parseUint(s, bits)
 	}
-	switch typ {
+	switch string(typ) {
 	case typeBool:
 		return p.boolean()
 	case typeInt8:
@@ -748,7 +848,7 @@ func (p *fastParser) typedValue(typ string, depth int) (any, bool) {
 		return uintOf(64)
 	case typeFloat32, typeFloat64:
 		bits := 64
-		if typ == typeFloat32 {
+		if string(typ) == typeFloat32 {
 			bits = 32
 		}
 		var f float64
@@ -767,7 +867,7 @@ func (p *fastParser) typedValue(typ string, depth int) (any, bool) {
 				return nil, false
 			}
 			var err error
-			if f, err = strconv.ParseFloat(s, bits); err != nil {
+			if f, err = strconv.ParseFloat(string(s), bits); err != nil {
 				return nil, false
 			}
 		}
