@@ -187,6 +187,8 @@ type metaLine struct {
 	BodyEncoding string        `json:"body_encoding"`
 	Timestamp    time.Time     `json:"timestamp"`
 	Death        *metaDeath    `json:"death"`
+	// text is the body when the fast decoder read the line (Body is nil).
+	text []byte
 }
 
 type metaDeath struct {
@@ -209,7 +211,7 @@ func (r *Reader) nextMeta(l *metaLine, rec *record) error {
 			*rec = record{}
 			if fastMeta(raw, rec) {
 				rec.normaliseTimes()
-				*l = metaLine{System: rec.System, Queue: rec.Queue, Body: rec.Body, BodyEncoding: rec.BodyEncoding, Timestamp: rec.Timestamp}
+				*l = metaLine{System: rec.System, Queue: rec.Queue, text: rec.text, BodyEncoding: rec.BodyEncoding, Timestamp: rec.Timestamp}
 				if d := rec.Death; d != nil {
 					l.Death = &metaDeath{Queue: d.Queue, QueueARN: d.QueueARN, First: d.First}
 				}
@@ -229,13 +231,14 @@ func (r *Reader) nextMeta(l *metaLine, rec *record) error {
 func (l *metaLine) reset() { *l = metaLine{} }
 
 func (l *metaLine) size() int64 {
-	if l.Body == nil {
-		return 0
+	text := l.text
+	if l.Body != nil {
+		text = []byte(*l.Body)
 	}
 	if l.BodyEncoding == "base64" {
-		return int64(base64.StdEncoding.DecodedLen(len(*l.Body)) - strings.Count((*l.Body)[max(len(*l.Body)-2, 0):], "="))
+		return int64(base64.StdEncoding.DecodedLen(len(text)) - bytes.Count(text[max(len(text)-2, 0):], []byte("=")))
 	}
-	return int64(len(*l.Body))
+	return int64(len(text))
 }
 
 func (l *metaLine) born() time.Time {
@@ -388,26 +391,28 @@ func (b *Broker) Peek(ctx context.Context, queue string, opts broker.PeekOptions
 		return rep, err
 	}
 	defer r.Close()
-	found := b.all(queue)
+	pr := readParallel(r, b.prepare)
+	defer pr.Close()
+	all := b.all(queue)
+	found := all
 	for opts.Limit <= 0 || rep.Read < int64(opts.Limit) {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		m, err := r.Next()
+		m, line, err := pr.Next(ctx)
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			return rep, err
 		}
-		if !b.all(queue) && m.Queue != queue {
+		if !all && m.Queue != queue {
 			continue
 		}
 		found = true
-		if r.Line() < from {
+		if line < from {
 			continue
 		}
-		b.prepare(m, r.Line())
 		rep.Read++
 		if err := visit(m); err != nil {
 			if errors.Is(err, broker.ErrStop) {

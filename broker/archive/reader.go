@@ -26,6 +26,7 @@ var ErrTruncated = errors.New("archive truncated")
 // large the file: only the current line is held.
 type Reader struct {
 	name    string
+	src     io.Reader // what sc reads: the file's bytes, inflated
 	sc      *bufio.Scanner
 	closer  io.Closer
 	line    int
@@ -53,7 +54,7 @@ func NewReader(r io.Reader, name string) (*Reader, error) {
 	}
 	sc := bufio.NewScanner(src)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxLine)
-	return &Reader{name: name, sc: sc, closer: closer}, nil
+	return &Reader{name: name, src: src, sc: sc, closer: closer}, nil
 }
 
 // OpenReader opens the archive file at path for reading.
@@ -167,6 +168,20 @@ func (r *Reader) nextInto(v versioned) error {
 	}
 }
 
+// readError is the error that ends reading after line n: io.EOF at a clean
+// end (an empty file is an empty archive).
+func readError(name string, n int, err error) error {
+	switch {
+	case err == nil:
+		return io.EOF
+	case errors.Is(err, bufio.ErrTooLong):
+		return fmt.Errorf("archive %s line %d: longer than %d MiB: not a dlq archive, or corrupt", name, n+1, MaxLine>>20)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("archive %s: %w after line %d (a write was interrupted); the records before it are intact", name, ErrTruncated, n)
+	}
+	return fmt.Errorf("read archive %s after line %d: %w", name, n, err)
+}
+
 // nextLine returns the next non-blank line.
 func (r *Reader) nextLine() ([]byte, error) {
 	if r.lastErr != nil {
@@ -180,59 +195,69 @@ func (r *Reader) nextLine() ([]byte, error) {
 		}
 		return b, nil
 	}
-	err := r.sc.Err()
-	switch {
-	case err == nil:
-		// An empty file is an empty archive.
-		r.lastErr = io.EOF
-	case errors.Is(err, bufio.ErrTooLong):
-		r.lastErr = fmt.Errorf("archive %s line %d: longer than %d MiB: not a dlq archive, or corrupt", r.name, r.line+1, MaxLine>>20)
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		r.lastErr = fmt.Errorf("archive %s: %w after line %d (a write was interrupted); the records before it are intact", r.name, ErrTruncated, r.line)
-	default:
-		r.lastErr = fmt.Errorf("read archive %s after line %d: %w", r.name, r.line, err)
-	}
+	r.lastErr = readError(r.name, r.line, r.sc.Err())
 	return nil, r.lastErr
 }
 
 func (r *Reader) fail(err error) error {
-	r.lastErr = fmt.Errorf("archive %s line %d: %w", r.name, r.line, err)
+	r.lastErr = lineError(r.name, r.line, err)
 	return r.lastErr
 }
 
+func lineError(name string, line int, err error) error {
+	return fmt.Errorf("archive %s line %d: %w", name, line, err)
+}
+
 func (r *Reader) decodeLine(raw []byte, v versioned) (bool, error) {
+	h, err := decodeLine(r.name, r.line, raw, r.header == nil, r.atEnd, v)
+	if err != nil {
+		r.lastErr = err
+		return false, err
+	}
+	if h != nil {
+		r.header = h
+		return true, nil
+	}
+	return false, nil
+}
+
+// decodeLine decodes line n of an archive with encoding/json into v. first
+// says that no header has been read yet (the line must be one); atEnd
+// reports whether the line is the file's last, for telling a torn final
+// write from corruption. It returns the header when the line is one.
+func decodeLine(name string, n int, raw []byte, first bool, atEnd func() bool, v versioned) (*Header, error) {
+	fail := func(err error) error { return lineError(name, n, err) }
 	if raw[0] != '{' {
-		if r.header == nil {
-			return false, r.fail(errors.New("not a dlq archive: a JSON object with `dlq_archive` expected on the first line"))
+		if first {
+			return nil, fail(errors.New("not a dlq archive: a JSON object with `dlq_archive` expected on the first line"))
 		}
-		return false, r.fail(errors.New("not a JSON object"))
+		return nil, fail(errors.New("not a JSON object"))
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		if r.header == nil {
-			return false, r.fail(fmt.Errorf("not a dlq archive: %s", jsonError(err)))
+		if first {
+			return nil, fail(fmt.Errorf("not a dlq archive: %s", jsonError(err)))
 		}
 		var se *json.SyntaxError
-		if errors.As(err, &se) && se.Offset >= int64(len(raw)) && r.atEnd() {
-			return false, r.fail(fmt.Errorf("%w: the last record is incomplete (a write was interrupted); the records before it are intact", ErrTruncated))
+		if errors.As(err, &se) && se.Offset >= int64(len(raw)) && atEnd() {
+			return nil, fail(fmt.Errorf("%w: the last record is incomplete (a write was interrupted); the records before it are intact", ErrTruncated))
 		}
-		return false, r.fail(errors.New(jsonError(err)))
+		return nil, fail(errors.New(jsonError(err)))
 	}
 	if ver := v.version(); ver != nil {
 		if *ver > Version || *ver < 1 {
-			return false, r.fail(fmt.Errorf("archive format version %d is not one this dlq reads (1 to %d): upgrade dlq", *ver, Version))
+			return nil, fail(fmt.Errorf("archive format version %d is not one this dlq reads (1 to %d): upgrade dlq", *ver, Version))
 		}
 		var h Header
 		if err := json.Unmarshal(raw, &h); err != nil {
-			return false, r.fail(fmt.Errorf("header: %s", jsonError(err)))
+			return nil, fail(fmt.Errorf("header: %s", jsonError(err)))
 		}
 		h.Created = utc(h.Created)
-		r.header = &h
-		return true, nil
+		return &h, nil
 	}
-	if r.header == nil {
-		return false, r.fail(errors.New("not a dlq archive: the first line must be a header with `dlq_archive`"))
+	if first {
+		return nil, fail(errors.New("not a dlq archive: the first line must be a header with `dlq_archive`"))
 	}
-	return false, nil
+	return nil, nil
 }
 
 // atEnd reports whether the line just read was the last one, for telling a
