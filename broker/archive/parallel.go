@@ -26,9 +26,6 @@ import (
 const (
 	// batchSize is the usual size of a batch: some 150 messages of 1 KiB.
 	batchSize = 256 << 10
-	// keepBatch is the largest buffer a batch keeps for reuse; one grown
-	// for a longer line is dropped once consumed.
-	keepBatch = 4 * batchSize
 )
 
 // batch is a run of whole lines and, once decoded, their messages.
@@ -60,6 +57,9 @@ type parallelReader struct {
 	name    string
 	src     io.Reader
 	prepare func(m *broker.Message, line int)
+	// size is the usual batch size. A batch grown beyond four times that
+	// for a long line is dropped once consumed, not kept for reuse.
+	size int
 
 	free  chan *batch
 	order chan *batch
@@ -77,12 +77,17 @@ type parallelReader struct {
 // prepare, when set, runs on each message in a decoder with its line
 // number.
 func readParallel(r *Reader, prepare func(*broker.Message, int)) *parallelReader {
+	return readParallelSize(r, prepare, batchSize)
+}
+
+func readParallelSize(r *Reader, prepare func(*broker.Message, int), size int) *parallelReader {
 	workers := max(runtime.GOMAXPROCS(0), 1)
 	inFlight := 2*workers + 2
 	p := &parallelReader{
 		name:    r.name,
 		src:     r.src,
 		prepare: prepare,
+		size:    size,
 		free:    make(chan *batch, inFlight),
 		order:   make(chan *batch, inFlight),
 		work:    make(chan *batch, inFlight),
@@ -141,7 +146,7 @@ func (p *parallelReader) Next(ctx context.Context) (*broker.Message, int, error)
 
 func (p *parallelReader) recycle(b *batch) {
 	b.msgs, b.lines, b.err = b.msgs[:0], b.lines[:0], nil
-	if cap(b.buf) > keepBatch {
+	if cap(b.buf) > 4*p.size {
 		b.buf = nil
 	}
 	p.free <- b // never blocks: free holds every batch
@@ -176,8 +181,8 @@ func (p *parallelReader) read() {
 			return
 		}
 		buf := append(b.buf[:0], carry...)
-		if cap(buf) < batchSize {
-			buf = append(make([]byte, 0, batchSize), buf...)
+		if cap(buf) < p.size {
+			buf = append(make([]byte, 0, p.size), buf...)
 		}
 		b.first, b.eof, b.readErr, b.tooLong = false, false, nil, false
 		for {
