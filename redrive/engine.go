@@ -86,6 +86,7 @@ type engine struct {
 	total    int64
 	selected atomic.Int64
 	seq      atomic.Int64
+	pos      atomic.Int64
 
 	mu        sync.Mutex
 	sum       Summary
@@ -101,6 +102,16 @@ type engine struct {
 	lastMoved int64
 	lastTick  time.Time
 	done      atomic.Bool
+	// stopped are the FIFO groups in which a message stays in the source:
+	// no later message of the group (by pos) may move in this run.
+	stopped map[string]groupStop
+}
+
+// groupStop is where a FIFO group stopped, and whether a failure (rather
+// than a selection) stopped it.
+type groupStop struct {
+	pos    int64
+	failed bool
 }
 
 type originResult struct {
@@ -143,7 +154,8 @@ func newEngine(src broker.Broker, queue string, dst broker.Broker, opts Options,
 		return nil, errors.New("redrive: negative limit")
 	}
 	e := &engine{src: src, dst: dst, queue: queue, opts: opts, mode: mode, now: opts.Now,
-		origins: map[string]originResult{}, rotated: map[string]int{}, open: map[string]item{}, slots: map[broker.Subscription]chan struct{}{}}
+		origins: map[string]originResult{}, rotated: map[string]int{}, open: map[string]item{}, slots: map[broker.Subscription]chan struct{}{},
+		stopped: map[string]groupStop{}}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	e.runID = hex.EncodeToString(b[:])
@@ -212,6 +224,11 @@ type item struct {
 	reason string // why parked (counted already)
 	again  bool   // seen again after rotation: park without counting
 	ackNow bool   // confirmed by an interrupted run: ack without publishing
+	failed bool   // reason is a failure, not a skip
+	// pos is the delivery order within the run and group the SQS FIFO
+	// message group ("" outside FIFO), for keeping group order.
+	pos   int64
+	group string
 }
 
 // window is a batch of deliveries. prev is closed when the window before
@@ -468,6 +485,7 @@ func (e *engine) batch(ctx, rctx context.Context, deliveries <-chan taken, work 
 			}
 			it := e.decide(ctx, t.d)
 			it.sub = t.sub
+			e.order(&it)
 			e.track(it, true)
 			if it.again {
 				// A message this run rotated came round again: every message
@@ -551,12 +569,75 @@ func (e *engine) decide(ctx context.Context, d *broker.Delivery) item {
 	out, dest, reason, err := e.prepare(ctx, m)
 	if reason != "" {
 		e.countFail(reason, m.ID, err)
-		it.reason = reason
+		it.reason, it.failed = reason, true
 		return it
 	}
 	e.selected.Add(1)
 	it.out, it.dest = out, dest
 	return it
+}
+
+// order numbers a decided item and, on SQS FIFO, keeps its group's order:
+// a message that stays in the source stops its group, and a later message
+// of a stopped group stays too (SQS itself delivers no more of a group
+// while one of its messages is held, so this only concerns messages that
+// came in the same receive).
+func (e *engine) order(it *item) {
+	it.pos = e.pos.Add(1)
+	if !e.fifo && (it.out == nil || it.out.GroupID == "") {
+		return
+	}
+	it.group = it.d.Message.SystemAttributes["MessageGroupId"]
+	if it.group == "" && it.out != nil {
+		it.group = it.out.GroupID
+	}
+	if it.group == "" || it.ackNow {
+		return
+	}
+	if it.out == nil {
+		if !it.again {
+			e.stopGroup(it.group, it.pos, it.failed)
+		}
+		return
+	}
+	if st, ok := e.stoppedBefore(it.group, it.pos); ok {
+		e.holdForGroup(it, st)
+	}
+}
+
+// stopGroup records that the message at pos of group stays in the source.
+func (e *engine) stopGroup(group string, pos int64, failed bool) {
+	e.mu.Lock()
+	if st, ok := e.stopped[group]; !ok || pos < st.pos {
+		e.stopped[group] = groupStop{pos: pos, failed: failed}
+	}
+	e.mu.Unlock()
+}
+
+// stoppedBefore reports whether group stopped at a message before pos.
+func (e *engine) stoppedBefore(group string, pos int64) (groupStop, bool) {
+	if group == "" {
+		return groupStop{}, false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st, ok := e.stopped[group]
+	return st, ok && st.pos < pos
+}
+
+// holdForGroup leaves a selected message in the source because an earlier
+// message of its FIFO group stays there.
+func (e *engine) holdForGroup(it *item, st groupStop) {
+	it.out, it.dest = nil, ""
+	it.reason, it.failed = ReasonGroupHeld, st.failed
+	e.selected.Add(-1)
+	e.mu.Lock()
+	if st.failed {
+		e.sum.fail(ReasonGroupHeld, 1)
+	} else {
+		e.sum.skip(ReasonGroupHeld)
+	}
+	e.mu.Unlock()
 }
 
 // selectReason returns why m is not selected, or "".
@@ -606,6 +687,9 @@ func (e *engine) prepare(ctx context.Context, m *broker.Message) (*broker.Outgoi
 		dsys = e.dst.System()
 	}
 	if err := e.shape(nm, m, dsys); err != nil {
+		if errors.Is(err, errAttributeLimit) {
+			return nil, "", ReasonAttributeLimit, err
+		}
 		return nil, "", ReasonRejected, err
 	}
 	out := &broker.Outgoing{Message: nm, Dest: dest}
@@ -700,6 +784,12 @@ func (e *engine) process(ctx context.Context, w window) {
 		case it.ackNow:
 			ackOnly = append(ackOnly, it)
 		case it.out != nil:
+			// A failure in an earlier window may have stopped its group.
+			if st, ok := e.stoppedBefore(it.group, it.pos); ok {
+				e.holdForGroup(&it, st)
+				park = append(park, it)
+				continue
+			}
 			outs = append(outs, *it.out)
 			pubItems = append(pubItems, it)
 		default:
@@ -729,7 +819,10 @@ func (e *engine) process(ctx context.Context, w window) {
 			e.sum.fail(ReasonPublishError, int64(len(pubItems)))
 			e.mu.Unlock()
 			for _, it := range pubItems {
-				it.reason = ReasonPublishError
+				it.reason, it.failed = ReasonPublishError, true
+				if it.group != "" {
+					e.stopGroup(it.group, it.pos, true)
+				}
 				park = append(park, it)
 			}
 		} else {
@@ -739,6 +832,13 @@ func (e *engine) process(ctx context.Context, w window) {
 					perr = errs[i]
 				}
 				if perr == nil {
+					if st, ok := e.stoppedBefore(it.group, it.pos); ok && st.failed {
+						// The destination took it although an earlier
+						// message of its group failed: it is there now
+						// (acknowledging it avoids a duplicate), but the
+						// group's order is not.
+						e.notice(fmt.Sprintf("message %s of FIFO group %q reached the destination after an earlier message of its group failed: that group's order is broken there", it.id, it.group))
+					}
 					confirmed = append(confirmed, it)
 					continue
 				}
@@ -746,8 +846,15 @@ func (e *engine) process(ctx context.Context, w window) {
 				if errors.Is(perr, broker.ErrUnroutable) {
 					reason = ReasonUnroutable
 				}
+				if _, ok := e.stoppedBefore(it.group, it.pos); ok {
+					// Not sent because an earlier message of its group failed.
+					reason = ReasonGroupHeld
+				}
 				e.countFail(reason, it.id, perr)
-				it.reason = reason
+				it.reason, it.failed = reason, true
+				if it.group != "" {
+					e.stopGroup(it.group, it.pos, true)
+				}
 				park = append(park, it)
 			}
 		}

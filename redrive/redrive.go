@@ -120,6 +120,13 @@ const (
 	ReasonPublishError     = "publish-error"
 	ReasonNotSettled       = "not-settled" // published, but the source refused the ack
 	ReasonAlreadyMoved     = "already-moved"
+	// ReasonGroupHeld: an earlier message of the same SQS FIFO group stays
+	// in the source, so this one stays too (group order is kept).
+	ReasonGroupHeld = "group-held"
+	// ReasonAttributeLimit: the SQS message would need more than the 10
+	// message attributes SQS allows (its own, --set-header, the transform's
+	// and x-dlq-redrive).
+	ReasonAttributeLimit = "attribute-limit"
 )
 
 // Summary is what a run did. Counts are messages, not publishes.

@@ -3,6 +3,7 @@ package redrive
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -64,19 +65,27 @@ func (e *engine) shape(nm, orig *broker.Message, dsys broker.System) error {
 		now := e.now().UTC().Truncate(time.Second)
 		if toSQS {
 			_, had := nm.Attributes[RedriveHeader]
-			if !asAttr || had || len(nm.Attributes) < maxSQSAttributes {
-				b, _ := json.Marshal(map[string]any{"count": count, "time": now.Format(time.RFC3339), "source": e.opts.SourceName})
-				set(RedriveHeader, string(b))
+			if asAttr && !had && len(nm.Attributes) >= maxSQSAttributes {
+				// Never dropped silently: the message is refused and
+				// counted, and the user chooses what gives way.
+				return fmt.Errorf("%w: the message has %d message attributes and the %s record needs one more (SQS allows %d): drop one with `--transform 'del(.attributes.NAME)'`, or pass `--no-redrive-header`",
+					errAttributeLimit, len(nm.Attributes), RedriveHeader, maxSQSAttributes)
 			}
+			b, _ := json.Marshal(map[string]any{"count": count, "time": now.Format(time.RFC3339), "source": e.opts.SourceName})
+			set(RedriveHeader, string(b))
 		} else {
 			set(RedriveHeader, map[string]any{"count": count, "time": now, "source": e.opts.SourceName})
 		}
 	}
 	if asAttr && len(nm.Attributes) > maxSQSAttributes {
-		return fmt.Errorf("%d message attributes: SQS allows %d (drop some with `--transform 'del(.attributes.NAME)'`)", len(nm.Attributes), maxSQSAttributes)
+		return fmt.Errorf("%w: %d message attributes, SQS allows %d: drop some with `--transform 'del(.attributes.NAME)'`", errAttributeLimit, len(nm.Attributes), maxSQSAttributes)
 	}
 	return nil
 }
+
+// errAttributeLimit marks a message refused for having more SQS message
+// attributes than SQS allows.
+var errAttributeLimit = errors.New("too many message attributes")
 
 // previousRedrives reads the count of an earlier x-dlq-redrive record.
 func previousRedrives(m *broker.Message) int64 {
