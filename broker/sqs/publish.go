@@ -87,9 +87,7 @@ func (b *Broker) Publish(ctx context.Context, msgs []broker.Outgoing) ([]error, 
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				for _, bt := range batches {
-					b.sendBatch(ctx, q, bt, errs)
-				}
+				b.sendFIFO(ctx, q, msgs, d.idx, batches, errs)
 			}()
 			continue
 		}
@@ -123,6 +121,53 @@ func (b *Broker) Publish(ctx context.Context, msgs []broker.Outgoing) ([]error, 
 type pending struct {
 	idx int
 	out outgoing
+}
+
+// sendFIFO sends the batches of a FIFO queue one after another and keeps
+// each message group's order: once a message of a group is not accepted
+// (it could not be converted, SQS refused it, or its call failed), no later
+// message of that group in msgs is sent; each gets an error saying why, so
+// that it stays in its source behind the one that failed.
+func (b *Broker) sendFIFO(ctx context.Context, q queueInfo, msgs []broker.Outgoing, idx []int, batches [][]pending, errs []error) {
+	first := map[string]int{} // group → index of its first failure
+	fail := func(g string, i int) {
+		if f, ok := first[g]; !ok || i < f {
+			first[g] = i
+		}
+	}
+	for _, i := range idx {
+		if errs[i] != nil {
+			fail(groupOf(msgs[i]), i)
+		}
+	}
+	for _, bt := range batches {
+		send := bt[:0:0]
+		for _, p := range bt {
+			g := groupOf(msgs[p.idx])
+			if f, ok := first[g]; ok && f < p.idx {
+				errs[p.idx] = fmt.Errorf("publish to queue `%s`: not sent, to keep the order of message group %q: an earlier message of the group was not accepted", q.name, g)
+				continue
+			}
+			send = append(send, p)
+		}
+		if len(send) == 0 {
+			continue
+		}
+		b.sendBatch(ctx, q, send, errs)
+		for _, p := range send {
+			if errs[p.idx] != nil {
+				fail(groupOf(msgs[p.idx]), p.idx)
+			}
+		}
+	}
+}
+
+// groupOf is the message group a FIFO publish uses (see toEntry).
+func groupOf(o broker.Outgoing) string {
+	if o.GroupID != "" || o.Message == nil {
+		return o.GroupID
+	}
+	return o.Message.SystemAttributes[sysGroupID]
 }
 
 // batch converts the messages at idx and cuts them into batches of at most
@@ -170,10 +215,16 @@ func (b *Broker) sendBatch(ctx context.Context, q queueInfo, batch []pending, er
 			}
 			return
 		}
+		// On a FIFO queue a failed entry is retried only when no later
+		// entry of its group was accepted: sent again, it would land behind
+		// that one. lastOK is one past the last accepted index per group.
+		lastOK := map[string]int{}
 		for _, s := range out.Successful {
 			if p, ok := byID[aws.ToString(s.Id)]; ok {
 				errs[p.idx] = nil
 				delete(byID, aws.ToString(s.Id))
+				g := aws.ToString(p.out.entry.MessageGroupId)
+				lastOK[g] = max(lastOK[g], p.idx+1)
 			}
 		}
 		var retry []pending
@@ -184,7 +235,7 @@ func (b *Broker) sendBatch(ctx context.Context, q queueInfo, batch []pending, er
 			}
 			delete(byID, aws.ToString(f.Id))
 			errs[p.idx] = entryErr(q.name, f)
-			if !f.SenderFault {
+			if !f.SenderFault && (!q.fifo || lastOK[aws.ToString(p.out.entry.MessageGroupId)] <= p.idx) {
 				retry = append(retry, p)
 			}
 		}
