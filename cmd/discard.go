@@ -43,6 +43,11 @@ func (a *archiveFlags) open(ctx context.Context, f *Factory) (broker.Broker, bro
 	if err != nil {
 		return nil, nil, broker.Destination{}, err
 	}
+	if b == nil {
+		// Not a file: validate refuses that, so this is a reference that
+		// only looked like one.
+		return nil, nil, broker.Destination{}, flagErrorf("`--archive-to %s` is not an archive: use file://PATH.jsonl or file://PATH.jsonl.gz", a.ArchiveTo)
+	}
 	p, ok := b.(broker.Publisher)
 	if !ok {
 		b.Close()

@@ -63,7 +63,10 @@ Fidelity
   dead-letter the message again at once; --keep-death-headers keeps it. An
   x-dlq-redrive header (a table on RabbitMQ; a String attribute holding
   {"count","time","source"} as JSON on SQS) records how often, when and
-  from where the message was redriven. A --transform result that cannot be
+  from where the message was redriven (--no-redrive-header leaves it out).
+  SQS allows 10 message attributes: a message that would need an 11th for
+  the record (or for --set-header) is refused and counted as
+  attribute-limit, never moved without it silently. A --transform result that cannot be
   mapped back faithfully is refused for that message (invalid-transform),
   which stays in the source; nothing half-made is ever published.
   RabbitMQ → SQS: headers and properties become message attributes as
@@ -74,8 +77,12 @@ Fidelity
 
 SQS FIFO
   MessageGroupId is kept and windows go one at a time in receive order, so
-  a group's order is kept. Each redriven message gets a NEW deduplication
-  id: re-sending the original id within 5 minutes would be silently dropped
+  a group's order is kept. A group stops at its first message that stays
+  in the source (left out by a selection, refused, or not accepted by the
+  destination): no later message of that group moves in this run (counted
+  as group-held), and nothing of the group is sent after a message of it
+  that failed. Each redriven message gets a NEW deduplication id:
+  re-sending the original id within 5 minutes would be silently dropped
   by SQS.
 
 Rate and flow control

@@ -79,6 +79,7 @@ type redriveOptions struct {
 	Transform        string
 	SetHeaders       []string
 	KeepDeathHeaders bool
+	NoRedriveHeader  bool
 	DryRun           bool
 	Rate             float64
 	Ramp             time.Duration
@@ -154,6 +155,7 @@ moved: unroutable, refused); 4 read-only.`,
 	fl.StringVar(&opts.Transform, "transform", "", "jq expression rewriting each message document (body, headers, properties, attributes)")
 	fl.StringArrayVar(&opts.SetHeaders, "set-header", nil, "set a header (SQS: attribute) KEY=VALUE on every moved message; repeatable")
 	fl.BoolVar(&opts.KeepDeathHeaders, "keep-death-headers", false, "keep x-death, x-first-death-*, x-last-death-*, x-delivery-count")
+	fl.BoolVar(&opts.NoRedriveHeader, "no-redrive-header", false, "do not add the x-dlq-redrive header (SQS: attribute) recording the redrive")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "change nothing: show counts per destination, skips and diffs")
 	fl.Var((*rateValue)(&opts.Rate), "rate", "at most N messages per second (N or N/s; 0: unlimited)")
 	fl.DurationVar(&opts.Ramp, "ramp", 0, "raise the rate from a tenth of --rate to --rate over this long")
@@ -234,8 +236,8 @@ func (o *redriveOptions) validate() error {
 		if o.Rate > redrive.MaxServerSideRate {
 			return flagErrorf("`--rate` %g is too high for `--server-side`: the broker accepts at most %d messages per second", o.Rate, redrive.MaxServerSideRate)
 		}
-		if o.Ramp > 0 || o.Concurrency > 0 || o.Window > 0 || o.KeepDeathHeaders {
-			return flagErrorf("`--ramp`, `--concurrency`, `--window` and `--keep-death-headers` do not apply to `--server-side`: the broker moves messages as they are")
+		if o.Ramp > 0 || o.Concurrency > 0 || o.Window > 0 || o.KeepDeathHeaders || o.NoRedriveHeader {
+			return flagErrorf("`--ramp`, `--concurrency`, `--window`, `--keep-death-headers` and `--no-redrive-header` do not apply to `--server-side`: the broker moves messages as they are")
 		}
 		var ro redrive.Options
 		o.libOptions(&ro)
@@ -303,6 +305,7 @@ func (o *redriveOptions) libOptions(ro *redrive.Options) {
 	}
 	ro.SetHeaders = o.headers
 	ro.KeepDeathHeaders = o.KeepDeathHeaders
+	ro.NoRedriveHeader = o.NoRedriveHeader
 	ro.DryRun = o.DryRun
 	ro.Rate, ro.Ramp = o.Rate, o.Ramp
 	ro.Concurrency, ro.Window = o.Concurrency, o.Window
@@ -332,6 +335,9 @@ func (o *redriveOptions) plan() map[string]string {
 	if o.KeepDeathHeaders {
 		p["keep-death-headers"] = "true"
 	}
+	if o.NoRedriveHeader {
+		p["no-redrive-header"] = "true"
+	}
 	return p
 }
 
@@ -358,6 +364,7 @@ func (o *redriveOptions) adoptPlan(p map[string]string) error {
 		set("transform", func(v string) error { o.Transform = v; return nil }),
 		set("set-header", func(v string) error { o.SetHeaders = strings.Split(v, "\x1f"); return nil }),
 		set("keep-death-headers", func(v string) error { o.KeepDeathHeaders = v == "true"; return nil }),
+		set("no-redrive-header", func(v string) error { o.NoRedriveHeader = v == "true"; return nil }),
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
