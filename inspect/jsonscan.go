@@ -7,7 +7,9 @@ package inspect
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 )
@@ -40,7 +42,7 @@ func scanString(b []byte, i int) (int, bool) {
 			i += 2
 		default:
 			// Fast-forward to the next quote or backslash.
-			j := bytes.IndexAny(b[i:], "\"\\")
+			j := quoteOrBackslash(b[i:])
 			if j < 0 {
 				return -1, esc
 			}
@@ -48,6 +50,27 @@ func scanString(b []byte, i int) (int, bool) {
 		}
 	}
 	return -1, esc
+}
+
+// quoteOrBackslash is bytes.IndexAny(b, `"\`), eight bytes at a time.
+func quoteOrBackslash(b []byte) int {
+	const lsb, msb = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		q, s := w^(lsb*'"'), w^(lsb*'\\')
+		// A byte is flagged when it is zero after an XOR; the lowest flag
+		// is exact (borrows only carry upwards from a real match).
+		if m := ((q-lsb)&^q | (s-lsb)&^s) & msb; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for ; i < len(b); i++ {
+		if b[i] == '"' || b[i] == '\\' {
+			return i
+		}
+	}
+	return -1
 }
 
 // skipValue returns the index just past the JSON value starting at b[i], or
