@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -104,6 +105,15 @@ type Subscription struct {
 
 	mu        sync.Mutex
 	unsettled map[uint64]bool
+	// lastTag is the highest delivery tag handed out.
+	lastTag uint64
+	// acks are acknowledged by the caller and not yet sent: they go out as
+	// one basic.ack with multiple set once every lower delivery is settled.
+	// A quorum queue turns each basic.ack into a command of its own and, on
+	// RabbitMQ 3.10, keeps commands beyond 32 in flight in the channel
+	// until earlier ones are applied; closing the channel then drops them,
+	// and their messages, already moved, go back to the queue.
+	acks []uint64
 	// held are settlements made by the caller but not yet sent, because
 	// sending them while the consumer is active could let the broker push
 	// deliveries beyond the bound. ack true = ack, false = nack-requeue.
@@ -137,6 +147,14 @@ func (s *Subscription) Next(ctx context.Context) (*broker.Delivery, error) {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("consume queue `%s`: all %d deliveries of the prefetch window are unsettled: ack or release some before asking for more", s.queue, n)
 	}
+	// Acks waiting for a lower delivery still fill the broker's prefetch
+	// window: send them now rather than take the silence for an empty queue.
+	if int64(len(s.unsettled)+len(s.acks)) >= s.w.prefetch {
+		if err := s.sendAcksLocked(true); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+	}
 	s.mu.Unlock()
 
 	d, err := s.receive(ctx, s.idle)
@@ -167,6 +185,7 @@ func (s *Subscription) Next(ctx context.Context) (*broker.Delivery, error) {
 	s.w.received++
 	s.handed++
 	s.unsettled[d.DeliveryTag] = true
+	s.lastTag = max(s.lastTag, d.DeliveryTag)
 	return &broker.Delivery{Message: fromDelivery(s.queue, d), Receipt: broker.Receipt{Tag: d.DeliveryTag}}, nil
 }
 
@@ -215,17 +234,45 @@ func (s *Subscription) finishLocked() error {
 func (s *Subscription) flushLocked() error {
 	for len(s.held) > 0 {
 		h := s.held[0]
-		var err error
 		if h.ack {
-			err = s.ch.Ack(h.tag, false)
-		} else {
-			err = s.ch.Nack(h.tag, false, true)
-		}
-		if err != nil {
+			s.acks = append(s.acks, h.tag)
+		} else if err := s.ch.Nack(h.tag, false, true); err != nil {
 			return translateErr("settle deliveries of `"+s.queue+"`", err)
 		}
 		s.held = s.held[1:]
 		s.w.settled++
+	}
+	return s.sendAcksLocked(false)
+}
+
+// sendAcksLocked sends the waiting acks that no unsettled delivery precedes
+// as one basic.ack with multiple set (it covers exactly them: every lower
+// tag is settled already, and deliveries not yet handed out have higher
+// tags). With all, the acks that must still wait are sent one by one.
+func (s *Subscription) sendAcksLocked(all bool) error {
+	if len(s.acks) == 0 {
+		return nil
+	}
+	low := s.lastTag + 1
+	for t := range s.unsettled {
+		low = min(low, t)
+	}
+	for _, h := range s.held {
+		low = min(low, h.tag)
+	}
+	slices.Sort(s.acks)
+	n, _ := slices.BinarySearch(s.acks, low)
+	if n > 0 {
+		if err := s.ch.Ack(s.acks[n-1], true); err != nil {
+			return translateErr("ack deliveries of `"+s.queue+"`", err)
+		}
+		s.acks = s.acks[n:]
+	}
+	for all && len(s.acks) > 0 {
+		if err := s.ch.Ack(s.acks[0], false); err != nil {
+			return translateErr("ack deliveries of `"+s.queue+"`", err)
+		}
+		s.acks = s.acks[1:]
 	}
 	return nil
 }
@@ -250,13 +297,9 @@ func (s *Subscription) settle(receipts []broker.Receipt, ack bool) error {
 	for _, r := range receipts {
 		delete(s.unsettled, r.Tag)
 		if len(s.held) == 0 && s.w.canSettle(1) {
-			var err error
 			if ack {
-				err = s.ch.Ack(r.Tag, false)
-			} else {
-				err = s.ch.Nack(r.Tag, false, true)
-			}
-			if err != nil {
+				s.acks = append(s.acks, r.Tag)
+			} else if err := s.ch.Nack(r.Tag, false, true); err != nil {
 				return translateErr(what+" deliveries of `"+s.queue+"`", err)
 			}
 			s.w.settled++
@@ -264,7 +307,7 @@ func (s *Subscription) settle(receipts []broker.Receipt, ack bool) error {
 		}
 		s.held = append(s.held, heldSettle{tag: r.Tag, ack: ack})
 	}
-	return nil
+	return s.sendAcksLocked(false)
 }
 
 // Ack removes the messages from the queue. Call it only after their copies
@@ -290,6 +333,9 @@ func (s *Subscription) Close() error {
 	var err error
 	if s.ch != nil {
 		err = s.finishLocked()
+		if err == nil {
+			err = s.sendAcksLocked(true)
+		}
 		if cerr := s.ch.Close(); cerr != nil && !errors.Is(cerr, amqp.ErrClosed) && err == nil {
 			err = translateErr("close subscription to `"+s.queue+"`", cerr)
 		}
