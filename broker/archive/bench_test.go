@@ -121,3 +121,29 @@ func BenchmarkWriter(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPeek visits every message of a 100,000-message archive, given
+// away (Peek) and lent (PeekReused, as `dlq stats` reads).
+func BenchmarkPeek(b *testing.B) {
+	const n = 100_000
+	path := benchArchive(b, "a.jsonl", n)
+	a, err := Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		peek func(context.Context, string, broker.PeekOptions, func(*broker.Message) error) (broker.PeekReport, error)
+	}{{"given", a.Peek}, {"lent", a.PeekReused}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				rep, err := bc.peek(context.Background(), "", broker.PeekOptions{}, func(*broker.Message) error { return nil })
+				if err != nil || rep.Read != n {
+					b.Fatalf("read %d, err %v", rep.Read, err)
+				}
+			}
+			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "msgs/s")
+		})
+	}
+}

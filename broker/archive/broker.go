@@ -381,6 +381,20 @@ func (b *Broker) finish(a *queueAcc) broker.Queue {
 // number ("120" or "line 120") to start from; Position of each message is
 // its recorded position, or "line N" when it has none.
 func (b *Broker) Peek(ctx context.Context, queue string, opts broker.PeekOptions, visit func(*broker.Message) error) (broker.PeekReport, error) {
+	return b.peek(ctx, queue, opts, visit, false)
+}
+
+// PeekReused is Peek for visitors that keep nothing of a message once visit
+// returns: not the message, nor its Body, Headers, Attributes,
+// SystemAttributes, Death or what they hold (its strings may be kept; they
+// are never reused). Each message's memory is reused for a later one, so
+// reading allocates little more than the strings and memory stays flat
+// however large the file. Aggregations such as `dlq stats` read this way.
+func (b *Broker) PeekReused(ctx context.Context, queue string, opts broker.PeekOptions, visit func(*broker.Message) error) (broker.PeekReport, error) {
+	return b.peek(ctx, queue, opts, visit, true)
+}
+
+func (b *Broker) peek(ctx context.Context, queue string, opts broker.PeekOptions, visit func(*broker.Message) error, lending bool) (broker.PeekReport, error) {
 	rep := broker.PeekReport{Mode: broker.PeekStream}
 	from, err := parseOffset(opts.Offset)
 	if err != nil {
@@ -391,7 +405,7 @@ func (b *Broker) Peek(ctx context.Context, queue string, opts broker.PeekOptions
 		return rep, err
 	}
 	defer r.Close()
-	pr := readParallel(r, b.prepare)
+	pr := readParallel(r, b.prepare, lending)
 	defer pr.Close()
 	all := b.all(queue)
 	found := all

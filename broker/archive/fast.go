@@ -30,8 +30,25 @@ type fastParser struct {
 	i int
 	// scratch holds strings with escapes while they are decoded.
 	scratch []byte
+	// lend, when set, is memory reused from line to line (lent messages).
+	lend *lend
+	// id is the record's ID once decoded.
+	id string
 	// meta skips (while checking the JSON) what queue listings do not need.
 	meta bool
+}
+
+// fastRecordLent is fastRecord for lent messages: the record's maps,
+// structs and body live in l and are overwritten by the next line decoded
+// with it.
+func fastRecordLent(b []byte, r *record, l *lend) bool {
+	l.reset()
+	p := fastParser{b: b, lend: l}
+	if !p.record(r) {
+		return false
+	}
+	p.ws()
+	return p.i == len(p.b)
 }
 
 // fastMeta is fastRecord for queue listings: headers, properties and
@@ -203,7 +220,7 @@ func (p *fastParser) str() (string, bool) {
 			return "", false
 		}
 		p.i = end + 1
-		return string(s), true
+		return p.string(s), true
 	}
 	var out []byte
 	out, ok := p.appendStr(p.scratch[:0])
@@ -211,7 +228,40 @@ func (p *fastParser) str() (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return string(out), true
+	return p.string(out), true
+}
+
+// string makes b a string: an interned one when lending (queue names,
+// reasons and header names repeat from message to message).
+func (p *fastParser) string(b []byte) string {
+	if p.lend != nil && p.lend.intern != nil {
+		return p.lend.intern.get(b)
+	}
+	return string(b)
+}
+
+// sameAs decodes a string that is often prev (a message ID equal to the
+// record's ID): prev itself then, without allocating.
+func (p *fastParser) sameAs(prev string) (string, bool) {
+	p.ws()
+	if prev != "" && p.i < len(p.b) && p.b[p.i] == '"' {
+		start := p.i + 1
+		k, _ := stringStop(p.b[start:])
+		if end := start + k; end < len(p.b) && p.b[end] == '"' && string(p.b[start:end]) == prev {
+			p.i = end + 1
+			return prev, true
+		}
+	}
+	return p.unique()
+}
+
+// unique decodes a string that is seldom repeated (IDs): never interned.
+func (p *fastParser) unique() (string, bool) {
+	l := p.lend
+	p.lend = nil
+	s, ok := p.str()
+	p.lend = l
+	return s, ok
 }
 
 // text decodes a JSON string into a new byte slice of its own (never nil),
@@ -230,7 +280,19 @@ func (p *fastParser) text() ([]byte, bool) {
 			return nil, false
 		}
 		p.i = end + 1
+		if l := p.lend; l != nil {
+			return l.bytes(s), true
+		}
 		return append(make([]byte, 0, len(s)), s...), true
+	}
+	if l := p.lend; l != nil {
+		from := len(l.arena)
+		out, ok := p.appendStr(l.arena)
+		if !ok {
+			return nil, false
+		}
+		l.arena = out
+		return out[from:len(out):len(out)], true
 	}
 	// With escapes the text is shorter than the rest of the line.
 	out, ok := p.appendStr(make([]byte, 0, len(p.b)-start))
@@ -485,6 +547,28 @@ func (p *fastParser) strings() ([]string, bool) {
 	if !p.eat('[') {
 		return nil, false
 	}
+	if l := p.lend; l != nil {
+		// Appended to the slot's shared list; the result keeps its own
+		// length and capacity.
+		from := len(l.strs)
+		if !p.eat(']') {
+			for {
+				s, ok := p.str()
+				if !ok {
+					return nil, false
+				}
+				l.strs = append(l.strs, s)
+				if p.eat(',') {
+					continue
+				}
+				if !p.eat(']') {
+					return nil, false
+				}
+				break
+			}
+		}
+		return l.strs[from:len(l.strs):len(l.strs)], true
+	}
 	out := []string{}
 	if p.eat(']') {
 		return out, true
@@ -532,7 +616,8 @@ func (p *fastParser) record(r *record) bool {
 		var ok bool
 		switch string(key) {
 		case "id":
-			r.ID, ok = p.str()
+			r.ID, ok = p.unique()
+			p.id = r.ID
 		case "system":
 			var v string
 			v, ok = p.str()
@@ -558,7 +643,12 @@ func (p *fastParser) record(r *record) bool {
 				ok = p.skip(0)
 				break
 			}
-			r.Properties = &properties{}
+			if l := p.lend; l != nil {
+				l.props = properties{}
+				r.Properties = &l.props
+			} else {
+				r.Properties = &properties{}
+			}
 			ok = p.properties(r.Properties)
 		case "attributes":
 			if p.meta {
@@ -571,7 +661,11 @@ func (p *fastParser) record(r *record) bool {
 				ok = p.skip(0)
 				break
 			}
-			r.SystemAttributes = map[string]string{}
+			if l := p.lend; l != nil {
+				r.SystemAttributes = l.sysAttrs
+			} else {
+				r.SystemAttributes = map[string]string{}
+			}
 			ok = p.object(func(k []byte) bool {
 				if _, dup := r.SystemAttributes[string(k)]; dup {
 					return false
@@ -585,7 +679,12 @@ func (p *fastParser) record(r *record) bool {
 		case "routing_key":
 			r.RoutingKey, ok = p.str()
 		case "death":
-			r.Death = &death{}
+			if l := p.lend; l != nil {
+				l.death = death{}
+				r.Death = &l.death
+			} else {
+				r.Death = &death{}
+			}
 			ok = p.death(r.Death)
 		case "delivery_count":
 			r.DeliveryCount, ok = p.int64v()
@@ -594,7 +693,7 @@ func (p *fastParser) record(r *record) bool {
 		case "timestamp":
 			r.Timestamp, ok = p.timeValue()
 		case "position":
-			r.Position, ok = p.str()
+			r.Position, ok = p.unique()
 		}
 		return ok
 	})
@@ -626,13 +725,13 @@ func (p *fastParser) properties(pr *properties) bool {
 		case "priority":
 			pr.Priority, ok = p.uint8v()
 		case "correlation_id":
-			pr.CorrelationID, ok = p.str()
+			pr.CorrelationID, ok = p.unique()
 		case "reply_to":
 			pr.ReplyTo, ok = p.str()
 		case "expiration":
 			pr.Expiration, ok = p.str()
 		case "message_id":
-			pr.MessageID, ok = p.str()
+			pr.MessageID, ok = p.sameAs(p.id)
 		case "timestamp":
 			pr.Timestamp, ok = p.timeValue()
 		case "type":
@@ -647,7 +746,12 @@ func (p *fastParser) properties(pr *properties) bool {
 }
 
 func (p *fastParser) attributes() (map[string]attribute, bool) {
-	out := map[string]attribute{}
+	var out map[string]attribute
+	if l := p.lend; l != nil {
+		out = l.attrs
+	} else {
+		out = map[string]attribute{}
+	}
 	ok := p.object(func(name []byte) bool {
 		if _, dup := out[string(name)]; dup {
 			return false
@@ -739,7 +843,11 @@ func (p *fastParser) death(d *death) bool {
 			if !p.eat('[') {
 				return false
 			}
-			d.History = []deathEntry{}
+			if l := p.lend; l != nil {
+				d.History = l.history
+			} else {
+				d.History = []deathEntry{}
+			}
 			if p.eat(']') {
 				return true
 			}
@@ -760,7 +868,12 @@ func (p *fastParser) death(d *death) bool {
 }
 
 func (p *fastParser) headers() (headerMap, bool) {
-	out := headerMap{}
+	var out headerMap
+	if l := p.lend; l != nil {
+		out = l.headers
+	} else {
+		out = headerMap{}
+	}
 	ok := p.object(func(k []byte) bool {
 		if _, dup := out[string(k)]; dup {
 			return false
@@ -899,6 +1012,15 @@ func (p *fastParser) typedValue(typ []byte, depth int) (any, bool) {
 		})
 		return d, ok && hasS && hasV
 	case typeString:
+		if l := p.lend; l != nil && l.intern != nil && p.peek() == '"' {
+			// Plain strings come boxed from the intern table.
+			start := p.i + 1
+			k, high := stringStop(p.b[start:])
+			if end := start + k; !high && end < len(p.b) && p.b[end] == '"' {
+				p.i = end + 1
+				return l.intern.boxed(p.b[start:end]), true
+			}
+		}
 		return p.str()
 	case typeBytes:
 		s, ok := p.str()

@@ -49,6 +49,9 @@ type batch struct {
 	lines []int
 	err   error
 	done  chan struct{}
+	// lends hold the batch's messages when they are lent, reused from
+	// one batch to the next.
+	lends []*lend
 }
 
 // parallelReader hands out the messages of an archive in file order,
@@ -60,6 +63,9 @@ type parallelReader struct {
 	// size is the usual batch size. A batch grown beyond four times that
 	// for a long line is dropped once consumed, not kept for reuse.
 	size int
+	// lending says messages live in their batch's memory and are valid
+	// only until the consumer asks for the batch after theirs.
+	lending bool
 
 	free  chan *batch
 	order chan *batch
@@ -76,11 +82,11 @@ type parallelReader struct {
 // readParallel starts reading r, which must not have been read yet.
 // prepare, when set, runs on each message in a decoder with its line
 // number.
-func readParallel(r *Reader, prepare func(*broker.Message, int)) *parallelReader {
-	return readParallelSize(r, prepare, batchSize)
+func readParallel(r *Reader, prepare func(*broker.Message, int), lending bool) *parallelReader {
+	return readParallelSize(r, prepare, lending, batchSize)
 }
 
-func readParallelSize(r *Reader, prepare func(*broker.Message, int), size int) *parallelReader {
+func readParallelSize(r *Reader, prepare func(*broker.Message, int), lending bool, size int) *parallelReader {
 	workers := max(runtime.GOMAXPROCS(0), 1)
 	inFlight := 2*workers + 2
 	p := &parallelReader{
@@ -88,6 +94,7 @@ func readParallelSize(r *Reader, prepare func(*broker.Message, int), size int) *
 		src:     r.src,
 		prepare: prepare,
 		size:    size,
+		lending: lending,
 		free:    make(chan *batch, inFlight),
 		order:   make(chan *batch, inFlight),
 		work:    make(chan *batch, inFlight),
@@ -238,13 +245,17 @@ func (p *parallelReader) read() {
 // decode decodes batches until there are no more.
 func (p *parallelReader) decode() {
 	defer p.wg.Done()
+	var in *interner
+	if p.lending {
+		in = newInterner()
+	}
 	for {
 		select {
 		case b, ok := <-p.work:
 			if !ok {
 				return
 			}
-			p.decodeBatch(b)
+			p.decodeBatch(b, in)
 			b.done <- struct{}{}
 		case <-p.quit:
 			return
@@ -252,7 +263,7 @@ func (p *parallelReader) decode() {
 	}
 }
 
-func (p *parallelReader) decodeBatch(b *batch) {
+func (p *parallelReader) decodeBatch(b *batch, in *interner) {
 	buf, n := b.buf, b.line
 	first := b.first
 	for len(buf) > 0 {
@@ -270,7 +281,15 @@ func (p *parallelReader) decodeBatch(b *batch) {
 		// The line is the input's last when nothing at all follows it, as
 		// bufio.Scanner (and so Reader) sees it.
 		last := b.eof && len(rest) == 0 && (b.readErr == nil || errors.Is(b.readErr, io.ErrUnexpectedEOF)) && !b.tooLong
-		m, err := p.decodeLine(raw, n, first, last)
+		var l *lend
+		if p.lending {
+			if len(b.msgs) == len(b.lends) {
+				b.lends = append(b.lends, &lend{})
+			}
+			l = b.lends[len(b.msgs)]
+			l.intern = in
+		}
+		m, err := p.decodeLine(raw, n, first, last, l)
 		first = false
 		if err != nil {
 			b.err = err
@@ -289,22 +308,39 @@ func (p *parallelReader) decodeBatch(b *batch) {
 	}
 }
 
-// decodeLine decodes line n as Reader.Next does: nil for a header.
-func (p *parallelReader) decodeLine(raw []byte, n int, first, last bool) (*broker.Message, error) {
-	var l line
-	if first || !fastRecord(raw, &l.record) {
-		l.reset()
-		h, err := decodeLine(p.name, n, raw, first, func() bool { return last }, &l)
+// decodeLine decodes line n as Reader.Next does: nil for a header. With
+// lent memory l, the message is l's.
+func (p *parallelReader) decodeLine(raw []byte, n int, first, last bool, l *lend) (*broker.Message, error) {
+	var (
+		rec  *record
+		fast bool
+	)
+	if l != nil {
+		rec = &l.rec
+		fast = !first && fastRecordLent(raw, rec, l)
+	} else {
+		rec = new(record)
+		fast = !first && fastRecord(raw, rec)
+	}
+	if !fast {
+		var ln line
+		h, err := decodeLine(p.name, n, raw, first, func() bool { return last }, &ln)
 		if err != nil {
 			return nil, err
 		}
 		if h != nil {
 			return nil, nil
 		}
+		rec = &ln.record
 	}
-	l.normaliseTimes()
-	m, err := fromRecord(&l.record)
-	if err != nil {
+	rec.normaliseTimes()
+	var m *broker.Message
+	if l != nil {
+		m = &l.msg
+	} else {
+		m = new(broker.Message)
+	}
+	if err := fromRecordTo(rec, m, l); err != nil {
 		return nil, lineError(p.name, n, err)
 	}
 	if p.prepare != nil {

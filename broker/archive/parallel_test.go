@@ -58,17 +58,19 @@ func sequential(t testing.TB, data []byte) outcome {
 
 // parallel reads data with the parallel reader.
 func parallel(t testing.TB, data []byte) outcome {
-	return parallelSize(t, data, batchSize)
+	return parallelSize(t, data, false, batchSize)
 }
 
-// parallelSize reads data with the parallel reader in batches of size.
-func parallelSize(t testing.TB, data []byte, size int) outcome {
+// parallelSize reads data with the parallel reader in batches of size,
+// lending messages or not. Each message is encoded before the next is
+// asked for, as long as a lent message is valid.
+func parallelSize(t testing.TB, data []byte, lending bool, size int) outcome {
 	r, err := NewReader(bytes.NewReader(data), "t.jsonl")
 	if err != nil {
 		return outcome{err: err.Error()}
 	}
 	defer r.Close()
-	p := readParallelSize(r, nil, size)
+	p := readParallelSize(r, nil, lending, size)
 	defer p.Close()
 	var o outcome
 	for {
@@ -88,27 +90,64 @@ func parallelSize(t testing.TB, data []byte, size int) outcome {
 func checkSame(t *testing.T, data []byte) {
 	t.Helper()
 	want := sequential(t, data)
-	for _, size := range []int{batchSize, 64, 1} {
-		got := parallelSize(t, data, size)
-		if want.err != got.err || len(want.lines) != len(got.lines) {
-			t.Fatalf("parallel reader (batches of %d): %v; sequential: %v", size, got, want)
-		}
-		for i := range want.lines {
-			if want.lines[i] != got.lines[i] {
-				t.Fatalf("message %d differs (batches of %d):\nparallel   %.200s\nsequential %.200s", i, size, got.lines[i], want.lines[i])
+	for _, lending := range []bool{false, true} {
+		for _, size := range []int{batchSize, 64, 1} {
+			got := parallelSize(t, data, lending, size)
+			if want.err != got.err || len(want.lines) != len(got.lines) {
+				t.Fatalf("parallel reader (lending %v, batches of %d): %v; sequential: %v", lending, size, got, want)
+			}
+			for i := range want.lines {
+				if want.lines[i] != got.lines[i] {
+					t.Fatalf("message %d differs (lending %v, batches of %d):\nparallel   %.300s\nsequential %.300s", i, lending, size, got.lines[i], want.lines[i])
+				}
 			}
 		}
 	}
 }
 
-// bigArchive is n records of varied sizes (so that batches end anywhere in
-// a line), with blank and CRLF lines sprinkled in, as one string.
+// bigArchive is n records as dlq writes them, of varied sizes (so that
+// batches end anywhere in a line) and shapes (with and without headers,
+// death history, attributes; text, base64, empty and missing bodies, so
+// that a reused message must forget the one before), with blank, CRLF and
+// header lines sprinkled in.
 func bigArchive(n int) string {
 	var b strings.Builder
 	b.WriteString(hdr + "\n")
+	first := time.Date(2025, 3, 14, 9, 30, 0, 0, time.UTC)
 	for i := range n {
 		pad := strings.Repeat("x", (i*7919)%3000)
-		fmt.Fprintf(&b, `{"id":"m-%d","queue":"q%d","body":"{\"n\":%d,\"reason\":\"r%d\",\"pad\":\"%s\"}","headers":{"n":{"type":"int64","value":%d}},"death":{"reason":"rejected","queue":"src","count":1,"first":"2025-03-14T09:30:00Z"}}`, i, i%3, i, i%5, pad, i)
+		m := &broker.Message{
+			ID: fmt.Sprintf("m-%d", i), System: broker.RabbitMQ, Queue: fmt.Sprintf("q%d", i%3),
+			Body: []byte(fmt.Sprintf(`{"n":%d,"reason":"r%d","pad":"%s"}`, i, i%5, pad)),
+		}
+		if i%3 != 0 {
+			m.Headers = map[string]any{"n": int64(i), "x-exception-message": fmt.Sprintf("e%d", i%4)}
+		}
+		if i%5 != 0 {
+			m.Death = &broker.Death{Reason: "rejected", Queue: "src", Count: 1, First: first, RoutingKeys: []string{fmt.Sprintf("k%d", i%2)}}
+			if i%7 == 0 {
+				m.Death.History = []broker.DeathEntry{{Reason: "expired", Queue: "a", Count: 2, RoutingKeys: []string{"x", "y"}}, {Reason: "rejected", Queue: "b", Count: 1}}
+			}
+		}
+		switch i % 11 {
+		case 1:
+			m.Body = []byte{0, 1, 2, byte(i)}
+		case 2:
+			m.Body = []byte{}
+		case 3:
+			m.Body = nil
+		case 4:
+			m.System = broker.SQS
+			m.Attributes = map[string]broker.Attribute{"err": {DataType: "String", StringValue: "bad"}, "b": {DataType: "Binary", BinaryValue: []byte{9}}}
+			m.SystemAttributes = map[string]string{"ApproximateReceiveCount": "3"}
+		case 5:
+			m.Properties = broker.Properties{MessageID: m.ID, ContentType: "application/json", Timestamp: first}
+		}
+		line, err := Marshal(m, "", time.Time{})
+		if err != nil {
+			panic(err)
+		}
+		b.Write(line)
 		switch {
 		case i%97 == 0:
 			b.WriteString("\r\n\n")
@@ -204,7 +243,7 @@ func TestParallelReaderTooLong(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := readParallel(r, nil)
+	p := readParallel(r, nil, false)
 	defer p.Close()
 	var ids []string
 	for {
@@ -347,13 +386,74 @@ func FuzzParallelReader(f *testing.F) {
 	f.Add([]byte(hdr + "\r\n" + `{"id":"a"}` + "\n" + hdr + "\n" + `[`))
 	f.Add([]byte(" \n" + `{"dlq_archive":3}`))
 	f.Add([]byte{0x1f, 0x8b, 0x08, 0x00})
+	f.Add([]byte(hdr + "\n" + `{"id":"a","properties":{"message_id":"a"},"headers":{"s":{"type":"string","value":"v"},"t":{"type":"table","value":{"u":{"type":"string","value":"v"}}}}}` + "\n" +
+		`{"id":"b","properties":{"message_id":"ab"},"headers":{"s":{"type":"string","value": "w\u00e9"}},"body":""}` + "\n" + `{"id":"c","body":"AAE=","body_encoding":"base64"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		want := sequential(t, data)
-		for _, size := range []int{batchSize, 16, 1} {
-			got := parallelSize(t, data, size)
-			if want.err != got.err || strings.Join(want.lines, "\n") != strings.Join(got.lines, "\n") {
-				t.Fatalf("parallel reader (batches of %d): %v; sequential: %v", size, got, want)
+		for _, lending := range []bool{false, true} {
+			for _, size := range []int{batchSize, 16, 1} {
+				got := parallelSize(t, data, lending, size)
+				if want.err != got.err || strings.Join(want.lines, "\n") != strings.Join(got.lines, "\n") {
+					t.Fatalf("parallel reader (lending %v, batches of %d): %v; sequential: %v", lending, size, got, want)
+				}
 			}
 		}
 	})
+}
+
+func TestPeekReused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.jsonl")
+	if err := os.WriteFile(path, []byte(bigArchive(3000)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	base := runtime.NumGoroutine()
+
+	// The same messages as Peek, in the same order.
+	var want, got []string
+	if _, err := a.Peek(context.Background(), "q2", broker.PeekOptions{}, func(m *broker.Message) error {
+		want = append(want, encoded(t, m, 0)+m.Position)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.PeekReused(context.Background(), "q2", broker.PeekOptions{}, func(m *broker.Message) error {
+		got = append(got, encoded(t, m, 0)+m.Position)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") || len(got) != 1000 {
+		t.Fatalf("PeekReused read %d messages, Peek %d, or they differ", len(got), len(want))
+	}
+
+	// It allocates far less, since messages are reused.
+	count := func(peek func(context.Context, string, broker.PeekOptions, func(*broker.Message) error) (broker.PeekReport, error)) float64 {
+		return testing.AllocsPerRun(2, func() {
+			if _, err := peek(context.Background(), "", broker.PeekOptions{}, func(*broker.Message) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}) / 3000
+	}
+	fresh, lent := count(a.Peek), count(a.PeekReused)
+	if lent > fresh/2 {
+		t.Errorf("PeekReused makes %.1f allocations a message, Peek %.1f: want at most half", lent, fresh)
+	}
+	t.Logf("allocations a message: Peek %.1f, PeekReused %.1f", fresh, lent)
+
+	// Stopping early ends every goroutine.
+	n := 0
+	if _, err := a.PeekReused(context.Background(), "", broker.PeekOptions{}, func(*broker.Message) error {
+		if n++; n == 100 {
+			return broker.ErrStop
+		}
+		return nil
+	}); err != nil || n != 100 {
+		t.Fatalf("stop: visited %d, err %v", n, err)
+	}
+	waitGoroutines(t, base)
 }

@@ -227,7 +227,16 @@ func toRecord(m *broker.Message, brokerAddr string, archived time.Time) (record,
 
 // fromRecord converts a record back into the message it was made from.
 func fromRecord(r *record) (*broker.Message, error) {
-	m := &broker.Message{
+	m := &broker.Message{}
+	if err := fromRecordTo(r, m, nil); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// fromRecordTo converts a record into m, reusing l's memory when l is set.
+func fromRecordTo(r *record, m *broker.Message, l *lend) error {
+	*m = broker.Message{
 		ID:               r.ID,
 		System:           r.System,
 		Queue:            r.Queue,
@@ -239,13 +248,21 @@ func fromRecord(r *record) (*broker.Message, error) {
 		Timestamp:        r.Timestamp,
 		Position:         r.Position,
 	}
-	body, err := r.body()
+	body, err := r.body(l)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	m.Body = body
 	if r.Headers != nil {
-		m.Headers = make(map[string]any, len(r.Headers))
+		if l != nil {
+			if l.mHeaders == nil {
+				l.mHeaders = make(map[string]any, len(r.Headers))
+			}
+			clear(l.mHeaders)
+			m.Headers = l.mHeaders
+		} else {
+			m.Headers = make(map[string]any, len(r.Headers))
+		}
 		for k, v := range r.Headers {
 			m.Headers[k] = v.v
 		}
@@ -258,12 +275,23 @@ func fromRecord(r *record) (*broker.Message, error) {
 			MessageID: p.MessageID, Timestamp: p.Timestamp, Type: p.Type,
 			UserID: p.UserID, AppID: p.AppID,
 		}
+		if m.Properties.MessageID == m.ID {
+			m.Properties.MessageID = m.ID // one string, not two
+		}
 	}
 	if r.Attributes != nil {
-		m.Attributes = make(map[string]broker.Attribute, len(r.Attributes))
+		if l != nil {
+			if l.mAttrs == nil {
+				l.mAttrs = make(map[string]broker.Attribute, len(r.Attributes))
+			}
+			clear(l.mAttrs)
+			m.Attributes = l.mAttrs
+		} else {
+			m.Attributes = make(map[string]broker.Attribute, len(r.Attributes))
+		}
 		for k, a := range r.Attributes {
 			if a.DataType == "" {
-				return nil, fmt.Errorf("attribute %q has no data_type", k)
+				return fmt.Errorf("attribute %q has no data_type", k)
 			}
 			ba := broker.Attribute{DataType: a.DataType, BinaryValue: a.BinaryValue}
 			if a.StringValue != nil {
@@ -273,13 +301,24 @@ func fromRecord(r *record) (*broker.Message, error) {
 		}
 	}
 	if d := r.Death; d != nil {
-		md := &broker.Death{
+		var md *broker.Death
+		if l != nil {
+			md = &l.mDeath
+		} else {
+			md = new(broker.Death)
+		}
+		*md = broker.Death{
 			Reason: d.Reason, Queue: d.Queue, QueueARN: d.QueueARN, Exchange: d.Exchange,
 			RoutingKeys: d.RoutingKeys, Count: d.Count, First: d.First, Last: d.Last,
 			FirstReason: d.FirstReason, FirstQueue: d.FirstQueue,
 		}
 		if d.History != nil {
-			md.History = make([]broker.DeathEntry, len(d.History))
+			if l != nil {
+				md.History = append(l.mHistory[:0], make([]broker.DeathEntry, len(d.History))...)
+				l.mHistory = md.History
+			} else {
+				md.History = make([]broker.DeathEntry, len(d.History))
+			}
 			for i, e := range d.History {
 				md.History[i] = broker.DeathEntry{Reason: e.Reason, Queue: e.Queue, Exchange: e.Exchange,
 					RoutingKeys: e.RoutingKeys, Count: e.Count, Time: e.Time}
@@ -290,11 +329,11 @@ func fromRecord(r *record) (*broker.Message, error) {
 	if m.ID == "" {
 		m.ID = broker.Fingerprint(m)
 	}
-	return m, nil
+	return nil
 }
 
 // body decodes the record's body: nil when it has none.
-func (r *record) body() ([]byte, error) {
+func (r *record) body(l *lend) ([]byte, error) {
 	text := r.text
 	if text == nil && r.Body != nil {
 		text = []byte(*r.Body)
@@ -309,12 +348,22 @@ func (r *record) body() ([]byte, error) {
 	case "":
 		return text, nil
 	case "base64":
-		b := make([]byte, base64.StdEncoding.DecodedLen(len(text)))
+		n := base64.StdEncoding.DecodedLen(len(text))
+		var b []byte
+		if l != nil && n <= maxLentBody {
+			// After the text in the same buffer: growing it leaves the
+			// text where it was.
+			from := len(l.arena)
+			l.arena = append(l.arena, make([]byte, n)...)
+			b = l.arena[from:]
+		} else {
+			b = make([]byte, n)
+		}
 		n, err := base64.StdEncoding.Decode(b, text)
 		if err != nil {
 			return nil, fmt.Errorf("body: %w", err)
 		}
-		return b[:n], nil
+		return b[:n:n], nil
 	}
 	return nil, fmt.Errorf("unknown body_encoding %q (expected \"base64\" or none)", r.BodyEncoding)
 }

@@ -1,0 +1,106 @@
+package archive
+
+import "github.com/dlq-tools/dlq/broker"
+
+// lend is the memory of one lent message: the message, the record it is
+// decoded through, their maps and structs, and its body. Decoding the next
+// line into it overwrites all of that, so reading allocates little more
+// than the strings of each message (see Broker.PeekReused).
+type lend struct {
+	msg broker.Message
+	rec record
+
+	// Record side.
+	props    properties
+	death    death
+	history  []deathEntry
+	strs     []string // routing keys
+	headers  headerMap
+	attrs    map[string]attribute
+	sysAttrs map[string]string
+	arena    []byte // the body (and a base64 body decoded)
+
+	// Message side.
+	mHeaders map[string]any
+	mAttrs   map[string]broker.Attribute
+	mDeath   broker.Death
+	mHistory []broker.DeathEntry
+
+	// intern is the decoder's string table (set for each line decoded).
+	intern *interner
+}
+
+// maxLentBody is the largest body buffer a lent message keeps; a larger
+// body's buffer is dropped after use so that one huge message does not pin
+// its memory for the rest of the read.
+const maxLentBody = 1 << 20
+
+// reset readies l for the next line, keeping its memory.
+func (l *lend) reset() {
+	if l.arena == nil || cap(l.arena) > maxLentBody {
+		// Never nil: an empty body is not a missing one.
+		l.arena = make([]byte, 0, 2048)
+	}
+	l.arena = l.arena[:0]
+	if cap(l.death.History) > cap(l.history) {
+		l.history = l.death.History
+	}
+	if l.history == nil {
+		l.history = make([]deathEntry, 0, 4)
+	}
+	l.history = l.history[:0]
+	if l.strs == nil {
+		l.strs = make([]string, 0, 8)
+	}
+	l.strs = l.strs[:0]
+	if l.headers == nil {
+		l.headers = headerMap{}
+		l.attrs = map[string]attribute{}
+		l.sysAttrs = map[string]string{}
+	}
+	clear(l.headers)
+	clear(l.attrs)
+	clear(l.sysAttrs)
+	l.rec = record{}
+}
+
+// bytes copies s into the body buffer.
+func (l *lend) bytes(s []byte) []byte {
+	from := len(l.arena)
+	l.arena = append(l.arena, s...)
+	return l.arena[from:len(l.arena):len(l.arena)]
+}
+
+// interner hands out one string for equal byte strings: queue names,
+// reasons, header names and values repeat across messages. It keeps each
+// string boxed as well, so that a header value costs no allocation either.
+// It holds at most maxInterned short strings and starts over when full, so
+// its memory is bounded whatever the input.
+type interner struct{ m map[string]any }
+
+const (
+	maxInterned    = 4096
+	maxInternedLen = 64
+)
+
+func newInterner() *interner { return &interner{m: make(map[string]any, 256)} }
+
+// get returns b as a string.
+func (in *interner) get(b []byte) string {
+	return in.boxed(b).(string)
+}
+
+// boxed returns b as a string in an interface.
+func (in *interner) boxed(b []byte) any {
+	if v, ok := in.m[string(b)]; ok {
+		return v
+	}
+	var v any = string(b)
+	if len(b) <= maxInternedLen {
+		if len(in.m) >= maxInterned {
+			clear(in.m)
+		}
+		in.m[v.(string)] = v
+	}
+	return v
+}
