@@ -130,7 +130,9 @@ type StatsOptions struct {
 	GroupBy []Grouping
 	// Filter selects the messages counted; the others are only read.
 	Filter *Query
-	// Reason overrides Reason (`--reason 'JQ'`); nil uses Reason.
+	// Reason overrides Reason (`--reason 'JQ'`); nil uses Reason. Like
+	// Add, it must keep no part of the message but strings: messages may
+	// be lent (see Stats.Read).
 	Reason ReasonFunc
 	// DupKey is the duplicate key (`--dup-key 'JQ'`); nil uses the message
 	// ID. Null or empty keys are not counted.
@@ -584,16 +586,42 @@ func (s *Stats) Result() StatsResult {
 	return r
 }
 
+// ReusingPeeker is a Peeker that can also lend its messages: each is valid
+// only while visit runs, and its memory is reused for a later one, so that
+// reading allocates next to nothing (archives offer it).
+type ReusingPeeker interface {
+	PeekReused(ctx context.Context, queue string, opts broker.PeekOptions, visit func(*broker.Message) error) (broker.PeekReport, error)
+}
+
+// Read aggregates every message that peeking queue through p visits (under
+// p's peek-safety rules; opts.Limit 0 reads the whole queue). Add keeps no
+// part of a message but strings, so Read borrows messages from a
+// ReusingPeeker. each, when set, runs after each message is counted (for
+// progress).
+func (s *Stats) Read(ctx context.Context, p broker.Peeker, queue string, opts broker.PeekOptions, each func()) (broker.PeekReport, error) {
+	peek := p.Peek
+	if rp, ok := p.(ReusingPeeker); ok {
+		peek = rp.PeekReused
+	}
+	return peek(ctx, queue, opts, func(m *broker.Message) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := s.Add(ctx, m); err != nil {
+			return err
+		}
+		if each != nil {
+			each()
+		}
+		return nil
+	})
+}
+
 // CollectStats reads queue through p under its peek-safety rules and
 // aggregates every message. peek.Limit 0 reads the whole queue.
 func CollectStats(ctx context.Context, p broker.Peeker, queue string, peek broker.PeekOptions, opts StatsOptions) (StatsResult, broker.PeekReport, error) {
 	s := NewStats(queue, opts)
-	rep, err := p.Peek(ctx, queue, peek, func(m *broker.Message) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		return s.Add(ctx, m)
-	})
+	rep, err := s.Read(ctx, p, queue, peek, nil)
 	if errors.Is(err, broker.ErrStop) {
 		err = nil
 	}
