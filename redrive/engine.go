@@ -449,27 +449,68 @@ func (e *engine) setFatal(err error) {
 
 // batch reads deliveries, decides each, and hands windows to the workers.
 func (e *engine) batch(ctx, rctx context.Context, deliveries <-chan taken, work chan<- window, stop func()) {
-	var cur window
+	// Several SQS readers: each window holds the deliveries of one reader,
+	// so that it is settled with one Ack of whole batches of 10.
+	split := e.park == parkHold && len(e.subs) > 1
+	var keys []broker.Subscription // pending windows, oldest first
+	pending := map[broker.Subscription][]item{}
+	keyOf := func(s broker.Subscription) broker.Subscription {
+		if split {
+			return s
+		}
+		return nil
+	}
+	add := func(it item) (full bool) {
+		k := keyOf(it.sub)
+		if _, ok := pending[k]; !ok {
+			keys = append(keys, k)
+		}
+		pending[k] = append(pending[k], it)
+		return len(pending[k]) >= e.opts.Window
+	}
+	// dropAll settles what was never handed to a worker.
+	dropAll := func() {
+		for _, k := range keys {
+			e.finish(ctx, pending[k])
+		}
+		keys, pending = nil, map[broker.Subscription][]item{}
+	}
 	var timer <-chan time.Time
 	lastDone := make(chan struct{})
 	close(lastDone)
-	flush := func() bool {
-		timer = nil
-		if len(cur.items) == 0 {
+	// send hands the pending window of k to a worker.
+	send := func(k broker.Subscription) bool {
+		items := pending[k]
+		delete(pending, k)
+		for i, x := range keys {
+			if x == k {
+				keys = append(keys[:i:i], keys[i+1:]...)
+				break
+			}
+		}
+		if len(items) == 0 {
 			return true
 		}
-		w := cur
-		w.prev, w.done = lastDone, make(chan struct{})
+		w := window{items: items, prev: lastDone, done: make(chan struct{})}
 		lastDone = w.done
-		cur = window{}
 		select {
 		case work <- w:
 			return true
 		case <-ctx.Done():
 			e.finish(ctx, w.items)
 			close(w.done)
+			dropAll()
 			return false
 		}
+	}
+	flush := func() bool {
+		timer = nil
+		for len(keys) > 0 {
+			if !send(keys[0]) {
+				return false
+			}
+		}
+		return true
 	}
 	wrapped := false
 	for {
@@ -480,7 +521,7 @@ func (e *engine) batch(ctx, rctx context.Context, deliveries <-chan taken, work 
 				return
 			}
 			if wrapped || e.limitReached() || rctx.Err() != nil {
-				cur.items = append(cur.items, item{d: t.d, sub: t.sub, id: t.d.Message.ID, again: true})
+				add(item{d: t.d, sub: t.sub, id: t.d.Message.ID, again: true})
 				break
 			}
 			it := e.decide(ctx, t.d)
@@ -499,12 +540,12 @@ func (e *engine) batch(ctx, rctx context.Context, deliveries <-chan taken, work 
 					it.again = true
 				}
 			}
-			cur.items = append(cur.items, it)
+			full := add(it)
 			if e.limitReached() {
 				stop()
 			}
-			if len(cur.items) >= e.opts.Window {
-				if !flush() {
+			if full {
+				if !send(keyOf(it.sub)) {
 					return
 				}
 			} else if timer == nil {
@@ -516,8 +557,7 @@ func (e *engine) batch(ctx, rctx context.Context, deliveries <-chan taken, work 
 			}
 		case <-ctx.Done():
 			// Not yet handed to a worker: nothing was published for these.
-			e.finish(ctx, cur.items)
-			cur = window{}
+			dropAll()
 			for t := range deliveries {
 				e.finish(ctx, []item{{d: t.d, sub: t.sub, id: t.d.Message.ID, again: true}})
 			}
@@ -1097,29 +1137,34 @@ func (e *engine) settle(ctx context.Context, items []item, ack bool) error {
 			}
 		}
 	}()
-	var errs []error
-	for len(items) > 0 {
-		sub := items[0].sub
-		var rs []broker.Receipt
-		var rest []item
-		for _, it := range items {
-			if it.sub == sub {
-				rs = append(rs, it.d.Receipt)
-			} else {
-				rest = append(rest, it)
-			}
+	// One call per subscription, all at once (SQS readers each have their
+	// own).
+	var subs []broker.Subscription
+	bySub := map[broker.Subscription][]broker.Receipt{}
+	for _, it := range items {
+		if _, ok := bySub[it.sub]; !ok {
+			subs = append(subs, it.sub)
 		}
-		var err error
-		if ack {
-			err = sub.Ack(ctx, rs...)
-		} else {
-			err = sub.Release(ctx, rs...)
-		}
-		if err != nil {
-			errs = append(errs, err)
-		}
-		items = rest
+		bySub[it.sub] = append(bySub[it.sub], it.d.Receipt)
 	}
+	errs := make([]error, len(subs))
+	call := func(i int) {
+		if ack {
+			errs[i] = subs[i].Ack(ctx, bySub[subs[i]]...)
+		} else {
+			errs[i] = subs[i].Release(ctx, bySub[subs[i]]...)
+		}
+	}
+	if len(subs) == 1 {
+		call(0)
+		return errs[0]
+	}
+	var wg sync.WaitGroup
+	for i := range subs {
+		wg.Add(1)
+		go func() { defer wg.Done(); call(i) }()
+	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
