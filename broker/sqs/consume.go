@@ -110,7 +110,11 @@ func (s *subscription) fill(ctx context.Context) error {
 	}
 	deadline := time.Now().Add(s.opts.Idle)
 	for {
-		wait := min(time.Until(deadline), 20*time.Second).Truncate(time.Second)
+		// Long-poll for whole seconds, rounded up: a wait truncated to 0s
+		// would be a short poll, and an empty queue would be asked again
+		// and again until the deadline.
+		wait := min(time.Until(deadline), 20*time.Second)
+		wait = max(((wait+time.Second-1)/time.Second)*time.Second, 0)
 		msgs, err := s.b.receive(ctx, s.url, want, vis, wait)
 		if err != nil {
 			return err
@@ -250,27 +254,60 @@ func (b *Broker) deleteHandles(ctx context.Context, url string, handles []string
 	return final, nil
 }
 
+// deleteConcurrency bounds the DeleteMessageBatch calls of one Ack in
+// flight at once.
+const deleteConcurrency = 8
+
+// deleteOnce deletes handles in batches of 10, several batches at once.
 func (b *Broker) deleteOnce(ctx context.Context, url string, handles []string) ([]deleteFailed, error) {
-	var failed []deleteFailed
-	for i := 0; i < len(handles); i += 10 {
-		batch := handles[i:min(i+10, len(handles))]
+	n := (len(handles) + 9) / 10
+	failed := make([][]deleteFailed, n)
+	errs := make([]error, n)
+	one := func(k int) {
+		batch := handles[k*10 : min(k*10+10, len(handles))]
 		entries := make([]types.DeleteMessageBatchRequestEntry, len(batch))
 		for j, h := range batch {
 			entries[j] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(j)), ReceiptHandle: aws.String(h)}
 		}
 		out, err := b.api.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
 		if err != nil {
-			return nil, b.queueErr("delete from queue `"+nameFromURL(url)+"`", url, err)
+			errs[k] = b.queueErr("delete from queue `"+nameFromURL(url)+"`", url, err)
+			return
 		}
 		for _, f := range out.Failed {
 			j, err := strconv.Atoi(aws.ToString(f.Id))
 			if err != nil || j < 0 || j >= len(batch) {
-				return nil, fmt.Errorf("delete from queue `%s`: SQS reported a failure for unknown entry %q", nameFromURL(url), aws.ToString(f.Id))
+				errs[k] = fmt.Errorf("delete from queue `%s`: SQS reported a failure for unknown entry %q", nameFromURL(url), aws.ToString(f.Id))
+				return
 			}
-			failed = append(failed, deleteFailed{handle: batch[j], code: aws.ToString(f.Code), msg: aws.ToString(f.Message), senderFault: f.SenderFault})
+			failed[k] = append(failed[k], deleteFailed{handle: batch[j], code: aws.ToString(f.Code), msg: aws.ToString(f.Message), senderFault: f.SenderFault})
 		}
 	}
-	return failed, nil
+	if n == 1 {
+		one(0)
+	} else {
+		sem := make(chan struct{}, deleteConcurrency)
+		var wg sync.WaitGroup
+		for k := 0; k < n; k++ {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				one(k)
+			}()
+		}
+		wg.Wait()
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	var all []deleteFailed
+	for _, f := range failed {
+		all = append(all, f...)
+	}
+	return all, nil
 }
 
 // deleteFailure explains entries that could not be deleted.
