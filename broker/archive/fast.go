@@ -586,31 +586,33 @@ func (p *fastParser) strings() ([]string, bool) {
 	}
 }
 
-// seen guards against a key given twice (encoding/json keeps the last;
-// this decoder gives up instead). It holds the keys of one object.
-type seen struct {
-	keys [24][]byte
-	n    int
-}
+// keySet guards against a key given twice in one object (encoding/json
+// keeps the last; this decoder gives up instead). A key is one bit chosen
+// from its length and its first and last bytes: the known keys of each
+// object have distinct bits (TestKeyBits), and other keys make the decoder
+// give up anyway, so a clash can only send a line to encoding/json.
+type keySet uint64
 
-func once(s *seen, key []byte) bool {
-	for _, k := range s.keys[:s.n] {
-		if string(k) == string(key) {
-			return false
-		}
-	}
-	if s.n == len(s.keys) {
+func (s *keySet) add(key []byte) bool {
+	if len(key) == 0 {
 		return false
 	}
-	s.keys[s.n] = key
-	s.n++
+	bit := keySet(1) << keyBit(key)
+	if *s&bit != 0 {
+		return false
+	}
+	*s |= bit
 	return true
 }
 
+func keyBit(key []byte) uint {
+	return (uint(len(key)) + uint(key[0]) + uint(key[len(key)-1])*10) & 63
+}
+
 func (p *fastParser) record(r *record) bool {
-	var s seen
+	var s keySet
 	return p.object(func(key []byte) bool {
-		if !once(&s, key) {
+		if !s.add(key) {
 			return false
 		}
 		var ok bool
@@ -709,9 +711,9 @@ func (p *fastParser) uint8v() (uint8, bool) {
 }
 
 func (p *fastParser) properties(pr *properties) bool {
-	var s seen
+	var s keySet
 	return p.object(func(key []byte) bool {
-		if !once(&s, key) {
+		if !s.add(key) {
 			return false
 		}
 		var ok bool
@@ -757,9 +759,9 @@ func (p *fastParser) attributes() (map[string]attribute, bool) {
 			return false
 		}
 		var a attribute
-		var s seen
+		var s keySet
 		ok := p.object(func(key []byte) bool {
-			if !once(&s, key) {
+			if !s.add(key) {
 				return false
 			}
 			var ok bool
@@ -787,9 +789,9 @@ func (p *fastParser) attributes() (map[string]attribute, bool) {
 }
 
 func (p *fastParser) deathEntry(e *deathEntry) bool {
-	var s seen
+	var s keySet
 	return p.object(func(key []byte) bool {
-		if !once(&s, key) {
+		if !s.add(key) {
 			return false
 		}
 		var ok bool
@@ -812,9 +814,9 @@ func (p *fastParser) deathEntry(e *deathEntry) bool {
 }
 
 func (p *fastParser) death(d *death) bool {
-	var s seen
+	var s keySet
 	return p.object(func(key []byte) bool {
-		if !once(&s, key) {
+		if !s.add(key) {
 			return false
 		}
 		var ok bool

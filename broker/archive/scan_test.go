@@ -2,6 +2,7 @@ package archive
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -22,7 +23,7 @@ func TestStringStop(t *testing.T) {
 	// non-ASCII bytes before and after it.
 	for _, stop := range []byte{'"', '\\', 0, 0x1f, '\n'} {
 		for _, fill := range []byte{'x', 0xc3, 0x7f, 0x20, 0x80, 0xff, '!', ']', 0x21, 0x5d, 0x5b} {
-			for n := 0; n <= 20; n++ {
+			for _, n := range append(seq(0, 20), seq(60, 160)...) {
 				for at := 0; at <= n; at++ {
 					b := make([]byte, n)
 					for i := range b {
@@ -42,9 +43,40 @@ func TestStringStop(t *testing.T) {
 	}
 }
 
+func seq(from, to int) []int {
+	var out []int
+	for i := from; i <= to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+// Long runs with a non-ASCII byte and a stop at any place.
+func TestStringStopLong(t *testing.T) {
+	for _, stop := range []byte{'"', '\\', 0x01} {
+		for _, at := range []int{0, 63, 64, 65, 100, 999, -1} {
+			for _, hi := range []int{-1, 3, 70, 500} {
+				b := []byte(strings.Repeat("x", 1000))
+				if hi >= 0 {
+					b[hi] = 0xe9
+				}
+				if at >= 0 {
+					b[at] = stop
+				}
+				gi, gh := stringStop(b)
+				wi, wh := naiveStop(b)
+				if gi != wi || gh != wh {
+					t.Fatalf("stop %q at %d, é at %d: stringStop = %d, %v; want %d, %v", stop, at, hi, gi, gh, wi, wh)
+				}
+			}
+		}
+	}
+}
+
 func FuzzStringStop(f *testing.F) {
 	f.Add([]byte("hello \"world\""))
 	f.Add([]byte("caf\xc3\xa9 \\n\x01"))
+	f.Add([]byte(strings.Repeat("y", 70) + "\xc3\xa9" + strings.Repeat("z", 50) + "\x02\""))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		gi, gh := stringStop(b)
 		wi, wh := naiveStop(b)
@@ -68,6 +100,27 @@ func TestParseIntMatchesStrconv(t *testing.T) {
 			wu, err := strconv.ParseUint(s, 10, bits)
 			if ok != (err == nil) || (ok && u != wu) {
 				t.Errorf("parseUint(%q, %d) = %d, %v; strconv: %d, %v", s, bits, u, ok, wu, err)
+			}
+		}
+	}
+}
+
+// The known keys of each object the fast decoder reads have distinct bits,
+// so that no line dlq writes falls back to encoding/json for a clash.
+func TestKeyBits(t *testing.T) {
+	for name, keys := range map[string][]string{
+		"record": {"id", "system", "queue", "broker", "archived", "body", "body_encoding", "headers", "properties",
+			"attributes", "system_attributes", "exchange", "routing_key", "death", "delivery_count", "redelivered", "timestamp", "position"},
+		"properties": {"content_type", "content_encoding", "delivery_mode", "priority", "correlation_id", "reply_to",
+			"expiration", "message_id", "timestamp", "type", "user_id", "app_id"},
+		"attribute":   {"data_type", "string_value", "binary_value"},
+		"death":       {"reason", "queue", "queue_arn", "exchange", "routing_keys", "count", "first", "last", "first_reason", "first_queue", "history"},
+		"death entry": {"reason", "queue", "exchange", "routing_keys", "count", "time"},
+	} {
+		var s keySet
+		for _, k := range keys {
+			if !s.add([]byte(k)) {
+				t.Errorf("%s: key %q clashes with an earlier one (bit %d)", name, k, keyBit([]byte(k)))
 			}
 		}
 	}
