@@ -44,10 +44,21 @@ func BenchmarkArchiveRead(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer a.Close()
-	for b.Loop() {
-		if _, err := a.Peek(context.Background(), "", broker.PeekOptions{}, func(*broker.Message) error { return nil }); err != nil {
-			b.Fatal(err)
-		}
+	for _, bc := range []struct {
+		name string
+		peek func(context.Context, string, broker.PeekOptions, func(*broker.Message) error) (broker.PeekReport, error)
+	}{{"given", a.Peek}, {"lent", a.PeekReused}} {
+		b.Run(bc.name, func(b *testing.B) {
+			var read int64
+			for b.Loop() {
+				rep, err := bc.peek(context.Background(), "", broker.PeekOptions{}, func(*broker.Message) error { return nil })
+				if err != nil {
+					b.Fatal(err)
+				}
+				read += rep.Read
+			}
+			b.ReportMetric(float64(read)/b.Elapsed().Seconds(), "msgs/s")
+		})
 	}
 }
 

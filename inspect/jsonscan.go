@@ -7,9 +7,7 @@ package inspect
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
-	"math/bits"
 	"strconv"
 	"unicode/utf8"
 )
@@ -29,48 +27,28 @@ func skipWS(b []byte, i int) int {
 // scanString returns the index just past the closing quote of the string
 // starting at b[i] == '"', and whether it contains escapes; -1 when
 // unterminated.
+//
+// The closing quote is the first quote not escaped, that is not preceded
+// by an odd run of backslashes; the vectorised bytes.IndexByte finds each
+// candidate, so long values (bodies' padding, stack traces) cost little.
 func scanString(b []byte, i int) (int, bool) {
-	esc := false
-	i++
-	for i < len(b) {
-		c := b[i]
-		switch {
-		case c == '"':
-			return i + 1, esc
-		case c == '\\':
-			esc = true
-			i += 2
-		default:
-			// Fast-forward to the next quote or backslash.
-			j := quoteOrBackslash(b[i:])
-			if j < 0 {
-				return -1, esc
-			}
-			i += j
+	start := i + 1
+	for j := start; j <= len(b); {
+		q := bytes.IndexByte(b[j:], '"')
+		if q < 0 {
+			return -1, bytes.IndexByte(b[start:], '\\') >= 0
 		}
-	}
-	return -1, esc
-}
-
-// quoteOrBackslash is bytes.IndexAny(b, `"\`), eight bytes at a time.
-func quoteOrBackslash(b []byte) int {
-	const lsb, msb = 0x0101010101010101, 0x8080808080808080
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		w := binary.LittleEndian.Uint64(b[i:])
-		q, s := w^(lsb*'"'), w^(lsb*'\\')
-		// A byte is flagged when it is zero after an XOR; the lowest flag
-		// is exact (borrows only carry upwards from a real match).
-		if m := ((q-lsb)&^q | (s-lsb)&^s) & msb; m != 0 {
-			return i + bits.TrailingZeros64(m)>>3
+		q += j
+		n := 0
+		for k := q - 1; k >= start && b[k] == '\\'; k-- {
+			n++
 		}
-	}
-	for ; i < len(b); i++ {
-		if b[i] == '"' || b[i] == '\\' {
-			return i
+		if n%2 == 0 {
+			return q + 1, bytes.IndexByte(b[start:q], '\\') >= 0
 		}
+		j = q + 1
 	}
-	return -1
+	return -1, bytes.IndexByte(b[start:], '\\') >= 0
 }
 
 // skipValue returns the index just past the JSON value starting at b[i], or
