@@ -427,6 +427,16 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	if dest.Kind == broker.ToFile && dstB == nil {
 		return flagErrorf("`--to %s`: could not open the archive", o.To)
 	}
+	if dstB == nil && src.System() == broker.Archive && (dest.Kind == broker.ToQueue || dest.Kind == broker.ToExchange) {
+		// An archive cannot be published to: a queue or exchange named
+		// without a broker is on the broker of --broker or the context.
+		b, err := f.OpenBroker(ctx)
+		if err != nil {
+			return fmt.Errorf("`--to %s` from an archive needs a broker to publish to: pass `--broker`, or name it in `--to BROKER#%s` (%w)", o.To, o.To, err)
+		}
+		defer b.Close()
+		dst = b
+	}
 	if o.ServerSide {
 		return redriveServerSide(ctx, o, src, srcName, dest)
 	}
