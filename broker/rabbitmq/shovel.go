@@ -97,6 +97,11 @@ func (b *Broker) StartMove(ctx context.Context, queue string, dest broker.Destin
 	default:
 		return broker.MoveTask{}, broker.Errorf(broker.ErrUnsupported, op, "a shovel moves to a queue or an exchange on this broker, not to %s", dest)
 	}
+	// The management API's depth is sampled (collect_statistics_interval):
+	// ask the queue itself, or a queue just filled would look empty.
+	if n, _, err := b.inspect(ctx, queue); err == nil {
+		q.Depth = n
+	}
 	if q.Depth == 0 {
 		// src-delete-after 0 would never end; there is nothing to move.
 		depth := int64(0)
