@@ -639,7 +639,7 @@ func (p *fastParser) record(r *record) bool {
 				ok = p.skip(0)
 				break
 			}
-			r.Headers, ok = p.headers()
+			r.headerValues, ok = p.headers()
 		case "properties":
 			if p.meta {
 				ok = p.skip(0)
@@ -869,19 +869,20 @@ func (p *fastParser) death(d *death) bool {
 	})
 }
 
-func (p *fastParser) headers() (headerMap, bool) {
-	var out headerMap
+// headers decodes the headers straight into the map the message will hold.
+func (p *fastParser) headers() (map[string]any, bool) {
+	var out map[string]any
 	if l := p.lend; l != nil {
-		out = l.headers
+		out = l.mHeaders
 	} else {
-		out = headerMap{}
+		out = map[string]any{}
 	}
 	ok := p.object(func(k []byte) bool {
 		if _, dup := out[string(k)]; dup {
 			return false
 		}
 		v, ok := p.typed(0)
-		out[string(k)] = typedValue{v}
+		out[p.string(k)] = v
 		return ok
 	})
 	return out, ok

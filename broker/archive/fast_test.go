@@ -50,12 +50,20 @@ func checkFast(t *testing.T, b []byte) bool {
 	return true
 }
 
-// textAsBody moves the body the fast decoder keeps as bytes to Body, where
-// encoding/json puts it, so that the two records compare.
+// textAsBody moves the body and headers the fast decoder keeps in the
+// message's form to Body and Headers, where encoding/json puts them, so that
+// the two records compare.
 func textAsBody(r *record) {
 	if r.text != nil {
 		s := string(r.text)
 		r.Body, r.text = &s, nil
+	}
+	if r.headerValues != nil {
+		r.Headers = headerMap{}
+		for k, v := range r.headerValues {
+			r.Headers[k] = typedValue{v}
+		}
+		r.headerValues = nil
 	}
 }
 

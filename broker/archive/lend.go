@@ -15,7 +15,6 @@ type lend struct {
 	death    death
 	history  []deathEntry
 	strs     []string // routing keys
-	headers  headerMap
 	attrs    map[string]attribute
 	sysAttrs map[string]string
 	arena    []byte // the body (and a base64 body decoded)
@@ -53,12 +52,12 @@ func (l *lend) reset() {
 		l.strs = make([]string, 0, 8)
 	}
 	l.strs = l.strs[:0]
-	if l.headers == nil {
-		l.headers = headerMap{}
+	if l.mHeaders == nil {
+		l.mHeaders = map[string]any{}
 		l.attrs = map[string]attribute{}
 		l.sysAttrs = map[string]string{}
 	}
-	clear(l.headers)
+	clear(l.mHeaders)
 	clear(l.attrs)
 	clear(l.sysAttrs)
 	l.rec = record{}
@@ -76,7 +75,12 @@ func (l *lend) bytes(s []byte) []byte {
 // string boxed as well, so that a header value costs no allocation either.
 // It holds at most maxInterned short strings and starts over when full, so
 // its memory is bounded whatever the input.
-type interner struct{ m map[string]any }
+type interner struct {
+	m map[string]any
+	// recent is a direct-mapped cache in front of m: most strings are
+	// found there with one comparison instead of a hash lookup.
+	recent [256]any
+}
 
 const (
 	maxInterned    = 4096
@@ -92,15 +96,24 @@ func (in *interner) get(b []byte) string {
 
 // boxed returns b as a string in an interface.
 func (in *interner) boxed(b []byte) any {
-	if v, ok := in.m[string(b)]; ok {
+	if len(b) == 0 {
+		return ""
+	}
+	slot := &in.recent[(uint(len(b))*31+uint(b[0])+uint(b[len(b)-1])*7)&255]
+	if v := *slot; v != nil && v.(string) == string(b) {
 		return v
 	}
-	var v any = string(b)
-	if len(b) <= maxInternedLen {
+	if len(b) > maxInternedLen {
+		return string(b)
+	}
+	v, ok := in.m[string(b)]
+	if !ok {
+		v = string(b)
 		if len(in.m) >= maxInterned {
 			clear(in.m)
 		}
 		in.m[v.(string)] = v
 	}
+	*slot = v
 	return v
 }

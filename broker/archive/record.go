@@ -65,6 +65,9 @@ type record struct {
 	// bytes become the message's body without another copy. Never nil
 	// when there is a body.
 	text []byte
+	// headerValues are the headers as the fast decoder reads them, instead
+	// of Headers: the map becomes the message's.
+	headerValues map[string]any
 
 	Headers          headerMap            `json:"headers,omitzero"`
 	Properties       *properties          `json:"properties,omitempty"`
@@ -253,7 +256,9 @@ func fromRecordTo(r *record, m *broker.Message, l *lend) error {
 		return err
 	}
 	m.Body = body
-	if r.Headers != nil {
+	if r.headerValues != nil {
+		m.Headers = r.headerValues
+	} else if r.Headers != nil {
 		if l != nil {
 			if l.mHeaders == nil {
 				l.mHeaders = make(map[string]any, len(r.Headers))

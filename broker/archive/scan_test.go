@@ -125,3 +125,34 @@ func TestKeyBits(t *testing.T) {
 		}
 	}
 }
+
+func TestInterner(t *testing.T) {
+	in := newInterner()
+	a := in.get([]byte("orders.dlq"))
+	if b := in.get([]byte("orders.dlq")); a != b || a != "orders.dlq" {
+		t.Fatalf("get = %q, %q", a, b)
+	}
+	if v := in.boxed([]byte("x")); v != any("x") {
+		t.Fatalf("boxed = %#v", v)
+	}
+	if v := in.boxed(nil); v != any("") {
+		t.Fatalf("boxed(nil) = %#v", v)
+	}
+	long := strings.Repeat("y", maxInternedLen+1)
+	if got := in.get([]byte(long)); got != long {
+		t.Fatalf("long string changed")
+	}
+	// Bounded: far more distinct strings than it keeps.
+	for i := range 3 * maxInterned {
+		s := strconv.Itoa(i)
+		if got := in.get([]byte(s)); got != s {
+			t.Fatalf("get(%q) = %q", s, got)
+		}
+	}
+	if len(in.m) > maxInterned {
+		t.Errorf("holds %d strings, want at most %d", len(in.m), maxInterned)
+	}
+	if _, ok := in.m[long]; ok {
+		t.Errorf("holds a string longer than %d bytes", maxInternedLen)
+	}
+}
