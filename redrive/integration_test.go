@@ -66,9 +66,9 @@ func itTotal(t *testing.T, c *awssqs.Client, u string) int {
 // checkingArchive is an archive whose every confirmed write is checked on
 // disk, together with the source, before the engine may remove anything.
 type checkingArchive struct {
-	t      *testing.T
-	inner  broker.Publisher
-	path   string
+	t     *testing.T
+	inner broker.Publisher
+	path  string
 	// before checks the source, given how many messages the archive
 	// confirmed before this write.
 	before    func(archived int64)
@@ -148,7 +148,9 @@ func TestDiscardArchivesBeforeTheQueueShrinks(t *testing.T) {
 			t.Errorf("the queue holds %d messages while a window is archived, want %d: something was deleted before its archive write", got, n-archived)
 		}
 	}}
-	sel := FilterFunc(func(ctx context.Context, m *broker.Message) (bool, error) { return !strings.HasSuffix(string(m.Body), "5}"), nil })
+	sel := FilterFunc(func(ctx context.Context, m *broker.Message) (bool, error) {
+		return !strings.HasSuffix(string(m.Body), "5}"), nil
+	})
 	s, err := Discard(context.Background(), b, name, arch, broker.Destination{Kind: broker.ToFile, Path: path},
 		Options{Filter: sel, Window: 20, Concurrency: 1})
 	if err != nil {
@@ -294,7 +296,9 @@ func TestDiscardArchiveFirstOnRabbitMQ(t *testing.T) {
 	}
 	defer target.Close()
 	arch := &checkingArchive{t: t, inner: target, path: path, before: func(int64) {}}
-	sel := FilterFunc(func(ctx context.Context, m *broker.Message) (bool, error) { return strings.Contains(string(m.Body), "0}"), nil })
+	sel := FilterFunc(func(ctx context.Context, m *broker.Message) (bool, error) {
+		return strings.Contains(string(m.Body), "0}"), nil
+	})
 	s, err := Discard(ctx, b, q, arch, broker.Destination{Kind: broker.ToFile, Path: path}, Options{Filter: sel, Window: 10})
 	if err != nil {
 		t.Fatal(err)
