@@ -51,6 +51,14 @@ func TestRedriveFlags(t *testing.T) {
 		{name: "server-side filter", args: "q --server-side --filter .", err: "cannot be used with `--server-side`"},
 		{name: "server-side rate", args: "q --server-side --rate 600", err: "at most 500"},
 		{name: "server-side resume", args: "q --server-side --resume", err: "`--resume`"},
+		{name: "server-side no redrive header", args: "q --server-side --no-redrive-header", err: "`--no-redrive-header` do not apply"},
+		{name: "no redrive header", args: "q --no-redrive-header", want: func(t *testing.T, o *redriveOptions) {
+			var ro redrive.Options
+			o.libOptions(&ro)
+			if !ro.NoRedriveHeader || o.plan()["no-redrive-header"] != "true" {
+				t.Errorf("--no-redrive-header not passed on: %+v %v", ro, o.plan())
+			}
+		}},
 		{name: "output csv", args: "q", output: "csv", err: "unknown `--output`"},
 	}
 	for _, tt := range tests {
