@@ -34,6 +34,9 @@ func (b *Broker) Consume(ctx context.Context, queue string, opts broker.ConsumeO
 		return nil, &broker.Error{Kind: broker.ErrUnsupported, Op: op,
 			Msg: "messages cannot be removed from a stream queue (an ack only advances the reader): copy them with `dlq export` instead"}
 	}
+	// On a classic queue a delivery beyond the bound costs nothing (Close
+	// puts it back in its place), so acks need not wait for the bound.
+	boundAcks := !(err == nil && mq.Type == "classic")
 	// Without the management API the kind is unknown; consuming still works
 	// for classic and quorum queues, and a stream would deliver nothing
 	// without an offset.
@@ -58,7 +61,7 @@ func (b *Broker) Consume(ctx context.Context, queue string, opts broker.ConsumeO
 	if idle <= 0 {
 		idle = time.Second
 	}
-	s := &Subscription{b: b, queue: queue, limit: limit, idle: idle, unsettled: map[uint64]bool{}}
+	s := &Subscription{b: b, queue: queue, limit: limit, idle: idle, unsettled: map[uint64]bool{}, boundAcks: boundAcks}
 	if limit == 0 {
 		s.done = true
 		return s, nil
@@ -108,23 +111,23 @@ type Subscription struct {
 	// lastTag is the highest delivery tag handed out.
 	lastTag uint64
 	// acks are acknowledged by the caller and not yet sent: they go out as
-	// one basic.ack with multiple set once every lower delivery is settled.
+	// one basic.ack with multiple set once every lower delivery is settled
+	// (and, while the consumer is active, as far as the bound allows).
 	// A quorum queue turns each basic.ack into a command of its own and, on
 	// RabbitMQ 3.10, keeps commands beyond 32 in flight in the channel
 	// until earlier ones are applied; closing the channel then drops them,
 	// and their messages, already moved, go back to the queue.
 	acks []uint64
-	// held are settlements made by the caller but not yet sent, because
+	// held are releases made by the caller but not yet sent, because
 	// sending them while the consumer is active could let the broker push
-	// deliveries beyond the bound. ack true = ack, false = nack-requeue.
-	held   []heldSettle
-	done   bool
-	closed bool
-}
-
-type heldSettle struct {
-	tag uint64
-	ack bool
+	// deliveries beyond the bound.
+	held []uint64
+	// boundAcks holds acks back as well when they would let the broker
+	// push deliveries beyond the bound (quorum queues, or kind unknown:
+	// returning those would raise their delivery count).
+	boundAcks bool
+	done      bool
+	closed    bool
 }
 
 // Next returns the next delivery, io.EOF when the bound is reached or the
@@ -149,7 +152,7 @@ func (s *Subscription) Next(ctx context.Context) (*broker.Delivery, error) {
 	}
 	// Acks waiting for a lower delivery still fill the broker's prefetch
 	// window: send them now rather than take the silence for an empty queue.
-	if int64(len(s.unsettled)+len(s.acks)) >= s.w.prefetch {
+	if int64(len(s.unsettled)+len(s.acks)+len(s.held)) >= s.w.prefetch {
 		if err := s.sendAcksLocked(true); err != nil {
 			s.mu.Unlock()
 			return nil, err
@@ -233,10 +236,7 @@ func (s *Subscription) finishLocked() error {
 
 func (s *Subscription) flushLocked() error {
 	for len(s.held) > 0 {
-		h := s.held[0]
-		if h.ack {
-			s.acks = append(s.acks, h.tag)
-		} else if err := s.ch.Nack(h.tag, false, true); err != nil {
+		if err := s.ch.Nack(s.held[0], false, true); err != nil {
 			return translateErr("settle deliveries of `"+s.queue+"`", err)
 		}
 		s.held = s.held[1:]
@@ -248,7 +248,8 @@ func (s *Subscription) flushLocked() error {
 // sendAcksLocked sends the waiting acks that no unsettled delivery precedes
 // as one basic.ack with multiple set (it covers exactly them: every lower
 // tag is settled already, and deliveries not yet handed out have higher
-// tags). With all, the acks that must still wait are sent one by one.
+// tags), as many as the bound allows while the consumer is active. With
+// all, the acks behind an unsettled delivery are then sent one by one.
 func (s *Subscription) sendAcksLocked(all bool) error {
 	if len(s.acks) == 0 {
 		return nil
@@ -257,22 +258,30 @@ func (s *Subscription) sendAcksLocked(all bool) error {
 	for t := range s.unsettled {
 		low = min(low, t)
 	}
-	for _, h := range s.held {
-		low = min(low, h.tag)
+	for _, t := range s.held {
+		low = min(low, t)
 	}
 	slices.Sort(s.acks)
 	n, _ := slices.BinarySearch(s.acks, low)
-	if n > 0 {
+	allowed := func(n int) int {
+		if s.w.cancelled || !s.boundAcks {
+			return n
+		}
+		return int(max(0, min(int64(n), s.w.target-s.w.prefetch-s.w.settled)))
+	}
+	if n = allowed(n); n > 0 {
 		if err := s.ch.Ack(s.acks[n-1], true); err != nil {
 			return translateErr("ack deliveries of `"+s.queue+"`", err)
 		}
 		s.acks = s.acks[n:]
+		s.w.settled += int64(n)
 	}
-	for all && len(s.acks) > 0 {
+	for all && len(s.acks) > 0 && allowed(1) == 1 {
 		if err := s.ch.Ack(s.acks[0], false); err != nil {
 			return translateErr("ack deliveries of `"+s.queue+"`", err)
 		}
 		s.acks = s.acks[1:]
+		s.w.settled++
 	}
 	return nil
 }
@@ -296,16 +305,17 @@ func (s *Subscription) settle(receipts []broker.Receipt, ack bool) error {
 	}
 	for _, r := range receipts {
 		delete(s.unsettled, r.Tag)
-		if len(s.held) == 0 && s.w.canSettle(1) {
-			if ack {
-				s.acks = append(s.acks, r.Tag)
-			} else if err := s.ch.Nack(r.Tag, false, true); err != nil {
+		switch {
+		case ack:
+			s.acks = append(s.acks, r.Tag)
+		case len(s.held) == 0 && s.w.canSettle(int64(len(s.acks))+1):
+			if err := s.ch.Nack(r.Tag, false, true); err != nil {
 				return translateErr(what+" deliveries of `"+s.queue+"`", err)
 			}
 			s.w.settled++
-			continue
+		default:
+			s.held = append(s.held, r.Tag)
 		}
-		s.held = append(s.held, heldSettle{tag: r.Tag, ack: ack})
 	}
 	return s.sendAcksLocked(false)
 }
