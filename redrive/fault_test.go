@@ -1,0 +1,811 @@
+package redrive_test
+
+// Fault tests: the built dlq binary redrives real queues while the test
+// kills it (SIGKILL at random moments), closes its connections, restarts the
+// servers under it, and blocks its publishers. Afterwards every message must
+// be in the source or the destination (counted by unique ID), duplicates
+// must stay within the messages in flight, and a re-run (or --resume) must
+// finish the move.
+//
+// They run against the separate fault servers (brokertest.Fault), which
+// they may restart and block; the concurrent-process test, which disturbs
+// no server, runs on the main ones. The random kill moments come from a
+// seed printed in the log; DLQ_FAULT_SEED=N repeats a run.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/dlq-tools/dlq/broker/brokertest"
+	"github.com/dlq-tools/dlq/redrive"
+)
+
+// Exit codes of dlq (see `dlq help exit-codes`).
+const (
+	exitOK      = 0
+	exitPartial = 3
+)
+
+// The redrive shape the fault tests use: the in-flight bound of `dlq help
+// redrive-safety` is window × (concurrency + 1).
+const (
+	faultWindow      = 100
+	faultConcurrency = 2
+	inFlightBound    = faultWindow * (faultConcurrency + 1)
+)
+
+// ---------------------------------------------------------------------------
+// The dlq binary
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// dlqBin is $DLQ_TEST_BIN (built by `make test`), or dlq built once for this
+// test binary.
+func dlqBin(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("DLQ_TEST_BIN"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("DLQ_TEST_BIN=%s: %v (run `make build`)", p, err)
+		}
+		return p
+	}
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "dlq-fault-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "dlq")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/dlq-tools/dlq/cmd/dlq").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// syncBuffer is a bytes.Buffer that the child writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// proc is one running dlq.
+type proc struct {
+	cmd         *exec.Cmd
+	out, errOut syncBuffer
+	start       time.Time
+	done        chan struct{}
+	code        int // after done: the exit code, -1 when killed by a signal
+	took        time.Duration
+}
+
+// startDLQ runs dlq with args; state (journals, audit log) lives in
+// stateDir, so that a later --resume in the same directory finds the
+// journal.
+func startDLQ(t *testing.T, stateDir string, args ...string) *proc {
+	t.Helper()
+	env := []string{"XDG_STATE_HOME=" + stateDir, "XDG_CONFIG_HOME=" + filepath.Join(stateDir, "config"), "NO_COLOR=1"}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "XDG_STATE_HOME", "XDG_CONFIG_HOME", "DLQ_CONTEXT", "DLQ_BROKER", "DLQ_PASSWORD", "DLQ_AUDIT_LOG", "DLQ_DEBUG_LOG":
+			continue
+		}
+		env = append(env, kv)
+	}
+	p := &proc{done: make(chan struct{})}
+	p.cmd = exec.Command(dlqBin(t), args...)
+	p.cmd.Env = env
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.errOut
+	p.start = time.Now()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start dlq: %v", err)
+	}
+	go func() {
+		err := p.cmd.Wait()
+		p.took = time.Since(p.start)
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+		case errors.As(err, &ee):
+			p.code = ee.ExitCode()
+		default:
+			p.code = -2
+		}
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+// wait waits for dlq to exit (at most d) and returns its exit code.
+func (p *proc) wait(t *testing.T, d time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(d):
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT) // goroutine dump on stderr
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		t.Fatalf("dlq %s did not finish within %s\nstderr:\n%s", strings.Join(redactArgs(p.cmd.Args[1:]), " "), d, p.errOut.String())
+	}
+	assertNoSecret(t, p.out.String(), p.errOut.String())
+	return p.code
+}
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (p *proc) kill(t *testing.T) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// summary decodes the --output json summary.
+func (p *proc) summary(t *testing.T) redrive.Summary {
+	t.Helper()
+	var s redrive.Summary
+	if err := json.Unmarshal([]byte(p.out.String()), &s); err != nil {
+		t.Fatalf("summary is not JSON: %v\nstdout:\n%s\nstderr:\n%s", err, p.out.String(), p.errOut.String())
+	}
+	return s
+}
+
+// run runs dlq to the end and returns the process.
+func runDLQ(t *testing.T, stateDir string, args ...string) *proc {
+	t.Helper()
+	p := startDLQ(t, stateDir, args...)
+	p.wait(t, 3*time.Minute)
+	return p
+}
+
+func redactArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = redactSecrets(a)
+	}
+	return out
+}
+
+func secrets() []string {
+	var s []string
+	for _, k := range []string{"DLQ_TEST_PASSWORD", "DLQ_FAULT_PASSWORD"} {
+		if v := os.Getenv(k); len(v) >= 6 {
+			s = append(s, v)
+		}
+	}
+	return s
+}
+
+func redactSecrets(s string) string {
+	for _, sec := range secrets() {
+		s = strings.ReplaceAll(s, sec, "<SECRET>")
+	}
+	return s
+}
+
+func assertNoSecret(t *testing.T, texts ...string) {
+	t.Helper()
+	for _, sec := range secrets() {
+		for _, text := range texts {
+			if strings.Contains(text, sec) {
+				t.Errorf("dlq output contains the broker password:\n%s", redactSecrets(text))
+			}
+		}
+	}
+}
+
+// interrupted reports whether a journal in stateDir has no end line: its
+// run was killed before it finished.
+func interrupted(stateDir string) bool {
+	m, _ := filepath.Glob(filepath.Join(stateDir, "dlq", "journal", "*.journal"))
+	for _, p := range m {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		if !strings.HasPrefix(lines[len(lines)-1], "E ") {
+			return true
+		}
+	}
+	return false
+}
+
+// faultRand is the test's random source, seeded from DLQ_FAULT_SEED or the
+// clock; the seed is logged so a failing run can be repeated.
+func faultRand(t *testing.T) *rand.Rand {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("DLQ_FAULT_SEED"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("DLQ_FAULT_SEED=%q: want an unsigned integer", s)
+		}
+		seed = n
+	}
+	t.Logf("fault seed %d (DLQ_FAULT_SEED=%d repeats these kill moments)", seed, seed)
+	return rand.New(rand.NewPCG(seed, 0x646c71))
+}
+
+// ids are n unique message IDs for one trial.
+func ids(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%05d", prefix, i)
+	}
+	return out
+}
+
+// poll calls cond until it is true or d passes.
+func poll(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Backends: create queues, fill them with messages carrying unique IDs (the
+// body is the ID), count and drain them with the brokers' own clients, so a
+// bug in dlq's adapters cannot hide a loss.
+
+type backend interface {
+	// Name is the label of the tally ("rabbitmq-classic", "sqs").
+	Name() string
+	// Args are dlq's broker flags.
+	Args() []string
+	// Queue creates a queue for the test and deletes it at cleanup.
+	Queue(t *testing.T, prefix string) string
+	Fill(t *testing.T, q string, ids []string)
+	// Count is how many messages the queue holds, in flight included.
+	Count(t *testing.T, q string) int
+	// Settled reports whether no consumer holds messages of the queue
+	// any more (a killed consumer's messages are back).
+	Settled(t *testing.T, q string) bool
+	// Prefetch is the most deliveries dlq holds unacknowledged at once:
+	// after a kill, at most these can be at the destination and back in
+	// the source.
+	Prefetch() int
+	// Drain removes every message and returns how often each ID was seen.
+	Drain(t *testing.T, q string) map[string]int
+}
+
+type rabbitBackend struct {
+	name, kind string // kind: classic or quorum
+	url, mgmt  string
+}
+
+func newRabbit(url, mgmt, kind string) *rabbitBackend {
+	return &rabbitBackend{name: "rabbitmq-" + kind, kind: kind, url: url, mgmt: mgmt}
+}
+
+func (r *rabbitBackend) Name() string { return r.name }
+func (r *rabbitBackend) Args() []string {
+	return []string{"--broker", r.url, "--management-url", r.mgmt}
+}
+
+// dial connects, retrying while the node restarts.
+func (r *rabbitBackend) dial(t *testing.T) *amqp.Connection {
+	t.Helper()
+	var conn *amqp.Connection
+	var err error
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		conn, err = amqp.Dial(r.url)
+		if err == nil {
+			return conn
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("connect to RabbitMQ: %s", redactSecrets(err.Error()))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// with runs fn on a fresh channel (connections may be closed under the
+// test by the faults it injects).
+func (r *rabbitBackend) with(t *testing.T, fn func(ch *amqp.Channel) error) {
+	t.Helper()
+	conn := r.dial(t)
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatalf("channel: %v", err)
+	}
+	if err := fn(ch); err != nil {
+		t.Fatal(redactSecrets(err.Error()))
+	}
+}
+
+func (r *rabbitBackend) Queue(t *testing.T, prefix string) string {
+	t.Helper()
+	name := brokertest.Name(t, prefix)
+	r.with(t, func(ch *amqp.Channel) error {
+		_, err := ch.QueueDeclare(name, true, false, false, false, amqp.Table{"x-queue-type": r.kind})
+		return err
+	})
+	t.Cleanup(func() {
+		conn, err := amqp.Dial(r.url)
+		if err != nil {
+			t.Logf("delete queue %s: %s", name, redactSecrets(err.Error()))
+			return
+		}
+		defer conn.Close()
+		if ch, err := conn.Channel(); err == nil {
+			_, _ = ch.QueueDelete(name, false, false, false)
+		}
+	})
+	return name
+}
+
+func (r *rabbitBackend) Fill(t *testing.T, q string, ids []string) {
+	t.Helper()
+	r.with(t, func(ch *amqp.Channel) error {
+		if err := ch.Confirm(false); err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var pending []*amqp.DeferredConfirmation
+		check := func() error {
+			for _, c := range pending {
+				ok, err := c.WaitContext(ctx)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return errors.New("fill: nack")
+				}
+			}
+			pending = pending[:0]
+			return nil
+		}
+		for i, id := range ids {
+			c, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", q, true, false, amqp.Publishing{
+				MessageId: id, Body: []byte(id), DeliveryMode: amqp.Persistent, ContentType: "text/plain",
+			})
+			if err != nil {
+				return err
+			}
+			pending = append(pending, c)
+			if i%500 == 499 {
+				if err := check(); err != nil {
+					return err
+				}
+			}
+		}
+		return check()
+	})
+}
+
+func (r *rabbitBackend) inspect(t *testing.T, q string) amqp.Queue {
+	t.Helper()
+	var qi amqp.Queue
+	r.with(t, func(ch *amqp.Channel) (err error) {
+		qi, err = ch.QueueDeclarePassive(q, true, false, false, false, amqp.Table{"x-queue-type": r.kind})
+		return err
+	})
+	return qi
+}
+
+func (r *rabbitBackend) depth(t *testing.T, q string) int { return r.inspect(t, q).Messages }
+
+// Settled: the queue returns a consumer's unacknowledged messages when it
+// drops the consumer.
+func (r *rabbitBackend) Settled(t *testing.T, q string) bool { return r.inspect(t, q).Consumers == 0 }
+
+// Prefetch: window × (concurrency + 1), and on classic queues the 1000
+// messages the engine may hold to put back in place (redrive.classicHoldMax).
+func (r *rabbitBackend) Prefetch() int {
+	if r.kind == "classic" {
+		return inFlightBound + 1000
+	}
+	return inFlightBound
+}
+
+// Count is the ready messages: a consumer's unacknowledged messages come
+// back when its connection goes, and the tests count only after dlq exited.
+func (r *rabbitBackend) Count(t *testing.T, q string) int { return r.depth(t, q) }
+
+func (r *rabbitBackend) Drain(t *testing.T, q string) map[string]int {
+	t.Helper()
+	seen := map[string]int{}
+	for {
+		n := r.depth(t, q)
+		if n == 0 {
+			return seen
+		}
+		// No-ack: a message counts once it reached the test. (Acks sent one
+		// by one just before a channel closes can be dropped by a quorum
+		// queue on RabbitMQ 3.10, and their messages would be counted twice.)
+		r.with(t, func(ch *amqp.Channel) error {
+			ds, err := ch.Consume(q, "", true, false, false, false, nil)
+			if err != nil {
+				return err
+			}
+			timeout := time.After(time.Minute)
+			for i := 0; i < n; i++ {
+				select {
+				case d, ok := <-ds:
+					if !ok {
+						return errors.New("drain: consumer closed")
+					}
+					seen[string(d.Body)]++
+				case <-timeout:
+					return fmt.Errorf("drain %s: %d of %d messages in a minute", q, i, n)
+				}
+			}
+			return nil
+		})
+	}
+}
+
+type sqsBackend struct {
+	name     string
+	endpoint string
+	c        *sqs.Client
+	urls     sync.Map // name → URL
+}
+
+func newSQS(t *testing.T, name, endpoint string) *sqsBackend {
+	t.Helper()
+	cfg, err := awsconfig.LoadDefaultConfig(context.Background(), awsconfig.WithRegion("us-east-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+		o.BaseEndpoint = aws.String(endpoint)
+		o.RetryMaxAttempts = 10 // the emulator may be restarting
+	})
+	return &sqsBackend{name: name, endpoint: endpoint, c: c}
+}
+
+func (s *sqsBackend) Name() string { return s.name }
+func (s *sqsBackend) Args() []string {
+	return []string{"--broker", "sqs://us-east-1", "--endpoint-url", s.endpoint}
+}
+
+func (s *sqsBackend) url(t *testing.T, q string) string {
+	t.Helper()
+	u, ok := s.urls.Load(q)
+	if !ok {
+		t.Fatalf("unknown queue %s", q)
+	}
+	return u.(string)
+}
+
+func (s *sqsBackend) Queue(t *testing.T, prefix string) string {
+	t.Helper()
+	name := brokertest.Name(t, prefix)
+	out, err := s.c.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String(name)})
+	if err != nil {
+		t.Fatalf("create queue: %v", err)
+	}
+	s.urls.Store(name, aws.ToString(out.QueueUrl))
+	t.Cleanup(func() { _, _ = s.c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: out.QueueUrl}) })
+	return name
+}
+
+func (s *sqsBackend) Fill(t *testing.T, q string, ids []string) {
+	t.Helper()
+	url := s.url(t, q)
+	ctx := context.Background()
+	for i := 0; i < len(ids); i += 10 {
+		batch := ids[i:min(i+10, len(ids))]
+		entries := make([]sqstypes.SendMessageBatchRequestEntry, len(batch))
+		for j, id := range batch {
+			entries[j] = sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(j)), MessageBody: aws.String(id)}
+		}
+		out, err := s.c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
+		if err != nil {
+			t.Fatalf("fill: %v", err)
+		}
+		if len(out.Failed) > 0 {
+			t.Fatalf("fill: %d entries failed: %s", len(out.Failed), aws.ToString(out.Failed[0].Message))
+		}
+	}
+}
+
+func (s *sqsBackend) attrs(t *testing.T, q string) (visible, hidden int) {
+	t.Helper()
+	out, err := s.c.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(s.url(t, q)),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible, sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+	if err != nil {
+		t.Fatalf("queue attributes: %v", err)
+	}
+	a := func(k sqstypes.QueueAttributeName) int {
+		n, _ := strconv.Atoi(out.Attributes[string(k)])
+		return n
+	}
+	return a(sqstypes.QueueAttributeNameApproximateNumberOfMessages) + a(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed),
+		a(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
+}
+
+// Settled: SQS counts hidden messages; nothing to wait for.
+func (s *sqsBackend) Settled(t *testing.T, q string) bool { return true }
+
+// Prefetch: window × (concurrency + 1); SQS hides what dlq holds.
+func (s *sqsBackend) Prefetch() int { return inFlightBound }
+
+func (s *sqsBackend) Count(t *testing.T, q string) int {
+	t.Helper()
+	v, h := s.attrs(t, q)
+	return v + h
+}
+
+// Drain receives and deletes until the queue holds nothing, waiting for
+// hidden messages to come back.
+func (s *sqsBackend) Drain(t *testing.T, q string) map[string]int {
+	t.Helper()
+	url := s.url(t, q)
+	ctx := context.Background()
+	seen := map[string]int{}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		out, err := s.c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 60})
+		if err != nil {
+			t.Fatalf("drain: %v", err)
+		}
+		if len(out.Messages) == 0 {
+			v, h := s.attrs(t, q)
+			if v+h == 0 {
+				return seen
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("drain %s: %d messages still hidden", q, h)
+			}
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		entries := make([]sqstypes.DeleteMessageBatchRequestEntry, len(out.Messages))
+		for i, m := range out.Messages {
+			seen[aws.ToString(m.Body)]++
+			entries[i] = sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle}
+		}
+		if _, err := s.c.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: entries}); err != nil {
+			t.Fatalf("drain: delete: %v", err)
+		}
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Checks
+
+// outcome is what a trial left behind.
+type outcome struct {
+	lost, duplicates, leftInSource int
+}
+
+// account drains the source and the destination and checks that every ID
+// is in one of them exactly as the guarantees allow.
+func account(t *testing.T, b backend, src, dst string, want []string) outcome {
+	t.Helper()
+	inSrc := b.Drain(t, src)
+	inDst := b.Drain(t, dst)
+	var o outcome
+	for _, n := range inSrc {
+		o.leftInSource += n
+	}
+	for _, id := range want {
+		if inSrc[id]+inDst[id] == 0 {
+			o.lost++
+			if o.lost <= 5 {
+				t.Errorf("message %s is in neither the source nor the destination", id)
+			}
+		}
+		if n := inDst[id]; n > 1 {
+			o.duplicates += n - 1
+		}
+	}
+	wanted := make(map[string]bool, len(want))
+	for _, id := range want {
+		wanted[id] = true
+	}
+	for id := range inDst {
+		if !wanted[id] {
+			t.Errorf("the destination holds a message nobody sent: %q", id)
+		}
+	}
+	return o
+}
+
+// redriveArgs are the arguments of one redrive from src to dst.
+func redriveArgs(b backend, src, dst string, extra ...string) []string {
+	args := append([]string{"redrive", src, "--to", "queue:" + dst, "--output", "json",
+		"--window", strconv.Itoa(faultWindow), "--concurrency", strconv.Itoa(faultConcurrency)}, b.Args()...)
+	return append(args, extra...)
+}
+
+// ---------------------------------------------------------------------------
+// 1. SIGKILL at random moments
+
+type killTally struct {
+	trials, early, lost, duplicates, resumed, inFlight, ackedOnSight int
+	// beyondJournal are duplicates the journal did not list as in flight:
+	// acks the dead process had made that never reached the broker.
+	beyondJournal int
+}
+
+func TestFaultKillRabbitMQClassic(t *testing.T) {
+	env := brokertest.Fault(t)
+	killTrials(t, newRabbit(env.Rabbit.AMQPURL, env.Rabbit.MgmtURL, "classic"), 2000)
+}
+
+func TestFaultKillRabbitMQQuorum(t *testing.T) {
+	env := brokertest.Fault(t)
+	killTrials(t, newRabbit(env.Rabbit.AMQPURL, env.Rabbit.MgmtURL, "quorum"), 2000)
+}
+
+func TestFaultKillSQS(t *testing.T) {
+	env := brokertest.Fault(t)
+	killTrials(t, newSQS(t, "sqs-fauxqs", env.SQS.Endpoint), 1000)
+}
+
+// killTrials kills dlq redrive at ten or more random moments of a redrive of
+// n messages and checks each time that nothing was lost, that duplicates
+// stay within the messages in flight, and that --resume finishes the move.
+func killTrials(t *testing.T, b backend, n int) {
+	rng := faultRand(t)
+	started := time.Now()
+
+	// A first, undisturbed run tells how long a redrive takes here: the kill
+	// moments are drawn from that span.
+	src, dst := b.Queue(t, "src"), b.Queue(t, "dst")
+	want := ids("base", n)
+	b.Fill(t, src, want)
+	p := runDLQ(t, t.TempDir(), redriveArgs(b, src, dst)...)
+	if p.code != exitOK {
+		t.Fatalf("undisturbed redrive: exit %d\n%s", p.code, p.errOut.String())
+	}
+	if o := account(t, b, src, dst, want); o.lost != 0 || o.duplicates != 0 || o.leftInSource != 0 {
+		t.Fatalf("undisturbed redrive: %+v", o)
+	}
+	span := p.took
+	t.Logf("%s: undisturbed redrive of %d messages took %s", b.Name(), n, span.Round(time.Millisecond))
+
+	var tl killTally
+	for attempt := 0; tl.trials < 10; attempt++ {
+		if attempt >= 30 {
+			t.Fatalf("only %d of 30 kills landed while dlq ran", tl.trials)
+		}
+		state := t.TempDir()
+		src, dst := b.Queue(t, "src"), b.Queue(t, "dst")
+		want := ids(fmt.Sprintf("t%02d", attempt), n)
+		b.Fill(t, src, want)
+		delay := time.Duration(rng.Int64N(int64(span)))
+		p := startDLQ(t, state, redriveArgs(b, src, dst)...)
+		select {
+		case <-p.done:
+		case <-time.After(delay):
+		}
+		if p.exited() {
+			// The redrive finished before the kill moment came.
+			if p.code != exitOK {
+				t.Fatalf("attempt %d: exit %d\n%s", attempt, p.code, p.errOut.String())
+			}
+			tl.early++
+			if o := account(t, b, src, dst, want); o.lost != 0 || o.duplicates != 0 || o.leftInSource != 0 {
+				t.Fatalf("attempt %d (finished before the kill): %+v", attempt, o)
+			}
+			continue
+		}
+		p.kill(t)
+		tl.trials++
+
+		// Right after the kill: every message is somewhere (SQS counts the
+		// ones the dead process still hid; RabbitMQ returns them when it
+		// sees the connection go).
+		poll(t, 30*time.Second, "the killed consumer's messages back in the source", func() bool { return b.Settled(t, src) })
+		if got := b.Count(t, src) + b.Count(t, dst); got < n {
+			t.Fatalf("trial %d (kill after %s): %d messages in the source and the destination, want at least %d", tl.trials, delay, got, n)
+		}
+
+		// Finish: --resume when the run had started its journal, a plain
+		// re-run when the kill came before it (or after its end line).
+		args := redriveArgs(b, src, dst)
+		resumed := interrupted(state)
+		if resumed {
+			args = append(args, "--resume")
+			tl.resumed++
+		}
+		r := runDLQ(t, state, args...)
+		if r.code != exitOK {
+			t.Fatalf("trial %d (kill after %s): finishing run exit %d\n%s", tl.trials, delay, r.code, r.errOut.String())
+		}
+		sum := r.summary(t)
+		inFlight := 0
+		if sum.Resumed != nil {
+			inFlight = sum.Resumed.InFlight
+			tl.inFlight += inFlight
+			tl.ackedOnSight += int(sum.Resumed.AckedOnSight)
+		}
+		o := account(t, b, src, dst, want)
+		tl.lost += o.lost
+		tl.duplicates += o.duplicates
+		tl.beyondJournal += max(0, o.duplicates-inFlight)
+		t.Logf("trial %d: killed after %s; resumed=%v in_flight=%d acked_on_sight=%d; lost=%d duplicates=%d left=%d",
+			tl.trials, delay.Round(time.Millisecond), resumed, inFlight, ackedOnSight(sum), o.lost, o.duplicates, o.leftInSource)
+		if o.lost != 0 || o.leftInSource != 0 {
+			t.Errorf("trial %d: lost %d, %d left in the source after the finishing run", tl.trials, o.lost, o.leftInSource)
+		}
+		if o.duplicates > b.Prefetch() {
+			t.Errorf("trial %d: %d duplicates, more than the %d deliveries dlq holds unacknowledged at most", tl.trials, o.duplicates, b.Prefetch())
+		}
+		if inFlight > inFlightBound {
+			t.Errorf("trial %d: the journal had %d messages in flight, more than window × (concurrency+1) = %d", tl.trials, inFlight, inFlightBound)
+		}
+	}
+	t.Logf("fault tally: scenario=sigkill backend=%s messages=%d trials=%d lost=%d duplicates=%d resumed=%d in_flight=%d acked_on_sight=%d duplicates_beyond_journal=%d finished_before_kill=%d took=%s",
+		b.Name(), n, tl.trials, tl.lost, tl.duplicates, tl.resumed, tl.inFlight, tl.ackedOnSight, tl.beyondJournal, tl.early, time.Since(started).Round(time.Second))
+}
+
+func ackedOnSight(s redrive.Summary) int64 {
+	if s.Resumed == nil {
+		return 0
+	}
+	return s.Resumed.AckedOnSight
+}
