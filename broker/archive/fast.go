@@ -520,6 +520,10 @@ func (p *fastParser) boolean() (bool, bool) {
 func (p *fastParser) timeValue() (time.Time, bool) {
 	p.ws()
 	start := p.i
+	if t, n, ok := utcTime(p.b[start:]); ok {
+		p.i += n
+		return t, true
+	}
 	if start < len(p.b) && p.b[start] == '"' {
 		// Plain ASCII without escapes, as archives hold times: parse in
 		// place, allocating nothing.
@@ -541,6 +545,73 @@ func (p *fastParser) timeValue() (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return t, true
+}
+
+// utcTime reads a quoted time in the one shape dlq writes,
+// "2006-01-02T15:04:05.999999999Z" (zero to nine fractional digits, UTC),
+// with the checks and result of time.Time.UnmarshalJSON, and how many bytes
+// it took. Any other text is not ok (the caller then uses UnmarshalJSON).
+func utcTime(b []byte) (time.Time, int, bool) {
+	const n = len(`"2006-01-02T15:04:05Z"`)
+	if len(b) < n || b[0] != '"' || b[5] != '-' || b[8] != '-' || b[11] != 'T' || b[14] != ':' || b[17] != ':' {
+		return time.Time{}, 0, false
+	}
+	ok := true
+	num := func(s []byte, lo, hi int) int {
+		x := 0
+		for _, c := range s {
+			if c < '0' || c > '9' {
+				ok = false
+			}
+			x = x*10 + int(c-'0')
+		}
+		if x < lo || x > hi {
+			ok = false
+		}
+		return x
+	}
+	year := num(b[1:5], 0, 9999)
+	month := num(b[6:8], 1, 12)
+	if !ok {
+		return time.Time{}, 0, false
+	}
+	day := num(b[9:11], 1, daysIn(time.Month(month), year))
+	hour := num(b[12:14], 0, 23)
+	minute := num(b[15:17], 0, 59)
+	sec := num(b[18:20], 0, 59)
+	i, nsec := 20, 0
+	if b[i] == '.' {
+		i++
+		digits := 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' && digits < 9 {
+			nsec = nsec*10 + int(b[i]-'0')
+			i++
+			digits++
+		}
+		if digits == 0 {
+			return time.Time{}, 0, false
+		}
+		for ; digits < 9; digits++ {
+			nsec *= 10
+		}
+	}
+	if !ok || i+1 >= len(b) || b[i] != 'Z' || b[i+1] != '"' {
+		return time.Time{}, 0, false
+	}
+	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), i + 2, true
+}
+
+func daysIn(m time.Month, year int) int {
+	switch m {
+	case time.February:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case time.April, time.June, time.September, time.November:
+		return 30
+	}
+	return 31
 }
 
 func (p *fastParser) strings() ([]string, bool) {

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // naiveStop is stringStop a byte at a time, the reference.
@@ -155,4 +156,69 @@ func TestInterner(t *testing.T) {
 	if _, ok := in.m[long]; ok {
 		t.Errorf("holds a string longer than %d bytes", maxInternedLen)
 	}
+}
+
+// utcTime agrees with time.Time.UnmarshalJSON wherever it answers, and
+// answers for every time dlq writes.
+func checkUTCTime(t *testing.T, s string) bool {
+	t.Helper()
+	got, n, ok := utcTime([]byte(s + ",rest"))
+	if !ok {
+		return false
+	}
+	var want time.Time
+	if err := want.UnmarshalJSON([]byte(s[:n])); err != nil {
+		t.Fatalf("utcTime accepted %s, UnmarshalJSON: %v", s, err)
+	}
+	if got != want || got.Location() != want.Location() {
+		t.Fatalf("utcTime(%s) = %v (%d bytes), UnmarshalJSON %v", s, got, n, want)
+	}
+	return true
+}
+
+func TestUTCTime(t *testing.T) {
+	for _, tm := range []time.Time{
+		time.Date(2025, 3, 14, 9, 30, 0, 0, time.UTC), time.Date(2024, 2, 29, 23, 59, 59, 999999999, time.UTC),
+		time.Date(2026, 11, 22, 0, 1, 11, 543246571, time.UTC), time.Date(1, 1, 1, 0, 0, 0, 1000, time.UTC),
+		time.Date(9999, 12, 31, 0, 0, 0, 500000000, time.UTC), time.Date(2000, 1, 1, 0, 0, 0, 120, time.UTC),
+	} {
+		b, _ := tm.MarshalJSON()
+		if !checkUTCTime(t, string(b)) {
+			t.Errorf("utcTime left %s to UnmarshalJSON", b)
+		}
+		if _, n, _ := utcTime(b); n != len(b) {
+			t.Errorf("utcTime took %d bytes of %s", n, b)
+		}
+	}
+	for _, s := range []string{
+		`"2023-02-29T00:00:00Z"`, `"2024-13-01T00:00:00Z"`, `"2024-04-31T00:00:00Z"`, `"2024-01-01T24:00:00Z"`,
+		`"2024-01-01T00:60:00Z"`, `"2024-01-01T00:00:60Z"`, `"2024-01-01T00:00:00.Z"`, `"2024-01-01T00:00:00.1234567891Z"`,
+		`"2024-01-01T00:00:00+01:00"`, `"2024-01-01 00:00:00Z"`, `"2024-1-01T00:00:00Z"`, `"+024-01-01T00:00:00Z"`,
+		`"2024-01-01T00:00:00Z`, `2024-01-01T00:00:00Z`, `"2024-00-10T00:00:00Z"`, `"2024-01-00T00:00:00Z"`,
+	} {
+		checkUTCTime(t, s)
+	}
+}
+
+func BenchmarkUTCTime(b *testing.B) {
+	s := []byte(`"2026-11-22T00:01:11.543246571Z"`)
+	b.Run("utcTime", func(b *testing.B) {
+		for b.Loop() {
+			utcTime(s)
+		}
+	})
+	b.Run("UnmarshalJSON", func(b *testing.B) {
+		for b.Loop() {
+			var t time.Time
+			t.UnmarshalJSON(s)
+		}
+	})
+}
+
+func FuzzUTCTime(f *testing.F) {
+	f.Add(`"2026-11-22T00:01:11.543246571Z"`)
+	f.Add(`"2024-02-29T23:59:59Z"`)
+	f.Fuzz(func(t *testing.T, s string) {
+		checkUTCTime(t, s)
+	})
 }
