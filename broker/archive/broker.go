@@ -384,8 +384,9 @@ func (b *Broker) finish(a *queueAcc) broker.Queue {
 // Lines are decoded on every CPU, a batch of lines at a time, and handed
 // to visit one by one in file order from a single goroutine; a malformed
 // line is reported, with its number, after every message before it. At
-// most a few batches are read ahead (about 2 MiB), so memory does not grow
-// with the file, and stopping early ends the reading before Peek returns.
+// most two batches of 256 KiB a CPU, plus two, are in flight, so memory
+// does not grow with the file; stopping early ends the reading before Peek
+// returns.
 func (b *Broker) Peek(ctx context.Context, queue string, opts broker.PeekOptions, visit func(*broker.Message) error) (broker.PeekReport, error) {
 	return b.peek(ctx, queue, opts, visit, false)
 }
