@@ -128,6 +128,8 @@ type Subscription struct {
 	boundAcks bool
 	done      bool
 	closed    bool
+	// stall overrides defaultStallLimit (tests).
+	stall time.Duration
 }
 
 // Next returns the next delivery, io.EOF when the bound is reached or the
@@ -161,6 +163,20 @@ func (s *Subscription) Next(ctx context.Context) (*broker.Delivery, error) {
 	s.mu.Unlock()
 
 	d, err := s.receive(ctx, s.idle)
+	// Silence is not an empty queue while the queue still holds ready
+	// messages (a broker busy persisting, a consumer ahead of us in a
+	// single-active-consumer queue): wait on, up to stallLimit, rather than
+	// end a move early and call it done.
+	for waited := s.idle; err == nil && d == nil && !s.isCancelled(); waited += s.idle {
+		ready, _, ierr := s.b.inspect(ctx, s.queue)
+		if ierr != nil || ready == 0 {
+			break
+		}
+		if waited >= s.stallLimit() {
+			return nil, fmt.Errorf("consume queue `%s`: no delivery for %s although it holds %d ready messages (another consumer may be active, e.g. single active consumer): stop it, or run again later", s.queue, waited.Round(time.Second), ready)
+		}
+		d, err = s.receive(ctx, s.idle)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err == nil && d == nil && !s.w.cancelled {
@@ -190,6 +206,23 @@ func (s *Subscription) Next(ctx context.Context) (*broker.Delivery, error) {
 	s.unsettled[d.DeliveryTag] = true
 	s.lastTag = max(s.lastTag, d.DeliveryTag)
 	return &broker.Delivery{Message: fromDelivery(s.queue, d), Receipt: broker.Receipt{Tag: d.DeliveryTag}}, nil
+}
+
+// defaultStallLimit bounds how long Next waits without a delivery while the
+// queue holds ready messages.
+const defaultStallLimit = time.Minute
+
+func (s *Subscription) stallLimit() time.Duration {
+	if s.stall > 0 {
+		return s.stall
+	}
+	return defaultStallLimit
+}
+
+func (s *Subscription) isCancelled() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.cancelled
 }
 
 // receive waits for one delivery: up to idle while the consumer is active,
