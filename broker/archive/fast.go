@@ -1117,13 +1117,18 @@ func (p *fastParser) typedValue(typ []byte, depth int) (any, bool) {
 		t, err := time.Parse(time.RFC3339Nano, s)
 		return t.UTC(), err == nil
 	case typeTable:
-		m := map[string]any{}
+		var m map[string]any
+		if l := p.lend; l != nil {
+			m = l.table()
+		} else {
+			m = map[string]any{}
+		}
 		ok := p.object(func(k []byte) bool {
 			if _, dup := m[string(k)]; dup {
 				return false
 			}
 			v, ok := p.typed(depth + 1)
-			m[string(k)] = v
+			m[p.string(k)] = v
 			return ok
 		})
 		return m, ok
@@ -1131,7 +1136,10 @@ func (p *fastParser) typedValue(typ []byte, depth int) (any, bool) {
 		if !p.eat('[') {
 			return nil, false
 		}
-		a := []any{}
+		a, keep := []any{}, func([]any) {}
+		if l := p.lend; l != nil {
+			a, keep = l.array()
+		}
 		if p.eat(']') {
 			return a, true
 		}
@@ -1144,6 +1152,7 @@ func (p *fastParser) typedValue(typ []byte, depth int) (any, bool) {
 			if p.eat(',') {
 				continue
 			}
+			keep(a)
 			return a, p.eat(']')
 		}
 	}

@@ -18,6 +18,11 @@ type lend struct {
 	attrs    map[string]attribute
 	sysAttrs map[string]string
 	arena    []byte // the body (and a base64 body decoded)
+	// Nested header values (x-death tables and arrays): those handed out
+	// for the current line are tables[:nt] and arrays[:na].
+	tables []map[string]any
+	arrays [][]any
+	nt, na int
 
 	// Message side.
 	mHeaders map[string]any
@@ -58,9 +63,43 @@ func (l *lend) reset() {
 		l.sysAttrs = map[string]string{}
 	}
 	clear(l.mHeaders)
+	if len(l.tables) > maxLentValues {
+		l.tables = nil
+	}
+	if len(l.arrays) > maxLentValues {
+		l.arrays = nil
+	}
+	l.nt, l.na = 0, 0
 	clear(l.attrs)
 	clear(l.sysAttrs)
 	l.rec = record{}
+}
+
+// maxLentValues is the most nested tables (and arrays) a lent message
+// keeps for reuse.
+const maxLentValues = 64
+
+// table returns an empty map for a nested header table.
+func (l *lend) table() map[string]any {
+	if l.nt == len(l.tables) {
+		l.tables = append(l.tables, map[string]any{})
+	}
+	m := l.tables[l.nt]
+	l.nt++
+	clear(m)
+	return m
+}
+
+// array returns an empty (not nil) slice for a nested header array, and a
+// function to call with it once filled, so that its grown backing array is
+// reused next time.
+func (l *lend) array() ([]any, func([]any)) {
+	if l.na == len(l.arrays) {
+		l.arrays = append(l.arrays, make([]any, 0, 4))
+	}
+	i := l.na
+	l.na++
+	return l.arrays[i][:0], func(a []any) { l.arrays[i] = a }
 }
 
 // bytes copies s into the body buffer.

@@ -123,6 +123,24 @@ func bigArchive(n int) string {
 		if i%3 != 0 {
 			m.Headers = map[string]any{"n": int64(i), "x-exception-message": fmt.Sprintf("e%d", i%4)}
 		}
+		if i%4 == 1 {
+			// x-death as RabbitMQ sends it: an array of tables, of varying
+			// length, so that reused tables and arrays must be emptied.
+			var deaths []any
+			for j := range i%3 + 1 {
+				d := map[string]any{"count": int64(j + 1), "reason": "rejected", "queue": fmt.Sprintf("q%d", j),
+					"routing-keys": []any{"a", fmt.Sprintf("k%d", i%(j+2))}, "time": first.Add(time.Duration(i) * time.Second)}
+				if (i/4+j)%2 == 0 {
+					d["exchange"] = "x"
+				}
+				deaths = append(deaths, d)
+			}
+			if m.Headers == nil {
+				m.Headers = map[string]any{}
+			}
+			m.Headers["x-death"] = deaths
+			m.Headers["x-first-death-queue"] = "q0"
+		}
 		if i%5 != 0 {
 			m.Death = &broker.Death{Reason: "rejected", Queue: "src", Count: 1, First: first, RoutingKeys: []string{fmt.Sprintf("k%d", i%2)}}
 			if i%7 == 0 {
