@@ -14,7 +14,8 @@ import (
 )
 
 // RedriveHeader is the header (SQS: message attribute) that records that a
-// message was redriven: {count, time, source}. RabbitMQ carries it as a
+// message was redriven: {count, time, source, id} (id: the run and a
+// sequence number, unique per publish). RabbitMQ carries it as a
 // table; SQS as a String attribute holding the same JSON object.
 const RedriveHeader = "x-dlq-redrive"
 
@@ -63,6 +64,10 @@ func (e *engine) shape(nm, orig *broker.Message, dsys broker.System) error {
 	if !e.opts.NoRedriveHeader && e.mode == modeRedrive {
 		count := previousRedrives(orig) + 1
 		now := e.now().UTC().Truncate(time.Second)
+		// id names this one publish: the run and a sequence number. It
+		// also lets RabbitMQ's returns be told apart for messages that are
+		// otherwise identical, so those need not wait on each other.
+		id := fmt.Sprintf("%s-%d", e.runID, e.seq.Add(1))
 		if toSQS {
 			_, had := nm.Attributes[RedriveHeader]
 			if asAttr && !had && len(nm.Attributes) >= maxSQSAttributes {
@@ -71,10 +76,10 @@ func (e *engine) shape(nm, orig *broker.Message, dsys broker.System) error {
 				return fmt.Errorf("%w: the message has %d message attributes and the %s record needs one more (SQS allows %d): drop one with `--transform 'del(.attributes.NAME)'`, or pass `--no-redrive-header`",
 					errAttributeLimit, len(nm.Attributes), RedriveHeader, maxSQSAttributes)
 			}
-			b, _ := json.Marshal(map[string]any{"count": count, "time": now.Format(time.RFC3339), "source": e.opts.SourceName})
+			b, _ := json.Marshal(map[string]any{"count": count, "time": now.Format(time.RFC3339), "source": e.opts.SourceName, "id": id})
 			set(RedriveHeader, string(b))
 		} else {
-			set(RedriveHeader, map[string]any{"count": count, "time": now, "source": e.opts.SourceName})
+			set(RedriveHeader, map[string]any{"count": count, "time": now, "source": e.opts.SourceName, "id": id})
 		}
 	}
 	if asAttr && len(nm.Attributes) > maxSQSAttributes {
