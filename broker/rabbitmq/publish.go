@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/fnv"
+	"sort"
 	"sync"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -187,13 +189,22 @@ func (b *Broker) Publish(ctx context.Context, msgs []broker.Outgoing) ([]error, 
 
 	pubErrs := make([]error, len(pubs))
 	confirmed := 0
-	takeReturn := func(r amqp.Return) {
-		m := matchKey(r.Exchange, r.RoutingKey, &amqp.Publishing{MessageId: r.MessageId, CorrelationId: r.CorrelationId, Body: r.Body})
+	// takeReturn reports false for a return that matches no publish in
+	// flight: then no confirm of this call can be trusted (one of them
+	// is a returned message).
+	takeReturn := func(r amqp.Return) bool {
+		m := matchKey(r.Exchange, r.RoutingKey, &amqp.Publishing{MessageId: r.MessageId, CorrelationId: r.CorrelationId, Headers: r.Headers, Body: r.Body})
 		mu.Lock()
-		if seq, ok := inflight[m]; ok {
+		defer mu.Unlock()
+		seq, ok := inflight[m]
+		if ok {
 			returned[seq] = r
 		}
-		mu.Unlock()
+		return ok
+	}
+	unmatched := func(r amqp.Return) error {
+		return &broker.Error{Kind: broker.ErrUnroutable, Op: "publish",
+			Msg: fmt.Sprintf("a message came back unroutable from exchange `%s` with routing key `%s` and could not be told apart from the others in flight: none of this batch is taken as delivered", r.Exchange, r.RoutingKey)}
 	}
 	pubFinished := false
 	for {
@@ -205,7 +216,10 @@ func (b *Broker) Publish(ctx context.Context, msgs []broker.Outgoing) ([]error, 
 		}
 		select {
 		case r := <-returns:
-			takeReturn(r)
+			if !takeReturn(r) {
+				stop()
+				return results, unmatched(r)
+			}
 		case c, ok := <-confirms:
 			if !ok {
 				stop()
@@ -215,7 +229,10 @@ func (b *Broker) Publish(ctx context.Context, msgs []broker.Outgoing) ([]error, 
 			for drained := false; !drained; {
 				select {
 				case r := <-returns:
-					takeReturn(r)
+					if !takeReturn(r) {
+						stop()
+						return results, unmatched(r)
+					}
 				default:
 					drained = true
 				}
@@ -286,7 +303,12 @@ func closeErrOf(closed chan *amqp.Error) error {
 	return amqp.ErrClosed
 }
 
-// matchKey identifies a publish well enough to match a basic.return to it.
+// matchKey identifies a publish well enough to match a basic.return to it:
+// exchange, routing key, message-id, correlation-id, body, and the string
+// values in its headers (with their names and nesting). Strings come back
+// in a return exactly as sent, so a header that differs per message (such
+// as the id in the x-dlq-redrive record) keeps identical bodies from
+// waiting on each other's confirms.
 func matchKey(exchange, key string, p *amqp.Publishing) uint64 {
 	h := fnv.New64a()
 	for _, s := range []string{exchange, key, p.MessageId, p.CorrelationId} {
@@ -294,5 +316,35 @@ func matchKey(exchange, key string, p *amqp.Publishing) uint64 {
 		h.Write([]byte{0})
 	}
 	h.Write(p.Body)
+	hashStrings(h, p.Headers)
 	return h.Sum64()
+}
+
+// hashStrings writes the string values of t and of its nested tables, in
+// key order, with their keys.
+func hashStrings(h hash.Hash64, t amqp.Table) {
+	if len(t) == 0 {
+		return
+	}
+	keys := make([]string, 0, len(t))
+	for k, v := range t {
+		switch v.(type) {
+		case string, amqp.Table:
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		h.Write([]byte{1})
+		h.Write([]byte(k))
+		h.Write([]byte{0})
+		switch v := t[k].(type) {
+		case string:
+			h.Write([]byte(v))
+		case amqp.Table:
+			h.Write([]byte{2})
+			hashStrings(h, v)
+			h.Write([]byte{3})
+		}
+	}
 }
