@@ -1071,3 +1071,49 @@ func TestRedriveIntegrationRabbitServerSide(t *testing.T) {
 		t.Errorf("%d distinct messages after the cancel, want %d", len(got), big)
 	}
 }
+
+// Identical messages (same body, no message-id) from two origins, one of
+// which no longer routes: each return is matched to its own publish (the
+// x-dlq-redrive id tells them apart), so exactly the unroutable ones stay
+// in the DLQ and none is lost.
+func TestRedriveIntegrationRabbitIdenticalMessagesUnroutable(t *testing.T) {
+	r := newRIRabbit(t)
+	base := brokertest.Name(t, "same")
+	ex := r.exchange(base + ".ex")
+	dlq := r.queue(base+".dlq", nil)
+	qa := r.queue(base+".a", amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
+	qb := r.queue(base+".b", amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
+	r.bind(qa, "a", ex)
+	r.bind(qb, "b", ex)
+	const n = 300
+	same := amqp.Publishing{Body: []byte("same")}
+	for i := 0; i < n; i++ {
+		r.publish(ex, []string{"a", "b"}[i%2], same)
+	}
+	r.reject(qa, n/2)
+	r.reject(qb, n/2)
+	r.waitDepth(dlq, n)
+	if err := r.ch.QueueUnbind(qb, "b", ex, nil); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runDLQ(t, append(r.args, "redrive", dlq, "-o", "json", "--no-journal")...)
+	if code != ExitPartial {
+		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
+	}
+	s := riSummary(t, stdout)
+	if s.Moved != n/2 || s.Failed[redrive.ReasonUnroutable] != n/2 {
+		t.Fatalf("summary %+v", s)
+	}
+	if got := r.depth(qa); got != n/2 {
+		t.Errorf("origin a got %d, want %d", got, n/2)
+	}
+	left := r.drain(dlq)
+	if len(left) != n/2 {
+		t.Fatalf("dlq kept %d, want the %d unroutable", len(left), n/2)
+	}
+	for _, d := range left {
+		if d.Headers["x-first-death-queue"] != qb {
+			t.Errorf("a message of %v stayed: it was routable", d.Headers["x-first-death-queue"])
+		}
+	}
+}
