@@ -32,7 +32,9 @@ func main() {
 	kind := flag.String("kind", "classic", "rabbitmq queue type: classic or quorum")
 	conc := flag.Int("concurrency", 4, "workers (sqs)")
 	bin := flag.String("dlq", "bin/dlq", "dlq binary")
+	extra := flag.String("args", "", "more arguments for dlq redrive, space-separated (e.g. \"--window 500\")")
 	flag.Parse()
+	dlqArgs = strings.Fields(*extra)
 	ctx := context.Background()
 	var err error
 	switch *backend {
@@ -49,9 +51,13 @@ func main() {
 	}
 }
 
+// dlqArgs are added to every dlq redrive the benchmark runs.
+var dlqArgs []string
+
 var userinfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)([^/@\s:]*):([^/@\s]*)@`)
 
 func runDLQ(bin string, args ...string) (time.Duration, error) {
+	args = append(args, dlqArgs...)
 	start := time.Now()
 	c := exec.Command(bin, args...)
 	c.Env = append(os.Environ(), "XDG_STATE_HOME="+os.TempDir()+"/dlq-bench-state")
@@ -141,8 +147,16 @@ func benchSQS(ctx context.Context, bin string, n, conc int) error {
 			defer wg.Done()
 			for {
 				out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(dlq), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
-				if err != nil || len(out.Messages) == 0 {
+				if err != nil {
 					return
+				}
+				if len(out.Messages) == 0 {
+					// The emulator may answer empty while other workers
+					// hold messages: stop once everything has moved.
+					if moved.Load() >= int64(total) {
+						return
+					}
+					continue
 				}
 				var se []types.SendMessageBatchRequestEntry
 				var de []types.DeleteMessageBatchRequestEntry
@@ -192,17 +206,18 @@ func (m mgmt) do(method, path string, in any) (*http.Response, error) {
 	return http.DefaultClient.Do(req)
 }
 
-func (m mgmt) depth(q string) (int64, error) {
-	resp, err := m.do("GET", "/queues/%2F/"+url.PathEscape(q)+"?columns=messages", nil)
+// depth is the ready count from queue.declare passive: exact at once,
+// unlike the management API's depth, which is sampled every
+// collect_statistics_interval and would add up to that much to a measured
+// time.
+func depth(conn *amqp.Connection, q string) (int64, error) {
+	ch, err := conn.Channel()
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
-	var v struct {
-		Messages int64 `json:"messages"`
-	}
-	err = json.NewDecoder(resp.Body).Decode(&v)
-	return v.Messages, err
+	defer ch.Close()
+	st, err := ch.QueueDeclarePassive(q, true, false, false, false, nil)
+	return int64(st.Messages), err
 }
 
 func benchRabbit(ctx context.Context, bin string, n int, kind string) error {
@@ -257,11 +272,11 @@ func benchRabbit(ctx context.Context, bin string, n int, kind string) error {
 	wait := func(q string, want int64) error {
 		deadline := time.Now().Add(10 * time.Minute)
 		for time.Now().Before(deadline) {
-			d, err := m.depth(q)
+			d, err := depth(conn, q)
 			if err == nil && d == want {
 				return nil
 			}
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond)
 		}
 		return fmt.Errorf("%s never reached %d", q, want)
 	}
