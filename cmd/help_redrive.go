@@ -62,8 +62,9 @@ Fidelity
   x-delivery-count) is stripped, because consumers that count x-death would
   dead-letter the message again at once; --keep-death-headers keeps it. An
   x-dlq-redrive header (a table on RabbitMQ; a String attribute holding
-  {"count","time","source"} as JSON on SQS) records how often, when and
-  from where the message was redriven (--no-redrive-header leaves it out).
+  {"count","time","source","id"} as JSON on SQS) records how often, when
+  and from where the message was redriven, and which publish it was (id:
+  the run and a sequence number; --no-redrive-header leaves it out).
   SQS allows 10 message attributes: a message that would need an 11th for
   the record (or for --set-header) is refused and counted as
   attribute-limit, never moved without it silently. A --transform result that cannot be
