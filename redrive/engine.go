@@ -337,6 +337,9 @@ func (e *engine) run(ctx context.Context) (Summary, error) {
 					if slots != nil {
 						<-slots
 					}
+					if errors.Is(err, io.EOF) && e.awaitHidden(rctx) {
+						continue
+					}
 					if !errors.Is(err, io.EOF) && rctx.Err() == nil {
 						readErr <- fmt.Errorf("read `%s`: %w", e.queue, err)
 					}

@@ -219,6 +219,11 @@ type ResumeState struct {
 	Unconfirmed []string
 	report0     ResumeReport
 	locks       []*os.File
+	// LastActive is when an interrupted run last wrote its journal: on SQS
+	// the messages it had taken stay hidden until their visibility timeout,
+	// counted from about then, ends.
+	LastActive   time.Time
+	hiddenNotice bool
 }
 
 // ResumeReport tells what the interrupted runs left behind.
@@ -308,6 +313,9 @@ func LoadInterrupted(dir, key string) (*ResumeState, error) {
 		}
 		r.locks = append(r.locks, f)
 		r.Paths = append(r.Paths, p)
+		if st, err := f.Stat(); err == nil && st.ModTime().After(r.LastActive) {
+			r.LastActive = st.ModTime()
+		}
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 1<<20), 1<<26)
 		for sc.Scan() {

@@ -1,0 +1,55 @@
+package redrive
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+// hiddenSlack is added to the visibility timeout when waiting for the
+// messages an interrupted run had taken: it may have received some shortly
+// after its last journal line.
+const hiddenSlack = 5 * time.Second
+
+// awaitHidden tells a reader that found an SQS source empty during a resumed
+// run to look again. The interrupted run's messages stay hidden until their
+// visibility timeout ends; finishing before they come back would leave them
+// in the source — and the ones already confirmed at the destination would
+// be sent again by a later run instead of being removed on sight. It waits
+// while the source still hides more messages than this run holds, until
+// the interrupted run's last journal write plus the visibility timeout.
+func (e *engine) awaitHidden(ctx context.Context) bool {
+	r := e.opts.Resume
+	if r == nil || e.park != parkHold || r.LastActive.IsZero() || e.limitReached() || ctx.Err() != nil {
+		return false
+	}
+	left := r.LastActive.Add(e.opts.Visibility + hiddenSlack).Sub(e.now())
+	if left <= 0 {
+		return false
+	}
+	hidden := int64(-1) // unknown: wait until the deadline
+	if qi, ok := e.src.(broker.QueueInspector); ok {
+		if q, err := qi.Queue(ctx, e.queue); err == nil && q.InFlight != nil {
+			e.mu.Lock()
+			own := int64(len(e.open) + len(e.held))
+			e.mu.Unlock()
+			if hidden = *q.InFlight - own; hidden <= 0 {
+				return false
+			}
+		}
+	}
+	r.mu.Lock()
+	first := !r.hiddenNotice
+	r.hiddenNotice = true
+	r.mu.Unlock()
+	if first {
+		what := "the messages"
+		if hidden > 0 {
+			what = fmt.Sprintf("%d messages", hidden)
+		}
+		e.notice(fmt.Sprintf("waiting up to %s for %s the interrupted run had taken: SQS keeps them hidden until their visibility timeout ends", left.Round(time.Second), what))
+	}
+	return true
+}
