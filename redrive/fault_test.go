@@ -690,25 +690,13 @@ type killTally struct {
 	beyondJournal int
 }
 
-func TestFaultKillRabbitMQClassic(t *testing.T) {
-	env := brokertest.Fault(t)
-	killTrials(t, newRabbit(env.Rabbit.AMQPURL, env.Rabbit.MgmtURL, "classic"), 2000)
-}
-
-func TestFaultKillRabbitMQQuorum(t *testing.T) {
-	env := brokertest.Fault(t)
-	killTrials(t, newRabbit(env.Rabbit.AMQPURL, env.Rabbit.MgmtURL, "quorum"), 2000)
-}
-
-func TestFaultKillSQS(t *testing.T) {
-	env := brokertest.Fault(t)
-	killTrials(t, newSQS(t, "sqs-fauxqs", env.SQS.Endpoint), 1000)
-}
-
 // killTrials kills dlq redrive at ten or more random moments of a redrive of
 // n messages and checks each time that nothing was lost, that duplicates
-// stay within the messages in flight, and that --resume finishes the move.
-func killTrials(t *testing.T, b backend, n int) {
+// stay within what dlq holds unacknowledged, and that --resume finishes the
+// move. The kills come one after the other; the finishing runs then go
+// together (on SQS each waits for the messages its killed run had hidden,
+// up to the visibility timeout).
+func killTrials(t *testing.T, b backend, n int, tail time.Duration) {
 	rng := faultRand(t)
 	started := time.Now()
 
@@ -724,23 +712,31 @@ func killTrials(t *testing.T, b backend, n int) {
 	if o := account(t, b, src, dst, want); o.lost != 0 || o.duplicates != 0 || o.leftInSource != 0 {
 		t.Fatalf("undisturbed redrive: %+v", o)
 	}
-	span := p.took
-	t.Logf("%s: undisturbed redrive of %d messages took %s", b.Name(), n, span.Round(time.Millisecond))
+	span := max(p.took-tail, p.took/4)
+	t.Logf("%s: undisturbed redrive of %d messages took %s; kills within its first %s", b.Name(), n, p.took.Round(time.Millisecond), span.Round(time.Millisecond))
 
+	type trial struct {
+		n        int
+		src, dst string
+		want     []string
+		state    string
+		delay    time.Duration
+		resumed  bool
+		finish   *proc
+	}
+	var trials []*trial
 	var tl killTally
-	for attempt := 0; tl.trials < 10; attempt++ {
+	for attempt := 0; len(trials) < 10; attempt++ {
 		if attempt >= 30 {
-			t.Fatalf("only %d of 30 kills landed while dlq ran", tl.trials)
+			t.Fatalf("only %d of 30 kills landed while dlq ran", len(trials))
 		}
-		state := t.TempDir()
-		src, dst := b.Queue(t, "src"), b.Queue(t, "dst")
-		want := ids(fmt.Sprintf("t%02d", attempt), n)
-		b.Fill(t, src, want)
-		delay := time.Duration(rng.Int64N(int64(span)))
-		p := startDLQ(t, state, redriveArgs(b, src, dst)...)
+		tr := &trial{n: len(trials) + 1, state: t.TempDir(), src: b.Queue(t, "src"), dst: b.Queue(t, "dst"),
+			want: ids(fmt.Sprintf("t%02d", attempt), n), delay: time.Duration(rng.Int64N(int64(span)))}
+		b.Fill(t, tr.src, tr.want)
+		p := startDLQ(t, tr.state, redriveArgs(b, tr.src, tr.dst)...)
 		select {
 		case <-p.done:
-		case <-time.After(delay):
+		case <-time.After(tr.delay):
 		}
 		if p.exited() {
 			// The redrive finished before the kill moment came.
@@ -748,33 +744,37 @@ func killTrials(t *testing.T, b backend, n int) {
 				t.Fatalf("attempt %d: exit %d\n%s", attempt, p.code, p.errOut.String())
 			}
 			tl.early++
-			if o := account(t, b, src, dst, want); o.lost != 0 || o.duplicates != 0 || o.leftInSource != 0 {
+			if o := account(t, b, tr.src, tr.dst, tr.want); o.lost != 0 || o.duplicates != 0 || o.leftInSource != 0 {
 				t.Fatalf("attempt %d (finished before the kill): %+v", attempt, o)
 			}
 			continue
 		}
 		p.kill(t)
-		tl.trials++
+		trials = append(trials, tr)
 
-		// Right after the kill: every message is somewhere (SQS counts the
-		// ones the dead process still hid; RabbitMQ returns them when it
-		// sees the connection go).
-		poll(t, 30*time.Second, "the killed consumer's messages back in the source", func() bool { return b.Settled(t, src) })
-		if got := b.Count(t, src) + b.Count(t, dst); got < n {
-			t.Fatalf("trial %d (kill after %s): %d messages in the source and the destination, want at least %d", tl.trials, delay, got, n)
+		// Right after the kill every message is somewhere (SQS counts the
+		// ones the dead process still hides; RabbitMQ returns them when it
+		// drops the consumer).
+		poll(t, 30*time.Second, "the killed consumer's messages back in the source", func() bool { return b.Settled(t, tr.src) })
+		if got := b.Count(t, tr.src) + b.Count(t, tr.dst); got < n {
+			t.Fatalf("trial %d (kill after %s): %d messages in the source and the destination, want at least %d", tr.n, tr.delay, got, n)
 		}
+	}
 
-		// Finish: --resume when the run had started its journal, a plain
-		// re-run when the kill came before it (or after its end line).
-		args := redriveArgs(b, src, dst)
-		resumed := interrupted(state)
-		if resumed {
+	// Finish every trial: --resume when the run had started its journal, a
+	// plain re-run when the kill came before it (or after its end line).
+	for _, tr := range trials {
+		args := redriveArgs(b, tr.src, tr.dst)
+		if tr.resumed = interrupted(tr.state); tr.resumed {
 			args = append(args, "--resume")
 			tl.resumed++
 		}
-		r := runDLQ(t, state, args...)
-		if r.code != exitOK {
-			t.Fatalf("trial %d (kill after %s): finishing run exit %d\n%s", tl.trials, delay, r.code, r.errOut.String())
+		tr.finish = startDLQ(t, tr.state, args...)
+	}
+	for _, tr := range trials {
+		r := tr.finish
+		if code := r.wait(t, 4*time.Minute); code != exitOK {
+			t.Fatalf("trial %d (kill after %s): finishing run exit %d\n%s", tr.n, tr.delay, code, r.errOut.String())
 		}
 		sum := r.summary(t)
 		inFlight := 0
@@ -783,20 +783,21 @@ func killTrials(t *testing.T, b backend, n int) {
 			tl.inFlight += inFlight
 			tl.ackedOnSight += int(sum.Resumed.AckedOnSight)
 		}
-		o := account(t, b, src, dst, want)
+		o := account(t, b, tr.src, tr.dst, tr.want)
+		tl.trials++
 		tl.lost += o.lost
 		tl.duplicates += o.duplicates
 		tl.beyondJournal += max(0, o.duplicates-inFlight)
-		t.Logf("trial %d: killed after %s; resumed=%v in_flight=%d acked_on_sight=%d; lost=%d duplicates=%d left=%d",
-			tl.trials, delay.Round(time.Millisecond), resumed, inFlight, ackedOnSight(sum), o.lost, o.duplicates, o.leftInSource)
+		t.Logf("trial %d: killed after %s; resumed=%v in_flight=%d acked_on_sight=%d finish_took=%s; lost=%d duplicates=%d left=%d",
+			tr.n, tr.delay.Round(time.Millisecond), tr.resumed, inFlight, ackedOnSight(sum), r.took.Round(time.Millisecond), o.lost, o.duplicates, o.leftInSource)
 		if o.lost != 0 || o.leftInSource != 0 {
-			t.Errorf("trial %d: lost %d, %d left in the source after the finishing run", tl.trials, o.lost, o.leftInSource)
+			t.Errorf("trial %d: lost %d, %d left in the source after the finishing run\n%s", tr.n, o.lost, o.leftInSource, r.errOut.String())
 		}
 		if o.duplicates > b.Prefetch() {
-			t.Errorf("trial %d: %d duplicates, more than the %d deliveries dlq holds unacknowledged at most", tl.trials, o.duplicates, b.Prefetch())
+			t.Errorf("trial %d: %d duplicates, more than the %d deliveries dlq holds unacknowledged at most", tr.n, o.duplicates, b.Prefetch())
 		}
 		if inFlight > inFlightBound {
-			t.Errorf("trial %d: the journal had %d messages in flight, more than window × (concurrency+1) = %d", tl.trials, inFlight, inFlightBound)
+			t.Errorf("trial %d: the journal had %d messages in flight, more than window × (concurrency+1) = %d", tr.n, inFlight, inFlightBound)
 		}
 	}
 	t.Logf("fault tally: scenario=sigkill backend=%s messages=%d trials=%d lost=%d duplicates=%d resumed=%d in_flight=%d acked_on_sight=%d duplicates_beyond_journal=%d finished_before_kill=%d took=%s",
@@ -808,4 +809,257 @@ func ackedOnSight(s redrive.Summary) int64 {
 		return 0
 	}
 	return s.Resumed.AckedOnSight
+}
+
+// ---------------------------------------------------------------------------
+// 2–3. Connections closed and servers restarted mid-run
+
+// disruption is a fault injected while dlq redrives.
+type disruption struct {
+	name string
+	// inject runs once the redrive has moved a fifth of the messages; it may
+	// block (a restart returns once the server is back).
+	inject func(t *testing.T, p *proc)
+	// rerun are the extra arguments of the run that finishes the move.
+	rerun []string
+}
+
+// disruptRun redrives n messages at rate messages/s, injects d mid-run, and
+// checks that dlq exits with 0 (it rode the fault out) or 3 (partly done),
+// that nothing is lost, and that a re-run moves the rest.
+func disruptRun(t *testing.T, b backend, n int, rate string, d disruption) {
+	started := time.Now()
+	state := t.TempDir()
+	src, dst := b.Queue(t, "src"), b.Queue(t, "dst")
+	want := ids("d", n)
+	b.Fill(t, src, want)
+	p := startDLQ(t, state, redriveArgs(b, src, dst, "--rate", rate)...)
+	poll(t, time.Minute, "a fifth of the messages moved", func() bool {
+		if p.exited() {
+			t.Fatalf("dlq ended before the fault: exit %d\n%s", p.code, p.errOut.String())
+		}
+		return b.Count(t, dst) >= n/5
+	})
+	d.inject(t, p)
+	code := p.wait(t, 3*time.Minute)
+	if code != exitOK && code != exitPartial {
+		t.Fatalf("%s: exit %d, want 0 or 3 (partly done)\n%s", d.name, code, p.errOut.String())
+	}
+	first := p.summary(t)
+	if code == exitPartial && (first.Moved == 0 || first.Moved >= int64(n)) {
+		t.Errorf("%s: exit 3 (partly done) after moving %d of %d", d.name, first.Moved, n)
+	}
+	t.Logf("%s: first run exit %d after moving %d of %d; stderr: %s", d.name, code, first.Moved, n, strings.TrimSpace(p.errOut.String()))
+
+	args := redriveArgs(b, src, dst)
+	how := "none"
+	if first.Moved < int64(n) || code != exitOK {
+		how = "plain"
+		if interrupted(state) {
+			args = append(args, d.rerun...)
+			if len(d.rerun) > 0 {
+				how = strings.TrimPrefix(strings.Join(d.rerun, " "), "--")
+			}
+		}
+		r := runDLQ(t, state, args...)
+		if r.code != exitOK {
+			t.Fatalf("%s: re-run exit %d\n%s", d.name, r.code, r.errOut.String())
+		}
+	}
+	o := account(t, b, src, dst, want)
+	t.Logf("fault tally: scenario=%s backend=%s messages=%d trials=1 lost=%d duplicates=%d first_exit=%d first_moved=%d rerun=%s took=%s",
+		d.name, b.Name(), n, o.lost, o.duplicates, code, first.Moved, how, time.Since(started).Round(time.Second))
+	if o.lost != 0 || o.leftInSource != 0 {
+		t.Errorf("%s: lost %d, %d left in the source after the re-run", d.name, o.lost, o.leftInSource)
+	}
+	if o.duplicates > b.Prefetch() {
+		t.Errorf("%s: %d duplicates, more than the %d deliveries dlq holds unacknowledged at most", d.name, o.duplicates, b.Prefetch())
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 4. connection.blocked
+
+func blockedPausesAndResumes(t *testing.T, env brokertest.FaultEnv) {
+	b := newRabbit(env.Rabbit.AMQPURL, env.Rabbit.MgmtURL, "classic")
+	started := time.Now()
+	const n = 3000
+	src, dst := b.Queue(t, "src"), b.Queue(t, "dst")
+	want := ids("b", n)
+	b.Fill(t, src, want)
+
+	p := startDLQ(t, t.TempDir(), redriveArgs(b, src, dst, "--rate", "1000")...)
+	poll(t, time.Minute, "a tenth of the messages moved", func() bool {
+		if p.exited() {
+			t.Fatalf("dlq ended before the alarm: exit %d\n%s", p.code, p.errOut.String())
+		}
+		return b.Count(t, dst) >= n/10
+	})
+	restored := false
+	restore := func() {
+		if !restored {
+			restored = true
+			env.Brokers(t, "rabbitmqctl", "set_vm_memory_high_watermark", "0.4")
+		}
+	}
+	t.Cleanup(restore)
+	env.Brokers(t, "rabbitmqctl", "set_vm_memory_high_watermark", "0.0000001")
+	poll(t, time.Minute, "dlq's notice that it paused", func() bool {
+		if p.exited() {
+			t.Fatalf("dlq ended under the memory alarm: exit %d\n%s", p.code, p.errOut.String())
+		}
+		return strings.Contains(p.errOut.String(), "paused")
+	})
+	// While blocked nothing more arrives at the destination.
+	atPause := b.Count(t, dst)
+	if p.exited() {
+		t.Fatal("dlq ended while the broker blocked it")
+	}
+	restore()
+	if code := p.wait(t, 2*time.Minute); code != exitOK {
+		t.Fatalf("exit %d after the alarm cleared\n%s", code, p.errOut.String())
+	}
+	stderr := p.errOut.String()
+	if !strings.Contains(stderr, "resumed") {
+		t.Errorf("no notice that the run resumed:\n%s", stderr)
+	}
+	sum := p.summary(t)
+	o := account(t, b, src, dst, want)
+	t.Logf("fault tally: scenario=connection-blocked backend=%s messages=%d trials=1 lost=%d duplicates=%d moved=%d at_pause=%d took=%s",
+		b.Name(), n, o.lost, o.duplicates, sum.Moved, atPause, time.Since(started).Round(time.Second))
+	if o.lost != 0 || o.leftInSource != 0 || o.duplicates != 0 || sum.Moved != n {
+		t.Errorf("after the pause: moved %d, lost %d, %d left in the source, %d duplicates", sum.Moved, o.lost, o.leftInSource, o.duplicates)
+	}
+	if atPause >= n {
+		t.Errorf("every message had moved before the pause showed: the alarm came too late to test anything")
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 5. Several processes at once (main servers: nothing is disturbed)
+
+func TestFaultConcurrentProcesses(t *testing.T) {
+	t.Parallel()
+	rabbit := brokertest.RabbitMQ(t)
+	sq := brokertest.SQS(t)
+	for _, c := range []struct {
+		b     backend
+		n     int
+		procs int
+	}{
+		{newRabbit(rabbit.AMQPURL, rabbit.MgmtURL, "classic"), 3000, 3},
+		{newRabbit(rabbit.AMQPURL, rabbit.MgmtURL, "quorum"), 3000, 3},
+		{newSQS(t, "sqs-fauxqs", sq.Endpoint), 1500, 3},
+	} {
+		t.Run(c.b.Name(), func(t *testing.T) {
+			started := time.Now()
+			src, dst := c.b.Queue(t, "src"), c.b.Queue(t, "dst")
+			want := ids("c", c.n)
+			c.b.Fill(t, src, want)
+			procs := make([]*proc, c.procs)
+			for i := range procs {
+				procs[i] = startDLQ(t, t.TempDir(), redriveArgs(c.b, src, dst)...)
+			}
+			var moved []string
+			var total int64
+			for i, p := range procs {
+				if code := p.wait(t, 3*time.Minute); code != exitOK {
+					t.Errorf("process %d: exit %d\n%s", i, code, p.errOut.String())
+					continue
+				}
+				s := p.summary(t)
+				moved = append(moved, strconv.FormatInt(s.Moved, 10))
+				total += s.Moved
+			}
+			o := account(t, c.b, src, dst, want)
+			t.Logf("fault tally: scenario=concurrent-processes backend=%s messages=%d processes=%d moved_each=%s lost=%d duplicates=%d left=%d took=%s",
+				c.b.Name(), c.n, c.procs, strings.Join(moved, "+"), o.lost, o.duplicates, o.leftInSource, time.Since(started).Round(time.Second))
+			if o.lost != 0 || o.leftInSource != 0 {
+				t.Errorf("lost %d, %d left in the source", o.lost, o.leftInSource)
+			}
+			// Competing consumers with no failure: each message is taken by
+			// one process and acknowledged once, so nothing moves twice.
+			if o.duplicates != 0 || total != int64(c.n) {
+				t.Errorf("%d duplicates; the processes reported %d moved in all, want %d", o.duplicates, total, c.n)
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// The fault tests, per server set. The RabbitMQ and SQS ones run side by
+// side (they disturb different servers); within each, one after the other
+// (a restart would disturb the rest) — except that SQS waits for hidden
+// messages together.
+
+func TestFaultRabbitMQ(t *testing.T) {
+	t.Parallel()
+	env := brokertest.Fault(t)
+	rabbit := func(kind string) backend { return newRabbit(env.Rabbit.AMQPURL, env.Rabbit.MgmtURL, kind) }
+	t.Run("sigkill-classic", func(t *testing.T) { killTrials(t, rabbit("classic"), 2000, 0) })
+	t.Run("sigkill-quorum", func(t *testing.T) { killTrials(t, rabbit("quorum"), 2000, 0) })
+	for _, kind := range []string{"classic", "quorum"} {
+		t.Run("close-all-connections-"+kind, func(t *testing.T) {
+			disruptRun(t, rabbit(kind), 3000, "1000", disruption{
+				name:   "close-all-connections",
+				inject: func(t *testing.T, _ *proc) { env.Brokers(t, "rabbitmqctl", "close_all_connections", "dlq fault test") },
+			})
+		})
+	}
+	t.Run("connection-blocked", func(t *testing.T) { blockedPausesAndResumes(t, env) })
+	t.Run("node-restart", func(t *testing.T) {
+		disruptRun(t, rabbit("quorum"), 3000, "1000", disruption{
+			name:   "node-restart",
+			inject: func(t *testing.T, _ *proc) { env.Brokers(t, "restart-rabbitmq") },
+			rerun:  []string{"--resume"},
+		})
+	})
+}
+
+func TestFaultSQS(t *testing.T) {
+	t.Parallel()
+	env := brokertest.Fault(t)
+	b := newSQS(t, "sqs-fauxqs-persistent", env.SQS.Endpoint)
+	t.Run("restart", func(t *testing.T) {
+		// fauxqs restarts (both emulators of the fault set do) and keeps its
+		// queues and messages on disk; dlq's requests retry through it.
+		disruptRun(t, b, 2000, "400", disruption{
+			name:   "sqs-restart",
+			inject: func(t *testing.T, _ *proc) { env.Brokers(t, "restart-sqs") },
+			rerun:  []string{"--resume"},
+		})
+	})
+	back := make(chan struct{})
+	var backOnce sync.Once
+	up := func() { backOnce.Do(func() { close(back) }) }
+	t.Run("hidden", func(t *testing.T) {
+		t.Run("stop-start", func(t *testing.T) {
+			t.Parallel()
+			defer up()
+			// The emulator stays down until dlq gave up; what it had taken
+			// stays hidden, and --resume waits for it.
+			disruptRun(t, b, 2000, "400", disruption{
+				name: "sqs-down",
+				inject: func(t *testing.T, p *proc) {
+					defer up()
+					t.Cleanup(func() { env.Brokers(t, "start-sqs") })
+					env.Brokers(t, "stop-sqs")
+					select {
+					case <-p.done:
+					case <-time.After(2 * time.Minute):
+						t.Errorf("dlq still runs two minutes after the emulator stopped")
+					}
+					env.Brokers(t, "start-sqs")
+				},
+				rerun: []string{"--resume"},
+			})
+		})
+		t.Run("sigkill", func(t *testing.T) {
+			t.Parallel()
+			<-back
+			// An SQS run ends with a long poll of a second that finds the
+			// queue empty; the kills are drawn from the moving before it.
+			killTrials(t, newSQS(t, "sqs-fauxqs", env.SQS.Endpoint), 1500, time.Second)
+		})
+	})
 }
