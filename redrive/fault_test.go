@@ -841,6 +841,9 @@ func disruptRun(t *testing.T, b backend, n int, rate string, d disruption) {
 		return b.Count(t, dst) >= n/5
 	})
 	d.inject(t, p)
+	// Still running once the fault is over: dlq rode it out (or is about
+	// to fail on it); either way it struck mid-run.
+	alive := !p.exited()
 	code := p.wait(t, 3*time.Minute)
 	if code != exitOK && code != exitPartial {
 		t.Fatalf("%s: exit %d, want 0 or 3 (partly done)\n%s", d.name, code, p.errOut.String())
@@ -867,8 +870,8 @@ func disruptRun(t *testing.T, b backend, n int, rate string, d disruption) {
 		}
 	}
 	o := account(t, b, src, dst, want)
-	t.Logf("fault tally: scenario=%s backend=%s messages=%d trials=1 lost=%d duplicates=%d first_exit=%d first_moved=%d rerun=%s took=%s",
-		d.name, b.Name(), n, o.lost, o.duplicates, code, first.Moved, how, time.Since(started).Round(time.Second))
+	t.Logf("fault tally: scenario=%s backend=%s messages=%d trials=1 lost=%d duplicates=%d first_exit=%d first_moved=%d alive_after_fault=%v rerun=%s took=%s",
+		d.name, b.Name(), n, o.lost, o.duplicates, code, first.Moved, alive, how, time.Since(started).Round(time.Second))
 	if o.lost != 0 || o.leftInSource != 0 {
 		t.Errorf("%s: lost %d, %d left in the source after the re-run", d.name, o.lost, o.leftInSource)
 	}
