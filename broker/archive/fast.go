@@ -133,6 +133,10 @@ func (p *fastParser) skip(depth int) bool {
 }
 
 func (p *fastParser) ws() {
+	// dlq writes compact JSON: the usual answer is one comparison away.
+	if p.i < len(p.b) && p.b[p.i] > ' ' {
+		return
+	}
 	for p.i < len(p.b) {
 		switch p.b[p.i] {
 		case ' ', '\t', '\n', '\r':
