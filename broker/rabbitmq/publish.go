@@ -86,9 +86,15 @@ func (b *Broker) Publish(ctx context.Context, msgs []broker.Outgoing) ([]error, 
 	// Publishing to a missing exchange closes the channel (404) and would
 	// fail the whole batch: check each exchange once, on its own channel.
 	for ex := range exchanges {
+		if b.exchangeKnown(ex) {
+			continue
+		}
 		err := b.withChannel(ctx, func(ch *amqp.Channel) error {
 			return ch.ExchangeDeclarePassive(ex, "direct", false, false, false, false, nil)
 		})
+		if err == nil {
+			b.exchangeSeen(ex)
+		}
 		if err != nil {
 			if !errors.Is(err, broker.ErrNotFound) {
 				return results, translateErr("publish", err)
@@ -118,21 +124,21 @@ func (b *Broker) Publish(ctx context.Context, msgs []broker.Outgoing) ([]error, 
 	if err := b.waitUnblocked(ctx); err != nil {
 		return results, err
 	}
-	ch, err := b.channel(ctx)
+	cc, err := b.getConfirmChannel(ctx)
 	if err != nil {
 		return results, err
 	}
-	defer ch.Close()
-	if err := ch.Confirm(false); err != nil {
-		return results, translateErr("publish", err)
-	}
-	size := len(pubs) + 1
-	if size > 1<<16 {
-		size = 1 << 16
-	}
-	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, size))
-	returns := ch.NotifyReturn(make(chan amqp.Return, 1024))
-	closed := ch.NotifyClose(make(chan *amqp.Error, 1))
+	ch, confirms, returns, closed := cc.ch, cc.confirms, cc.returns, cc.closed
+	// Back to the pool only when every publish of this call was settled;
+	// after any failure the channel is closed.
+	settled := false
+	defer func() {
+		if settled {
+			b.putConfirmChannel(cc)
+		} else {
+			_ = ch.Close()
+		}
+	}()
 
 	var (
 		mu       sync.Mutex
@@ -289,6 +295,7 @@ func (b *Broker) Publish(ctx context.Context, msgs []broker.Outgoing) ([]error, 
 			results[p.msg] = pubErrs[i]
 		}
 	}
+	settled = true
 	return results, nil
 }
 

@@ -81,6 +81,8 @@ type Broker struct {
 	// unblocked is closed when the connection is (or becomes) unblocked; a
 	// new one is made each time the broker blocks the connection.
 	unblocked chan struct{}
+	// pubPool keeps Publish's confirm channels between calls.
+	pubPool publishPool
 }
 
 var (
