@@ -302,10 +302,28 @@ func benchRabbit(ctx context.Context, bin string, n int, kind string) error {
 	if err := wait(dst, int64(n)); err != nil {
 		return err
 	}
+	// Timed to the last message at the destination; the shovel's own
+	// acknowledgements at the source finish after that (counted against
+	// dlq, whose time ends when it has acknowledged everything).
 	shovel := time.Since(start)
+	// Removing the shovel before it acknowledged its last messages would
+	// put them back in the source: wait until it deletes itself.
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		resp, err := m.do("GET", "/parameters/shovel/%2F/"+name, nil)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusNotFound {
+				break
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	m.do("DELETE", "/parameters/shovel/%2F/"+name, nil)
-	if _, err := ch.QueuePurge(dst, false); err != nil {
-		return err
+	for _, q := range []string{src, dst} {
+		if _, err := ch.QueuePurge(q, false); err != nil {
+			return err
+		}
 	}
 	if err := fill(); err != nil {
 		return err
