@@ -464,7 +464,8 @@ func parseOffset(s string) (int, error) {
 // the embedded sample, recent times.
 func (b *Broker) prepare(m *broker.Message, line int) {
 	if m.Position == "" {
-		m.Position = "line " + strconv.Itoa(line)
+		var buf [32]byte
+		m.Position = string(strconv.AppendInt(append(buf[:0], "line "...), int64(line), 10))
 	}
 	if b.shift != 0 {
 		shiftTimes(m, b.shift)
