@@ -45,9 +45,32 @@ func Reason(m *broker.Message) string {
 	return ""
 }
 
+// isFrameworkHeader reports whether frameworkReason reads header k.
+func isFrameworkHeader(k string) bool {
+	switch k {
+	case "x-exception-message", "x-exception-stacktrace", "MT-Fault-ExceptionType", "MT-Fault-Message",
+		"NServiceBus.ExceptionInfo.ExceptionType", "NServiceBus.ExceptionInfo.Message":
+		return true
+	}
+	return false
+}
+
 func frameworkReason(h map[string]any) string {
 	if len(h) == 0 {
 		return ""
+	}
+	if len(h) <= 4 {
+		// Cheaper than six look-ups when a message has a few headers.
+		found := false
+		for k := range h {
+			if isFrameworkHeader(k) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return ""
+		}
 	}
 	if r := headerText(h, "x-exception-message"); r != "" {
 		return clean(r)

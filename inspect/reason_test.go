@@ -29,6 +29,9 @@ func TestReason(t *testing.T) {
 		{"death reason", broker.Message{Body: []byte(`{"order":1}`), Death: death}, "expired"},
 		{"nothing", broker.Message{Body: []byte("text")}, ""},
 		{"multi-line collapsed", broker.Message{Body: []byte(`{"error":"a\nb"}`)}, "a b"},
+		{"framework header among others", broker.Message{Headers: map[string]any{"tenant": "t1", "x-retry": int64(2), "MT-Fault-Message": "timed out"}, Body: []byte(`{"error":"body"}`)}, "timed out"},
+		{"other headers only", broker.Message{Headers: map[string]any{"tenant": "t1", "x-retry": int64(2)}, Body: []byte(`{"error":"body"}`)}, "body"},
+		{"many headers, framework last", broker.Message{Headers: map[string]any{"a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "x-exception-message": "many"}}, "many"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
