@@ -159,7 +159,7 @@ moved: unroutable, refused); 4 read-only.`,
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "change nothing: show counts per destination, skips and diffs")
 	fl.Var((*rateValue)(&opts.Rate), "rate", "at most N messages per second (N or N/s; 0: unlimited)")
 	fl.DurationVar(&opts.Ramp, "ramp", 0, "raise the rate from a tenth of --rate to --rate over this long")
-	fl.IntVar(&opts.Concurrency, "concurrency", 0, "windows published at once (default 2; 1 for SQS FIFO)")
+	fl.IntVar(&opts.Concurrency, "concurrency", 0, "windows published at once (default 4; 1 for SQS FIFO)")
 	fl.IntVar(&opts.Window, "window", 0, "messages published and confirmed together (default 250)")
 	fl.BoolVar(&opts.Resume, "resume", false, "finish an interrupted redrive of SOURCE from its journal")
 	fl.BoolVar(&opts.ServerSide, "server-side", false, "let the broker move every message itself (SQS move task, RabbitMQ shovel)")

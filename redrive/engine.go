@@ -136,7 +136,7 @@ func newEngine(src broker.Broker, queue string, dst broker.Broker, opts Options,
 		opts.Window = 250
 	}
 	if opts.Concurrency <= 0 {
-		opts.Concurrency = 2
+		opts.Concurrency = 4
 	}
 	if opts.DiffLimit == 0 {
 		opts.DiffLimit = 3

@@ -347,7 +347,7 @@ func TestSQSFilterHoldsAndReleasesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Moved != 3 || s.Returned != 27 || f.calls["consume"] != 2 { // two competing readers
+	if s.Moved != 3 || s.Returned != 27 || f.calls["consume"] != 4 { // four competing readers (the default concurrency)
 		t.Fatalf("%+v", s)
 	}
 	for _, m := range f.ready("dlq") {

@@ -70,7 +70,7 @@ type Options struct {
 	// linearly from a tenth of Rate to Rate over this long.
 	Rate float64
 	Ramp time.Duration
-	// Concurrency is the number of windows published at once (default 2;
+	// Concurrency is the number of windows published at once (default 4;
 	// forced to 1 for SQS FIFO sources to keep group order).
 	Concurrency int
 	// Window is the number of messages published and confirmed together
