@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"hash/fnv"
+	"hash/maphash"
 	"sort"
 	"sync"
 
@@ -117,8 +117,10 @@ func (b *Broker) Publish(ctx context.Context, msgs []broker.Outgoing) ([]error, 
 	if len(pubs) == 0 {
 		return results, nil
 	}
+	// Keys are compared only within this call.
+	seed := maphash.MakeSeed()
 	for i := range pubs {
-		pubs[i].match = matchKey(pubs[i].exchange, pubs[i].key, &pubs[i].p)
+		pubs[i].match = matchKey(seed, pubs[i].exchange, pubs[i].key, &pubs[i].p)
 	}
 
 	if err := b.waitUnblocked(ctx); err != nil {
@@ -199,7 +201,7 @@ func (b *Broker) Publish(ctx context.Context, msgs []broker.Outgoing) ([]error, 
 	// flight: then no confirm of this call can be trusted (one of them
 	// is a returned message).
 	takeReturn := func(r amqp.Return) bool {
-		m := matchKey(r.Exchange, r.RoutingKey, &amqp.Publishing{MessageId: r.MessageId, CorrelationId: r.CorrelationId, Headers: r.Headers, Body: r.Body})
+		m := matchKey(seed, r.Exchange, r.RoutingKey, &amqp.Publishing{MessageId: r.MessageId, CorrelationId: r.CorrelationId, Headers: r.Headers, Body: r.Body})
 		mu.Lock()
 		defer mu.Unlock()
 		seq, ok := inflight[m]
@@ -316,14 +318,15 @@ func closeErrOf(closed chan *amqp.Error) error {
 // in a return exactly as sent, so a header that differs per message (such
 // as the id in the x-dlq-redrive record) keeps identical bodies from
 // waiting on each other's confirms.
-func matchKey(exchange, key string, p *amqp.Publishing) uint64 {
-	h := fnv.New64a()
+func matchKey(seed maphash.Seed, exchange, key string, p *amqp.Publishing) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
 	for _, s := range []string{exchange, key, p.MessageId, p.CorrelationId} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
 	h.Write(p.Body)
-	hashStrings(h, p.Headers)
+	hashStrings(&h, p.Headers)
 	return h.Sum64()
 }
 
