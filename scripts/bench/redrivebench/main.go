@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,22 +34,53 @@ func main() {
 	conc := flag.Int("concurrency", 4, "workers (sqs)")
 	bin := flag.String("dlq", "bin/dlq", "dlq binary")
 	extra := flag.String("args", "", "more arguments for dlq redrive, space-separated (e.g. \"--window 500\")")
+	runs := flag.Int("runs", 1, "repeat the pair this often and report the median ratio (the machine may be shared)")
 	flag.Parse()
 	dlqArgs = strings.Fields(*extra)
 	ctx := context.Background()
-	var err error
-	switch *backend {
-	case "sqs":
-		err = benchSQS(ctx, *bin, *n, *conc)
-	case "rabbitmq":
-		err = benchRabbit(ctx, *bin, *n, *kind)
-	default:
-		err = fmt.Errorf("unknown backend %q", *backend)
+	var results []result
+	for i := 0; i < *runs; i++ {
+		var r result
+		var err error
+		switch *backend {
+		case "sqs":
+			r, err = benchSQS(ctx, *bin, *n, *conc)
+		case "rabbitmq":
+			r, err = benchRabbit(ctx, *bin, *n, *kind)
+		default:
+			err = fmt.Errorf("unknown backend %q", *backend)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "redrivebench:", err)
+			os.Exit(1)
+		}
+		if *runs > 1 {
+			fmt.Printf("  run %d: ", i+1)
+			r.print()
+		}
+		results = append(results, r)
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "redrivebench:", err)
-		os.Exit(1)
+	sort.Slice(results, func(i, j int) bool { return results[i].ratio() < results[j].ratio() })
+	med := results[len(results)/2]
+	if *runs > 1 {
+		fmt.Print("median: ")
 	}
+	med.print()
+}
+
+// result is one pair of timed moves of the same messages.
+type result struct {
+	what, baseName string
+	n              int
+	base, dlq      time.Duration
+}
+
+func (r result) ratio() float64 { return r.base.Seconds() / r.dlq.Seconds() }
+
+func (r result) print() {
+	br := float64(r.n) / r.base.Seconds()
+	dr := float64(r.n) / r.dlq.Seconds()
+	fmt.Printf("%-22s %s %8.0f msg/s   dlq redrive %8.0f msg/s   ratio %.2f×\n", r.what, r.baseName, br, dr, r.ratio())
 }
 
 // dlqArgs are added to every dlq redrive the benchmark runs.
@@ -73,18 +105,12 @@ func runDLQ(bin string, args ...string) (time.Duration, error) {
 	return time.Since(start), nil
 }
 
-func report(what string, n int, base, dlq time.Duration, baseName string) {
-	br := float64(n) / base.Seconds()
-	dr := float64(n) / dlq.Seconds()
-	fmt.Printf("%-22s %s %8.0f msg/s   dlq redrive %8.0f msg/s   ratio %.2f×\n", what, baseName, br, dr, dr/br)
-}
-
 // --- SQS ---------------------------------------------------------------
 
-func benchSQS(ctx context.Context, bin string, n, conc int) error {
+func benchSQS(ctx context.Context, bin string, n, conc int) (res result, err error) {
 	ep := os.Getenv("DLQ_TEST_SQS_ENDPOINT")
 	if ep == "" {
-		return fmt.Errorf("DLQ_TEST_SQS_ENDPOINT not set: eval \"$(scripts/brokers env)\"")
+		return result{}, fmt.Errorf("DLQ_TEST_SQS_ENDPOINT not set: eval \"$(scripts/brokers env)\"")
 	}
 	c := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(ep), Credentials: aws.AnonymousCredentials{}})
 	tag := strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -97,11 +123,11 @@ func benchSQS(ctx context.Context, bin string, n, conc int) error {
 	}
 	dlq, err := mk("bench-dlq-" + tag)
 	if err != nil {
-		return err
+		return result{}, err
 	}
 	dst, err := mk("bench-dst-" + tag)
 	if err != nil {
-		return err
+		return result{}, err
 	}
 	defer c.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(dlq)})
 	defer c.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(dst)})
@@ -135,10 +161,45 @@ func benchSQS(ctx context.Context, bin string, n, conc int) error {
 	purge := func() { c.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(dst)}) }
 	total := n / 10 / 8 * 80
 	if err := fill(); err != nil {
-		return err
+		return result{}, err
+	}
+	// doneAt measures a move the same way for both: from start until the
+	// source holds nothing (visible or in flight) and the destination holds
+	// every message, polled every 10ms. Neither side's final empty long
+	// poll (which only tells it that it is done) is counted.
+	count := func(u string, inFlight bool) int {
+		names := []types.QueueAttributeName{"ApproximateNumberOfMessages"}
+		if inFlight {
+			names = append(names, "ApproximateNumberOfMessagesNotVisible")
+		}
+		out, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(u), AttributeNames: names})
+		if err != nil {
+			return -1
+		}
+		n := 0
+		for _, v := range out.Attributes {
+			k, _ := strconv.Atoi(v)
+			n += k
+		}
+		return n
+	}
+	doneAt := func(start time.Time) <-chan time.Duration {
+		done := make(chan time.Duration, 1)
+		go func() {
+			for time.Since(start) < 10*time.Minute {
+				if count(dlq, true) == 0 && count(dst, false) == total {
+					done <- time.Since(start)
+					return
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			done <- time.Since(start)
+		}()
+		return done
 	}
 	// Bare loop: receive 10, send 10, delete 10, with conc workers.
 	start := time.Now()
+	bareDone := doneAt(start)
 	var moved atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < conc; w++ {
@@ -173,22 +234,21 @@ func benchSQS(ctx context.Context, bin string, n, conc int) error {
 		}()
 	}
 	wg.Wait()
-	base := time.Since(start) - time.Second // the last empty long poll
+	base := <-bareDone
 	if moved.Load() != int64(total) {
-		return fmt.Errorf("bare loop moved %d of %d", moved.Load(), total)
+		return result{}, fmt.Errorf("bare loop moved %d of %d", moved.Load(), total)
 	}
 	purge()
 	if err := fill(); err != nil {
-		return err
+		return result{}, err
 	}
-	took, err := runDLQ(bin, "--broker", "sqs://us-east-1", "--endpoint-url", ep, "redrive", "bench-dlq-"+tag, "--to", "queue:bench-dst-"+tag,
-		"--concurrency", strconv.Itoa(conc), "--window", "100", "--no-journal")
-	if err != nil {
-		return err
+	dlqDone := doneAt(time.Now())
+	if _, err := runDLQ(bin, "--broker", "sqs://us-east-1", "--endpoint-url", ep, "redrive", "bench-dlq-"+tag, "--to", "queue:bench-dst-"+tag,
+		"--concurrency", strconv.Itoa(conc), "--window", "100", "--no-journal"); err != nil {
+		return result{}, err
 	}
-	took -= time.Second // the same final empty long poll as the bare loop
-	report(fmt.Sprintf("sqs %d×1KiB c=%d", total, conc), total, base, took, "bare loop")
-	return nil
+	took := <-dlqDone
+	return result{what: fmt.Sprintf("sqs %d×1KiB c=%d", total, conc), n: total, base: base, dlq: took, baseName: "bare loop"}, nil
 }
 
 // --- RabbitMQ ------------------------------------------------------------
@@ -220,34 +280,34 @@ func depth(conn *amqp.Connection, q string) (int64, error) {
 	return int64(st.Messages), err
 }
 
-func benchRabbit(ctx context.Context, bin string, n int, kind string) error {
+func benchRabbit(ctx context.Context, bin string, n int, kind string) (res result, err error) {
 	amqpURL := os.Getenv("DLQ_TEST_AMQP_URL")
 	if amqpURL == "" {
-		return fmt.Errorf("DLQ_TEST_AMQP_URL not set: eval \"$(scripts/brokers env)\"")
+		return result{}, fmt.Errorf("DLQ_TEST_AMQP_URL not set: eval \"$(scripts/brokers env)\"")
 	}
 	u, _ := url.Parse(amqpURL)
 	pass, _ := u.User.Password()
 	m := mgmt{os.Getenv("DLQ_TEST_MGMT_URL"), u.User.Username(), pass}
 	conn, err := amqp.Dial(amqpURL)
 	if err != nil {
-		return err
+		return result{}, err
 	}
 	defer conn.Close()
 	ch, err := conn.Channel()
 	if err != nil {
-		return err
+		return result{}, err
 	}
 	tag := strconv.FormatInt(time.Now().UnixNano(), 36)
 	src, dst := "bench-dlq-"+kind+"-"+tag, "bench-dst-"+kind+"-"+tag
 	args := amqp.Table{"x-queue-type": kind}
 	for _, q := range []string{src, dst} {
 		if _, err := ch.QueueDeclare(q, true, false, false, false, args); err != nil {
-			return err
+			return result{}, err
 		}
 		defer ch.QueueDelete(q, false, false, false)
 	}
 	if err := ch.Confirm(false); err != nil {
-		return err
+		return result{}, err
 	}
 	body := bytes.Repeat([]byte("x"), 1024)
 	fill := func() error {
@@ -281,10 +341,10 @@ func benchRabbit(ctx context.Context, bin string, n int, kind string) error {
 		return fmt.Errorf("%s never reached %d", q, want)
 	}
 	if err := fill(); err != nil {
-		return err
+		return result{}, err
 	}
 	if err := wait(src, int64(n)); err != nil {
-		return err
+		return result{}, err
 	}
 	// RabbitMQ's own shovel, with confirms, like dlq.
 	start := time.Now()
@@ -293,14 +353,14 @@ func benchRabbit(ctx context.Context, bin string, n int, kind string) error {
 		"src-protocol": "amqp091", "src-uri": "amqp://", "src-queue": src, "src-delete-after": "queue-length",
 		"dest-protocol": "amqp091", "dest-uri": "amqp://", "dest-queue": dst, "ack-mode": "on-confirm"}})
 	if err != nil {
-		return err
+		return result{}, err
 	}
 	resp.Body.Close()
 	if resp.StatusCode >= 300 {
-		return fmt.Errorf("shovel: HTTP %d", resp.StatusCode)
+		return result{}, fmt.Errorf("shovel: HTTP %d", resp.StatusCode)
 	}
 	if err := wait(dst, int64(n)); err != nil {
-		return err
+		return result{}, err
 	}
 	// Timed to the last message at the destination; the shovel's own
 	// acknowledgements at the source finish after that (counted against
@@ -322,19 +382,18 @@ func benchRabbit(ctx context.Context, bin string, n int, kind string) error {
 	m.do("DELETE", "/parameters/shovel/%2F/"+name, nil)
 	for _, q := range []string{src, dst} {
 		if _, err := ch.QueuePurge(q, false); err != nil {
-			return err
+			return result{}, err
 		}
 	}
 	if err := fill(); err != nil {
-		return err
+		return result{}, err
 	}
 	if err := wait(src, int64(n)); err != nil {
-		return err
+		return result{}, err
 	}
 	took, err := runDLQ(bin, "--broker", amqpURL, "--management-url", m.base, "redrive", src, "--to", "queue:"+dst, "--no-journal", "-o", "json")
 	if err != nil {
-		return err
+		return result{}, err
 	}
-	report(fmt.Sprintf("rabbitmq %s %d×1KiB", kind, n), n, shovel, took, "shovel   ")
-	return nil
+	return result{what: fmt.Sprintf("rabbitmq %s %d×1KiB", kind, n), n: n, base: shovel, dlq: took, baseName: "shovel   "}, nil
 }
