@@ -399,12 +399,19 @@ func firstLine(s string) string {
 // safe runs fn and turns a panic into an error notice: a bug in one action
 // must not take the terminal down with it.
 func (c *common) safe(fn func() tea.Msg) tea.Cmd {
+	return c.safeAs(fn, func(err error) tea.Msg { return errMsg{err} })
+}
+
+// safeAs is safe for commands whose view waits for their answer: the panic
+// comes back as that answer (built by failed), so the view does not wait
+// for ever.
+func (c *common) safeAs(fn func() tea.Msg, failed func(error) tea.Msg) tea.Cmd {
 	log := c.log
 	return func() (msg tea.Msg) {
 		defer func() {
 			if r := recover(); r != nil {
 				log.Error("panic in background command", "panic", r, "stack", string(debug.Stack()))
-				msg = errMsg{fmt.Errorf("internal error: %v (details in the debug log)", r)}
+				msg = failed(fmt.Errorf("internal error: %v (details in the debug log)", r))
 			}
 		}()
 		return fn()

@@ -67,7 +67,7 @@ func newQueuesView(c *common) queuesView {
 // fetch lists the queues in the background.
 func (q queuesView) fetch() tea.Cmd {
 	b, ctx, now := q.c.backend, q.c.ctx, q.c.now
-	return q.c.safe(func() tea.Msg {
+	return q.c.safeAs(func() tea.Msg {
 		if b.Queues == nil {
 			return queuesMsg{err: nil, at: now()}
 		}
@@ -75,7 +75,7 @@ func (q queuesView) fetch() tea.Cmd {
 		defer cancel()
 		qs, err := b.Queues(cctx)
 		return queuesMsg{queues: qs, err: err, at: now()}
-	})
+	}, func(err error) tea.Msg { return queuesMsg{err: err, at: now()} })
 }
 
 func (q queuesView) update(msg tea.Msg) (queuesView, tea.Cmd) {

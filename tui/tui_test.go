@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -465,7 +466,16 @@ func TestPeekErrorAndPanicDoNotCrash(t *testing.T) {
 	b.Peek = func(ctx context.Context, queue string, visit func(*broker.Message) error) (broker.PeekReport, error) {
 		return broker.PeekReport{}, broker.Errorf(broker.ErrUnsafe, "peek `orders.dlq`", "delivery limit 3 is near: peek with --mode rotate")
 	}
-	b.Queues = func(context.Context) ([]broker.Queue, error) { panic("boom") }
+	// The first listing works; the one made on the way back panics, so the
+	// two notices come in a known order.
+	list := b.Queues
+	var calls atomic.Int32
+	b.Queues = func(ctx context.Context) ([]broker.Queue, error) {
+		if calls.Add(1) > 1 {
+			panic("boom")
+		}
+		return list(ctx)
+	}
 	h := start(t, b, Options{Queue: "orders.dlq"})
 	h.waitFor("delivery limit 3 is near")
 	h.key("esc")
