@@ -156,7 +156,9 @@ func TestAcceptanceQueuesRabbitMQ(t *testing.T) {
 		}
 		qs := decodeQueues(t, stdout)
 		d, w = findQueue(qs, dlq), findQueue(qs, work)
-		if d != nil && w != nil && d.Depth == 3 {
+		// A new queue's consumer count arrives with its first statistics
+		// event, which may come after its depth: wait for both.
+		if d != nil && w != nil && d.Depth == 3 && d.Consumers != nil && d.InFlight != nil {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -115,13 +115,23 @@ func openRabbit(t *testing.T, args amqp.Table) rabbitFixture {
 }
 
 // depth is the number of ready messages (passive declare; exact).
+// depth is the queue's ready count once the messages a peek returned are
+// back: RabbitMQ requeues a closed channel's deliveries asynchronously, so a
+// count taken at once may miss some for a moment. It waits (up to 5 s) for
+// the fixture's size, and returns whatever it last saw.
 func (f rabbitFixture) depth(t *testing.T) int {
 	t.Helper()
-	q, err := f.ch.QueueDeclarePassive(f.name, true, false, false, false, nil)
-	if err != nil {
-		t.Fatal(err)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		q, err := f.ch.QueueDeclarePassive(f.name, true, false, false, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.Messages == fixtureN || time.Now().After(deadline) {
+			return q.Messages
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return q.Messages
 }
 
 // ids reads the queue's message ids in order, through a peek.

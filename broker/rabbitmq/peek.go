@@ -400,6 +400,9 @@ func (b *Broker) peekHold(ctx context.Context, info peekInfo, opts broker.PeekOp
 	if err != nil {
 		return rep, translateErr(op, err)
 	}
+	if returned+rescued > 0 {
+		b.awaitReturned(ctx, info.name, info.depth)
+	}
 	var changed []string
 	if returned > 0 {
 		if info.kind == broker.KindQuorum && requeue {
@@ -839,3 +842,27 @@ func (b *Broker) peekStream(ctx context.Context, info peekInfo, opts broker.Peek
 	}
 	return rep, nil
 }
+
+// awaitReturned waits (up to returnWait) until the queue holds at least want
+// ready messages again. RabbitMQ requeues a closed channel's deliveries
+// asynchronously, after the close is confirmed: without this wait a command
+// run right after a peek (a script's `dlq redrive`) could count the queue
+// while some peeked messages are still on their way back, and stop short.
+// Other consumers may take messages meanwhile, so it gives up quietly.
+func (b *Broker) awaitReturned(ctx context.Context, queue string, want int64) {
+	deadline := time.Now().Add(returnWait)
+	for {
+		n, _, err := b.inspect(ctx, queue)
+		if err != nil || n >= want || time.Now().After(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// returnWait bounds awaitReturned.
+const returnWait = 2 * time.Second

@@ -92,11 +92,16 @@ func TestShovelCancelAndRefusals(t *testing.T) {
 	if err != nil || len(tasks) != 0 {
 		t.Fatalf("after cancel: %+v %v", tasks, err)
 	}
-	// Nothing lost either way.
+	// Nothing lost either way. A shovel cancelled between a confirm and its
+	// ack leaves that message in both queues (at least once), never in none.
 	deadline := time.Now().Add(10 * time.Second)
-	for depth(t, b, dlq)+depth(t, b, other) != 3 {
+	for {
+		d, o := depth(t, b, dlq), depth(t, b, other)
+		if d+o >= 3 && d <= 3 && o <= 3 {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("dlq %d + other %d != 3", depth(t, b, dlq), depth(t, b, other))
+			t.Fatalf("dlq %d + other %d: want every one of the 3 messages in one of them", d, o)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
