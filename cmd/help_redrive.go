@@ -14,8 +14,8 @@ Nothing is lost
   everything else stays in the source and is reported by reason
   (unroutable, rejected, invalid-transform, ambiguous-origin, no-origin).
   A crash or kill at any instant can leave a message in both places (at
-  most the messages in flight: --window × (--concurrency + 1)), never in
-  neither. Discard and purge with --archive-to follow the same rule with
+  most the messages in flight: --window × (--concurrency + 1), plus up to
+  1000 held ones on a RabbitMQ classic queue), never in neither. Discard and purge with --archive-to follow the same rule with
   the archive as the destination.
 
 Journal and --resume
@@ -28,6 +28,12 @@ Journal and --resume
   but not confirmed when the run stopped: those were sent again and may be
   at the destination twice. Journal lines are written at each step (they
   survive a killed process); the file is fsynced at the end.
+  On SQS the interrupted run's messages stay hidden until their visibility
+  timeout ends: --resume waits for them (up to that timeout after the
+  interrupted run's last journal line) instead of stopping at an empty
+  queue. A run that ends while its SQS source still hides messages it never
+  received (a receive whose answer was lost in a restart or a cut
+  connection) says how many, exits 3 (partly done), and stays resumable.
 
 Several processes at once
   Runs on the same queue are competing consumers: RabbitMQ delivers each

@@ -493,8 +493,10 @@ func redriveOutcome(s redrive.Summary, err error, dry bool) (string, error) {
 		return "dry-run", nil
 	case errors.Is(err, context.Canceled) || s.Cancelled:
 		return "cancelled", WithExitCode(ExitCancelled, fmt.Errorf("cancelled after moving %d messages; in-flight messages were settled", s.Moved))
+	case err != nil && s.Hidden > 0:
+		return "partial", Partial(fmt.Errorf("moved %d messages, but %w", s.Moved, err))
 	case err != nil && s.Moved > 0:
-		return "partial", Partial(fmt.Errorf("stopped after moving %d messages: %w; run the same command again to continue", s.Moved, err))
+		return "partial", Partial(fmt.Errorf("stopped after moving %d messages: %w; run it again with `--resume` to continue", s.Moved, err))
 	case err != nil:
 		return "failed", err
 	case failed > 0 && s.Moved > 0:

@@ -418,6 +418,12 @@ func (e *engine) run(ctx context.Context) (Summary, error) {
 	default:
 		err = err2
 	}
+	if err == nil {
+		if n := e.hiddenAtEnd(ctx); n > 0 {
+			e.sum.Hidden = n
+			err = fmt.Errorf("%d messages of `%s` are still hidden (in flight): a receive was cut off, or another consumer holds them; they reappear after the queue's visibility timeout, and `--resume` waits for them and moves them", n, e.queue)
+		}
+	}
 	if e.opts.Journal != nil {
 		if jerr := e.opts.Journal.end(e.sum, err); jerr != nil && err == nil {
 			err = jerr

@@ -111,7 +111,8 @@ func (f *fakeBroker) Queue(ctx context.Context, name string) (broker.Queue, erro
 	if !ok {
 		return broker.Queue{}, broker.Errorf(broker.ErrNotFound, "queue", "%s", name)
 	}
-	return broker.Queue{Name: name, Kind: q.kind, Depth: int64(len(q.ready))}, nil
+	inFlight := int64(len(q.unacked))
+	return broker.Queue{Name: name, Kind: q.kind, Depth: int64(len(q.ready)), InFlight: &inFlight}, nil
 }
 
 func (f *fakeBroker) WatchFlow(fn func(bool, string)) {

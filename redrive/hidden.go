@@ -53,3 +53,40 @@ func (e *engine) awaitHidden(ctx context.Context) bool {
 	}
 	return true
 }
+
+// hiddenSettle is how long hiddenAtEnd lets other consumers finish with
+// what they hold (and SQS's approximate counters catch up) before it
+// reports messages as left hidden.
+var hiddenSettle = 10 * time.Second
+
+// hiddenAtEnd counts the messages an SQS source still hides once a run
+// that read it to the end is over. Such a run has settled everything it
+// took, so a hidden message was taken by a receive whose answer was lost
+// (the SDK retried through a restart or a cut connection) or is held by
+// another consumer. It polls until none is hidden or hiddenSettle passes:
+// another dlq process finishing its last windows is not a reason to report
+// the run as partly done.
+func (e *engine) hiddenAtEnd(ctx context.Context) int64 {
+	if e.park != parkHold || e.limitReached() || ctx.Err() != nil {
+		return 0
+	}
+	qi, ok := e.src.(broker.QueueInspector)
+	if !ok {
+		return 0
+	}
+	deadline := time.Now().Add(hiddenSettle)
+	for {
+		q, err := qi.Queue(ctx, e.queue)
+		if err != nil || q.InFlight == nil || *q.InFlight <= 0 {
+			return 0
+		}
+		if time.Now().After(deadline) {
+			return *q.InFlight
+		}
+		select {
+		case <-ctx.Done():
+			return 0
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}

@@ -164,6 +164,11 @@ type Summary struct {
 	Returned int64 `json:"returned,omitempty"`
 	// Resumed says what interrupted runs had left behind.
 	Resumed *ResumeReport `json:"resumed,omitempty"`
+	// Hidden counts messages still hidden in an SQS source when the run
+	// ended: taken by a receive whose answer never arrived (a restart, a cut
+	// connection) or held by another consumer. They are not lost; a run
+	// with --resume moves them once they are visible again.
+	Hidden int64 `json:"hidden,omitempty"`
 	// Cancelled is true when the context ended the run early.
 	Cancelled bool          `json:"cancelled,omitempty"`
 	Elapsed   time.Duration `json:"elapsed_ns"`
