@@ -34,7 +34,7 @@ type peekFlags struct {
 }
 
 func (p *peekFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&p.Mode, "mode", "", "how to read without removing: hold, rotate, stream, receive, requeue (default: the safest for the queue kind; see `dlq help peek-safety`)")
+	fs.StringVar(&p.Mode, "mode", "", "how to read without removing: hold, rotate, stream, receive, requeue (default: the safest for the queue kind; see dlq help peek-safety)")
 	fs.StringVar(&p.Offset, "offset", "", "where a stream (or archive) read starts: first, last, next, an offset number, or an RFC 3339 time")
 	fs.StringVar(&p.Since, "since", "", "stream read from this long ago (30m, 2h, 7d) or this RFC 3339 time")
 	fs.BoolVar(&p.Force, "force", false, "accept a peek that dlq refuses as unsafe (it never permits losing a message)")
@@ -230,9 +230,9 @@ separated by NUL bytes instead, for bodies that contain newlines).`,
 	}
 	fl := cmd.Flags()
 	fl.IntVarP(&opts.Limit, "limit", "n", 20, "most messages to show (0: all)")
-	fl.StringVarP(&opts.Filter, "filter", "q", "", "show only messages for which this jq expression is true (see `dlq peek --help`)")
+	fl.StringVarP(&opts.Filter, "filter", "q", "", "show only messages for which this jq expression is true (see dlq peek --help)")
 	fl.StringVar(&opts.Reason, "reason", "", "jq expression that computes the failure reason (default: framework headers, body fields, death reason)")
-	fl.BoolVarP(&opts.Null, "null", "0", false, "with `--output raw`: end each body with a NUL byte instead of a newline")
+	fl.BoolVarP(&opts.Null, "null", "0", false, "with --output raw: end each body with a NUL byte instead of a newline")
 	opts.Peek.register(fl)
 	return cmd
 }

@@ -30,7 +30,7 @@ type selectFlags struct {
 
 func (s *selectFlags) register(c *cobra.Command) {
 	fl := c.Flags()
-	fl.StringVar(&s.Filter, "filter", "", "jq expression selecting messages (same document as `dlq peek --filter`)")
+	fl.StringVar(&s.Filter, "filter", "", "jq expression selecting messages (same document as dlq peek --filter)")
 	fl.StringSliceVar(&s.IDs, "id", nil, "message IDs (fingerprints shown by peek and the TUI); repeat or separate with commas")
 	fl.Int64Var(&s.Limit, "limit", 0, "move at most this many messages (0: all)")
 	fl.DurationVar(&s.OlderThan, "older-than", 0, "only messages dead-lettered longer ago than this (e.g. 1h)")
