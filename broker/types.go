@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -78,6 +80,25 @@ type Queue struct {
 type Decimal struct {
 	Scale uint8 `json:"scale"`
 	Value int32 `json:"value"`
+}
+
+// String renders the decimal exactly, e.g. {Scale: 2, Value: -105} as
+// "-1.05".
+func (d Decimal) String() string {
+	s := strconv.FormatInt(int64(d.Value), 10)
+	if d.Scale == 0 {
+		return s
+	}
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for len(s) <= int(d.Scale) {
+		s = "0" + s
+	}
+	s = s[:len(s)-int(d.Scale)] + "." + s[len(s)-int(d.Scale):]
+	if neg {
+		s = "-" + s
+	}
+	return s
 }
 
 // Properties are the AMQP basic properties. For SQS messages only the ones

@@ -146,23 +146,6 @@ func toInt64(v any) (int64, bool) {
 	return 0, false
 }
 
-func decimalString(d broker.Decimal) string {
-	s := strconv.FormatInt(int64(d.Value), 10)
-	if d.Scale == 0 {
-		return s
-	}
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	for len(s) <= int(d.Scale) {
-		s = "0" + s
-	}
-	s = s[:len(s)-int(d.Scale)] + "." + s[len(s)-int(d.Scale):]
-	if neg {
-		s = "-" + s
-	}
-	return s
-}
-
 // jsonable turns AMQP values into JSON-encodable ones ([]byte → base64).
 func jsonable(v any) any {
 	switch x := v.(type) {
@@ -181,7 +164,7 @@ func jsonable(v any) any {
 	case []byte:
 		return base64.StdEncoding.EncodeToString(x)
 	case broker.Decimal:
-		return json.Number(decimalString(x))
+		return json.Number(x.String())
 	default:
 		return v
 	}

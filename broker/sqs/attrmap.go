@@ -388,7 +388,7 @@ func headerAttribute(v any) (broker.Attribute, bool, error) {
 	case float64:
 		return floatAttr("float64", x, 64)
 	case broker.Decimal:
-		return num("decimal", decimalString(x))
+		return num("decimal", x.String())
 	case time.Time:
 		return num("timestamp", strconv.FormatInt(x.Unix(), 10))
 	case []byte:
@@ -412,23 +412,6 @@ func floatAttr(t string, f float64, bits int) (broker.Attribute, bool, error) {
 		return broker.Attribute{DataType: "String." + t, StringValue: strconv.FormatFloat(f, 'g', -1, bits)}, true, nil
 	}
 	return broker.Attribute{DataType: "Number." + t, StringValue: s}, true, nil
-}
-
-func decimalString(d broker.Decimal) string {
-	s := strconv.FormatInt(int64(d.Value), 10)
-	if d.Scale == 0 {
-		return s
-	}
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	for len(s) <= int(d.Scale) {
-		s = "0" + s
-	}
-	s = s[:len(s)-int(d.Scale)] + "." + s[len(s)-int(d.Scale):]
-	if neg {
-		s = "-" + s
-	}
-	return s
 }
 
 func parseDecimal(s string) (broker.Decimal, error) {
