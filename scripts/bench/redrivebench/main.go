@@ -225,10 +225,22 @@ func benchSQS(ctx context.Context, bin string, n, conc int) (res result, err err
 					se = append(se, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: m.Body})
 					de = append(de, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
 				}
-				if _, err := c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(dst), Entries: se}); err != nil {
+				// A failed call is tried again (up to 5 times), as dlq's
+				// SDK retries do: a worker that gave up would leave its
+				// messages hidden for the visibility timeout.
+				for try := 0; try < 5; try++ {
+					if _, err = c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(dst), Entries: se}); err == nil {
+						break
+					}
+				}
+				if err != nil {
 					return
 				}
-				c.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(dlq), Entries: de})
+				for try := 0; try < 5; try++ {
+					if _, err = c.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(dlq), Entries: de}); err == nil {
+						break
+					}
+				}
 				moved.Add(int64(len(out.Messages)))
 			}
 		}()
