@@ -935,7 +935,7 @@ func TestRedriveIntegrationSQSDiscardPurgeArchive(t *testing.T) {
 	}
 	got := s.drain(back)
 	if len(got) != 10 || aws.ToString(got[0].MessageAttributes["tenant"].StringValue) != "acme" {
-		t.Errorf("archive redriven: %d messages", len(got))
+		t.Errorf("archive redriven: %d messages at the destination\nstdout: %s\nstderr: %s", len(got), stdout, stderr)
 	}
 }
 
