@@ -11,9 +11,15 @@ TESTENV   = eval "$$($(BROKERS) env)" && eval "$$(DLQ_BROKERS_INSTANCE=fault $(B
 build:
 	$(GO) build -o $(BIN) ./cmd/dlq
 
-# Unit and integration tests against the real servers (started when missing).
+# Unit and integration tests against the real servers (started when missing),
+# then the redrive fault tests (kills, restarts, blocked brokers on the
+# separate fault servers), verbose enough to show their tallies.
+FAULTLOG := bin/fault-tests.log
 test: brokers-up build
-	$(TESTENV) $(GO) test -race -count=1 -timeout 30m $(PKGS)
+	$(TESTENV) $(GO) test -race -count=1 -timeout 30m -skip '^TestFault' $(PKGS)
+	@$(TESTENV) $(GO) test -race -count=1 -timeout 20m -v -run '^TestFault' ./redrive/ >$(FAULTLOG) 2>&1; rc=$$?; \
+	  grep -aE 'fault tally|^(ok|FAIL|--- FAIL|panic)' $(FAULTLOG); \
+	  if [ $$rc -ne 0 ]; then tail -n 150 $(FAULTLOG); exit $$rc; fi
 
 # Unit tests only; integration tests skip without the servers.
 unit:
