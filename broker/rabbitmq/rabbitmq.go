@@ -298,7 +298,7 @@ func (b *Broker) dial(ctx context.Context) (*amqp.Connection, error) {
 			ncMu.Lock()
 			nc = c
 			ncMu.Unlock()
-			return c, nil
+			return coalesceWrites(c), nil
 		},
 	}
 	if b.tls != nil {
