@@ -231,6 +231,18 @@ func (s *Subscription) receive(ctx context.Context, idle time.Duration) (*amqp.D
 	s.mu.Lock()
 	cancelled := s.w.cancelled
 	s.mu.Unlock()
+	// A delivery already buffered needs no timer.
+	select {
+	case d, ok := <-s.w.ds:
+		if !ok {
+			if cancelled {
+				return nil, nil
+			}
+			return nil, s.w.closeErr()
+		}
+		return &d, nil
+	default:
+	}
 	var timeout <-chan time.Time
 	if !cancelled {
 		t := time.NewTimer(idle)

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash"
 	"hash/maphash"
-	"sort"
 	"sync"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -322,39 +320,36 @@ func matchKey(seed maphash.Seed, exchange, key string, p *amqp.Publishing) uint6
 	var h maphash.Hash
 	h.SetSeed(seed)
 	for _, s := range []string{exchange, key, p.MessageId, p.CorrelationId} {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
+		h.WriteString(s)
+		h.WriteByte(0)
 	}
 	h.Write(p.Body)
-	hashStrings(&h, p.Headers)
-	return h.Sum64()
+	return h.Sum64() ^ hashStrings(seed, p.Headers, 0)
 }
 
-// hashStrings writes the string values of t and of its nested tables, in
-// key order, with their keys.
-func hashStrings(h hash.Hash64, t amqp.Table) {
-	if len(t) == 0 {
-		return
-	}
-	keys := make([]string, 0, len(t))
+// hashStrings combines the hashes of the string values of t and of its
+// nested tables, each with its key and depth. The combination is a sum, so
+// the map's order does not matter and nothing is sorted or allocated.
+func hashStrings(seed maphash.Seed, t amqp.Table, depth byte) uint64 {
+	var sum uint64
 	for k, v := range t {
-		switch v.(type) {
-		case string, amqp.Table:
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		h.Write([]byte{1})
-		h.Write([]byte(k))
-		h.Write([]byte{0})
-		switch v := t[k].(type) {
+		switch v := v.(type) {
 		case string:
-			h.Write([]byte(v))
+			var h maphash.Hash
+			h.SetSeed(seed)
+			h.WriteByte(depth)
+			h.WriteString(k)
+			h.WriteByte(0)
+			h.WriteString(v)
+			sum += h.Sum64()
 		case amqp.Table:
-			h.Write([]byte{2})
-			hashStrings(h, v)
-			h.Write([]byte{3})
+			var h maphash.Hash
+			h.SetSeed(seed)
+			h.WriteByte(depth)
+			h.WriteString(k)
+			h.WriteByte(1)
+			sum += h.Sum64() * (hashStrings(seed, v, depth+1) | 1)
 		}
 	}
+	return sum
 }
