@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -729,7 +730,7 @@ func (e *engine) prepare(ctx context.Context, m *broker.Message) (*broker.Outgoi
 		}
 		nm = t
 	} else {
-		nm = m.Clone()
+		nm = shallowCopy(m)
 	}
 	dsys := broker.Archive
 	if e.dst != nil {
@@ -750,6 +751,17 @@ func (e *engine) prepare(ctx context.Context, m *broker.Message) (*broker.Outgoi
 		out.DeduplicationID = fmt.Sprintf("dlq-%s-%d", e.runID, e.seq.Add(1))
 	}
 	return out, dest.String(), "", nil
+}
+
+// shallowCopy copies m so that shape may add, replace and delete its
+// headers and attributes: the maps are new, the body and the values in
+// them are shared (shape never changes them in place).
+func shallowCopy(m *broker.Message) *broker.Message {
+	c := *m
+	c.Headers = maps.Clone(m.Headers)
+	c.Attributes = maps.Clone(m.Attributes)
+	c.SystemAttributes = maps.Clone(m.SystemAttributes)
+	return &c
 }
 
 // resolve returns the concrete destination of m.

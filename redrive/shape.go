@@ -67,7 +67,7 @@ func (e *engine) shape(nm, orig *broker.Message, dsys broker.System) error {
 		// id names this one publish: the run and a sequence number. It
 		// also lets RabbitMQ's returns be told apart for messages that are
 		// otherwise identical, so those need not wait on each other.
-		id := fmt.Sprintf("%s-%d", e.runID, e.seq.Add(1))
+		id := e.runID + "-" + strconv.FormatInt(e.seq.Add(1), 10)
 		if toSQS {
 			_, had := nm.Attributes[RedriveHeader]
 			if asAttr && !had && len(nm.Attributes) >= maxSQSAttributes {
