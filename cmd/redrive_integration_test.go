@@ -1117,3 +1117,22 @@ func TestRedriveIntegrationRabbitIdenticalMessagesUnroutable(t *testing.T) {
 		}
 	}
 }
+
+// A shovel whose destination refuses messages (a full queue with overflow
+// reject-publish) sends them back to the source and still ends: the run
+// says how many are left and exits partial, never "ok".
+func TestRedriveIntegrationRabbitServerSideRefused(t *testing.T) {
+	r := newRIRabbit(t)
+	_, dlq := riDeadLetters(t, r, "classic", 20)
+	full := r.queue(brokertest.Name(t, "full"), amqp.Table{"x-max-length": int32(5), "x-overflow": "reject-publish"})
+	stdout, stderr, code := runDLQ(t, append(r.args, "redrive", dlq, "--to", "queue:"+full, "--server-side")...)
+	if code != ExitPartial {
+		t.Fatalf("exit %d, want %d (partial): %s %s", code, ExitPartial, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "still holds 15 messages") {
+		t.Errorf("stderr does not say what is left: %s", stderr)
+	}
+	if d := r.depth(full) + r.depth(dlq); d != 20 || r.depth(full) != 5 {
+		t.Errorf("destination %d + source %d, want 5 + 15", r.depth(full), r.depth(dlq))
+	}
+}

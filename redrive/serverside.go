@@ -137,7 +137,8 @@ func WaitMove(ctx context.Context, mv broker.ServerSideMover, queue string, task
 			if task.State == broker.MoveCancelled {
 				return task, fmt.Errorf("server-side move %s was cancelled", task.Handle)
 			}
-			return task, nil
+			err := checkLeft(ctx, mv, queue, &task)
+			return task, err
 		}
 		select {
 		case <-ctx.Done():
@@ -145,4 +146,30 @@ func WaitMove(ctx context.Context, mv broker.ServerSideMover, queue string, task
 		case <-t.C:
 		}
 	}
+}
+
+// checkLeft looks at the source after a move that reports no counts (a
+// RabbitMQ shovel, which ends after moving the queue's length): messages
+// the destination refused went back to the source, so a source that is
+// not empty means the move may be incomplete. The error says so; the move
+// itself stays completed.
+func checkLeft(ctx context.Context, mv broker.ServerSideMover, queue string, task *broker.MoveTask) error {
+	qi, ok := mv.(broker.QueueInspector)
+	if !ok || task.Remaining == nil {
+		return nil
+	}
+	q, err := qi.Queue(ctx, queue)
+	if err != nil {
+		return nil
+	}
+	left := q.Depth
+	task.Remaining = &left
+	if left == 0 {
+		return nil
+	}
+	held := ""
+	if task.ToMove != nil {
+		held = fmt.Sprintf(" (it held %d when the move started)", *task.ToMove)
+	}
+	return fmt.Errorf("the server-side move finished, but `%s` still holds %d messages%s: the destination refused some (a full queue with overflow reject-publish returns them), or new ones arrived; look with `dlq peek %s`, then run again", queue, left, held, queue)
 }
