@@ -26,7 +26,13 @@ Journal and --resume
   selection, removes messages that were confirmed but not yet acknowledged
   without sending them again, and lists the messages that were published
   but not confirmed when the run stopped: those were sent again and may be
-  at the destination twice. Journal lines are written at each step (they
+  at the destination twice. RabbitMQ acknowledgements have no reply, and a
+  consumer sends them as one behind the lowest unsettled delivery: the
+  report also lists the messages acknowledged in the run's last moments
+  (up to the prefetch), whose acknowledgements the broker may never have
+  received; any of them still in the source was sent again too. They are
+  not removed on sight: a message really removed and dead-lettered again
+  since would be lost. Journal lines are written at each step (they
   survive a killed process); the file is fsynced at the end.
   On SQS the interrupted run's messages stay hidden until their visibility
   timeout ends: --resume waits for them (up to that timeout after the
@@ -119,7 +125,11 @@ Ctrl-C
   on-confirm and src-delete-after queue-length, followed until done and
   then removed. The broker sees no filter, transform or per-message origin,
   so those flags are refused with --server-side, and death headers are not
-  stripped by a shovel.
+  stripped by a shovel. A shovel reports no counts and ends after moving
+  the queue's length, even when its destination refused messages (a full
+  queue with overflow reject-publish sends them back to the source): when
+  it ends with messages still in the source, dlq says how many and exits 3
+  (partly done).
 
 Audit and read-only
   Every redrive, discard, purge and cancel appends a record to the audit

@@ -573,6 +573,10 @@ func printSummary(f *Factory, format string, s redrive.Summary) error {
 		if len(r.InFlightIDs) > 0 {
 			fmt.Fprintf(w, "  in flight: %s\n", strings.Join(r.InFlightIDs, " "))
 		}
+		if r.MaybeNotAcked > 0 {
+			fmt.Fprintf(w, "  %d were acknowledged in the run's last moments and the broker may not have received those acknowledgements: any still in the source was sent again and may be at the destination twice: %s\n",
+				r.MaybeNotAcked, strings.Join(r.MaybeNotAckedIDs, " "))
+		}
 	}
 	if s.Rotated > 0 {
 		fmt.Fprintf(w, "%d messages left in the source were republished to its back (see `dlq help redrive-safety`)\n", s.Rotated)
@@ -876,3 +880,4 @@ func redriveCancelRun(ctx context.Context, o *redriveCancelOptions) error {
 	printTask(f.IO.Out, task)
 	return nil
 }
+

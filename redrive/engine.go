@@ -304,7 +304,13 @@ func (e *engine) run(ctx context.Context) (Summary, error) {
 		fw.WatchFlow(e.onFlow)
 	}
 	if e.opts.Journal != nil {
-		if err := e.opts.Journal.begin(); err != nil {
+		// A RabbitMQ subscription may hold back as many acknowledgements
+		// as its prefetch; SQS deletes before Ack returns.
+		hold := 0
+		if e.park != parkHold {
+			hold = co.Prefetch
+		}
+		if err := e.opts.Journal.begin(hold); err != nil {
 			for _, s := range e.subs {
 				s.Close()
 			}

@@ -507,6 +507,39 @@ func TestJournalResumeAcksConfirmedWithoutRepublishing(t *testing.T) {
 	}
 }
 
+// The last acknowledgements of a killed run, up to the hold its B line
+// names, are reported as possibly not received by the broker; older ones
+// are not.
+func TestJournalReportsAcksThatMayNotHaveArrived(t *testing.T) {
+	dir := t.TempDir()
+	key := JournalKey("fake", "orders.dlq")
+	j, err := CreateJournal(dir, JournalHeader{Key: key, Source: "orders.dlq", Destination: "origin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, j.begin(3))
+	var all []string
+	for i := 0; i < 10; i++ {
+		all = append(all, fmt.Sprintf("m%03d", i))
+	}
+	must(t, j.record('P', all))
+	must(t, j.record('C', all))
+	for i := 0; i < 10; i += 2 {
+		must(t, j.record('A', all[i:i+2]))
+	}
+	unlockFile(j.f)
+	j.f.Close()
+	rs, err := LoadInterrupted(dir, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Release()
+	rep := rs.report()
+	if rep.MaybeNotAcked != 3 || strings.Join(rep.MaybeNotAckedIDs, " ") != "m007 m008 m009" || rep.ConfirmedNotAcked != 0 || rep.InFlight != 0 {
+		t.Fatalf("report %+v", rep)
+	}
+}
+
 func TestJournalOfARunningProcessIsNotInterrupted(t *testing.T) {
 	dir := t.TempDir()
 	j, err := CreateJournal(dir, JournalHeader{Key: "k"})

@@ -23,6 +23,7 @@ import (
 //	H {header JSON}      the run: source, destination, selection
 //	P id id …            about to publish (sent, not yet confirmed)
 //	C id id …            confirmed by the destination
+//	B {"ack_hold":N}     acknowledgements the source may hold back
 //	A id id …            acknowledged (removed) in the source
 //	E {end JSON}         the run ended (outcome, counts)
 //
@@ -31,7 +32,13 @@ import (
 // every such journal of the same source: a message confirmed but never
 // acknowledged is acknowledged on sight instead of being published again;
 // a message published but never confirmed may or may not have arrived, and
-// is published again (a possible duplicate, reported).
+// is published again (a possible duplicate, reported). The last N
+// acknowledgements (N from the B line: a RabbitMQ consumer sends them as
+// one, behind the lowest unsettled delivery, and a kill drops what the
+// socket had not delivered) may never have reached the broker: those
+// messages may still be in the source, are moved again if so, and are
+// reported as possible duplicates too. Acknowledging them on sight instead
+// would lose a copy that was really removed and later dead-lettered again.
 //
 // Lines are written (not fsynced) at each step, which survives the process
 // being killed; the file is fsynced when the run ends.
@@ -123,7 +130,20 @@ func (j *Journal) Path() string { return j.path }
 // RunID identifies the run.
 func (j *Journal) RunID() string { return j.hdr.RunID }
 
-func (j *Journal) begin() error { return nil }
+// begin records how many acknowledgements the source may hold back.
+func (j *Journal) begin(ackHold int) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	line, _ := json.Marshal(journalBegin{AckHold: ackHold})
+	if _, err := j.f.Write(append(append([]byte("B "), line...), '\n')); err != nil {
+		return fmt.Errorf("journal %s: %w", j.path, err)
+	}
+	return nil
+}
+
+type journalBegin struct {
+	AckHold int `json:"ack_hold"`
+}
 
 // record appends one step for ids.
 func (j *Journal) record(step byte, ids []string) error {
@@ -237,6 +257,12 @@ type ResumeReport struct {
 	InFlightIDs []string `json:"in_flight_ids,omitempty"`
 	// AckedOnSight were removed from the source without publishing again.
 	AckedOnSight int64 `json:"acked_on_sight"`
+	// MaybeNotAcked were acknowledged in the last moments of a run, and
+	// the broker may not have received those acknowledgements: any of them
+	// still in the source was moved again, and may now be at the
+	// destination twice.
+	MaybeNotAcked    int      `json:"maybe_not_acked"`
+	MaybeNotAckedIDs []string `json:"maybe_not_acked_ids,omitempty"`
 }
 
 // ErrNoJournal is returned by LoadInterrupted when there is nothing to
@@ -316,6 +342,9 @@ func LoadInterrupted(dir, key string) (*ResumeState, error) {
 		if st, err := f.Stat(); err == nil && st.ModTime().After(r.LastActive) {
 			r.LastActive = st.ModTime()
 		}
+		// The acknowledgements this journal recorded last, up to its hold.
+		var lastAcked []string
+		ackHold := 0
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 1<<20), 1<<26)
 		for sc.Scan() {
@@ -329,6 +358,11 @@ func LoadInterrupted(dir, key string) (*ResumeState, error) {
 				var h JournalHeader
 				if json.Unmarshal([]byte(rest), &h) == nil {
 					r.Headers = append(r.Headers, h)
+				}
+			case 'B':
+				var b journalBegin
+				if json.Unmarshal([]byte(rest), &b) == nil {
+					ackHold = b.AckHold
 				}
 			case 'P', 'C', 'A':
 				// The last line may be cut short by a kill: an incomplete
@@ -345,6 +379,12 @@ func LoadInterrupted(dir, key string) (*ResumeState, error) {
 						}
 						r.confirmed[id]++
 					case 'A':
+						if ackHold > 0 {
+							lastAcked = append(lastAcked, id)
+							if len(lastAcked) > 2*ackHold {
+								lastAcked = append(lastAcked[:0], lastAcked[len(lastAcked)-ackHold:]...)
+							}
+						}
 						if r.confirmed[id] > 0 {
 							r.confirmed[id]--
 						} else if unconfirmed[id] > 0 {
@@ -356,6 +396,11 @@ func LoadInterrupted(dir, key string) (*ResumeState, error) {
 				}
 			}
 		}
+		if len(lastAcked) > ackHold {
+			lastAcked = lastAcked[len(lastAcked)-ackHold:]
+		}
+		r.report0.MaybeNotAcked += len(lastAcked)
+		r.report0.MaybeNotAckedIDs = append(r.report0.MaybeNotAckedIDs, lastAcked...)
 	}
 	if len(r.Paths) == 0 {
 		return nil, ErrNoJournal
@@ -378,6 +423,9 @@ func LoadInterrupted(dir, key string) (*ResumeState, error) {
 	r.report0.InFlightIDs = r.Unconfirmed
 	if len(r.report0.InFlightIDs) > 100 {
 		r.report0.InFlightIDs = r.report0.InFlightIDs[:100]
+	}
+	if len(r.report0.MaybeNotAckedIDs) > 100 {
+		r.report0.MaybeNotAckedIDs = r.report0.MaybeNotAckedIDs[:100]
 	}
 	return r, nil
 }
