@@ -155,7 +155,9 @@ func discardRun(ctx context.Context, o *discardOptions) error {
 	o.Select.apply(&ro)
 	bar := newRedriveBar(f, "discarded")
 	ro.Progress = bar.update
+	restore := oneProcessor(src)
 	sum, runErr := redrive.Discard(ctx, src, queue, arch, dest, ro)
+	restore()
 	bar.finish()
 	sum.Source = name
 	sum.Destination = o.Archive.ArchiveTo

@@ -91,7 +91,9 @@ func purgeRun(ctx context.Context, o *purgeOptions) error {
 	}
 	bar := newRedriveBar(f, "purged")
 	ro := redrive.Options{Progress: bar.update, Notice: func(s string) { f.IO.Statusf("dlq: %s", s) }}
+	restore := oneProcessor(src)
 	sum, runErr := redrive.Purge(ctx, src, queue, arch, dest, ro)
+	restore()
 	bar.finish()
 	sum.Source = name
 	return finishRemoval(f, o.format, "purge", src, name, o.Archive.ArchiveTo, "", sum, runErr, false)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -408,5 +409,39 @@ func TestRedriveSQSEndToEnd(t *testing.T) {
 	stdout, _, code = runDLQ(t, append(sqsArgs(t), "redrive", base+"-dlq", "--no-journal")...)
 	if code != ExitOK || !strings.Contains(stdout, "moved 0 of 0") {
 		t.Fatalf("second run: exit %d %s", code, stdout)
+	}
+}
+
+// Moves between brokers run on one processor while any of them lasts, and
+// the setting comes back after the last; GOMAXPROCS in the environment
+// wins.
+func TestOneProcessorWhileMoving(t *testing.T) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		t.Skip("GOMAXPROCS is set")
+	}
+	before := runtime.GOMAXPROCS(0)
+	if before == 1 {
+		runtime.GOMAXPROCS(2)
+		defer runtime.GOMAXPROCS(1)
+		before = 2
+	}
+	a := oneProcessor(&moveFake{})
+	b := oneProcessor(&moveFake{})
+	if n := runtime.GOMAXPROCS(0); n != 1 {
+		t.Fatalf("GOMAXPROCS %d during a move, want 1", n)
+	}
+	a()
+	a()
+	if n := runtime.GOMAXPROCS(0); n != 1 {
+		t.Fatalf("GOMAXPROCS %d while a second move lasts, want 1", n)
+	}
+	b()
+	if n := runtime.GOMAXPROCS(0); n != before {
+		t.Fatalf("GOMAXPROCS %d after the moves, want %d back", n, before)
+	}
+	t.Setenv("GOMAXPROCS", "2")
+	oneProcessor(&moveFake{})()
+	if n := runtime.GOMAXPROCS(0); n != before {
+		t.Fatalf("GOMAXPROCS %d with GOMAXPROCS set, want %d", n, before)
 	}
 }
