@@ -143,6 +143,13 @@ type Outgoing struct {
 	// duplicate of its original.
 	DeduplicationID string
 	GroupID         string
+	// Requeue marks a message put back, unchanged, at the back of the queue
+	// it was just taken from. Such a publish loses nothing when it cannot be
+	// routed (only a deleted queue makes it so, and the original went with
+	// the queue), so RabbitMQ publishes it without mandatory, and identical
+	// copies need not wait for each other's confirms to tell their returns
+	// apart.
+	Requeue bool
 }
 
 // Publisher sends messages and waits for the broker to take responsibility

@@ -1030,7 +1030,7 @@ func (e *engine) rotate(ctx context.Context, items []item) {
 	for i, it := range items {
 		m := it.d.Message.Clone()
 		delete(m.Headers, "x-delivery-count") // the broker's own counter
-		outs[i] = broker.Outgoing{Message: m, Dest: broker.Destination{Kind: broker.ToQueue, Queue: e.queue}}
+		outs[i] = broker.Outgoing{Message: m, Dest: broker.Destination{Kind: broker.ToQueue, Queue: e.queue}, Requeue: true}
 		e.rotated[it.id]++
 	}
 	e.mu.Unlock()

@@ -255,6 +255,32 @@ func TestPublish(t *testing.T) {
 	}
 }
 
+// Requeue publishes go without mandatory: identical copies are confirmed
+// together (none waits for another's confirm to match a return), every one
+// arrives, and a copy for a queue that no longer exists is not returned.
+func TestPublishRequeue(t *testing.T) {
+	b, _ := openTest(t)
+	ctx := context.Background()
+	q := brokertest.Name(t, "back")
+	declareQueue(t, b, q, amqp.Table{"x-queue-type": "quorum"})
+	const n = 500
+	msgs := make([]broker.Outgoing, n)
+	for i := range msgs {
+		msgs[i] = broker.Outgoing{Message: &broker.Message{Body: []byte("same")}, Dest: broker.Destination{Kind: broker.ToQueue, Queue: q}, Requeue: true}
+	}
+	msgs = append(msgs, broker.Outgoing{Message: &broker.Message{Body: []byte("same")}, Dest: broker.Destination{Kind: broker.ToQueue, Queue: "dlqt-no-such-queue"}, Requeue: true})
+	errs, err := b.Publish(ctx, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range errs {
+		if e != nil {
+			t.Fatalf("message %d: %v", i, e)
+		}
+	}
+	waitDepth(t, b, q, n)
+}
+
 func TestOriginThroughRetryLadder(t *testing.T) {
 	b, _ := openTest(t)
 	ctx := context.Background()

@@ -14,7 +14,8 @@ import (
 
 var _ broker.Publisher = (*Broker)(nil)
 
-// Publish sends msgs on a dedicated confirm-mode channel with mandatory set,
+// Publish sends msgs on a dedicated confirm-mode channel with mandatory set
+// (but for Requeue messages, which are never returned),
 // pipelined: every message is written at once and the confirms are awaited
 // together. It returns one error per message: nil once the broker confirmed
 // every copy of it (one per routing key), ErrUnroutable when a copy came back
@@ -41,6 +42,9 @@ func (b *Broker) Publish(ctx context.Context, msgs []broker.Outgoing) ([]error, 
 		key      string
 		p        amqp.Publishing
 		match    uint64
+		// requeue: published without mandatory, never returned, so never
+		// matched.
+		requeue bool
 	}
 	var pubs []pub
 	exchanges := map[string]error{}
@@ -60,7 +64,7 @@ func (b *Broker) Publish(ctx context.Context, msgs []broker.Outgoing) ([]error, 
 				results[i] = fmt.Errorf("publish message %s: destination queue has no name", o.Message.ID)
 				continue
 			}
-			pubs = append(pubs, pub{msg: i, exchange: "", key: o.Dest.Queue, p: p})
+			pubs = append(pubs, pub{msg: i, exchange: "", key: o.Dest.Queue, p: p, requeue: o.Requeue})
 		case broker.ToExchange:
 			ex := o.Dest.Exchange
 			if ex == DefaultExchangeName {
@@ -118,7 +122,9 @@ func (b *Broker) Publish(ctx context.Context, msgs []broker.Outgoing) ([]error, 
 	// Keys are compared only within this call.
 	seed := maphash.MakeSeed()
 	for i := range pubs {
-		pubs[i].match = matchKey(seed, pubs[i].exchange, pubs[i].key, &pubs[i].p)
+		if !pubs[i].requeue {
+			pubs[i].match = matchKey(seed, pubs[i].exchange, pubs[i].key, &pubs[i].p)
+		}
 	}
 
 	if err := b.waitUnblocked(ctx); err != nil {
@@ -156,7 +162,7 @@ func (b *Broker) Publish(ctx context.Context, msgs []broker.Outgoing) ([]error, 
 		for i := range pubs {
 			p := &pubs[i]
 			mu.Lock()
-			for !failed {
+			for !failed && !p.requeue {
 				if _, busy := inflight[p.match]; !busy {
 					break
 				}
@@ -167,15 +173,19 @@ func (b *Broker) Publish(ctx context.Context, msgs []broker.Outgoing) ([]error, 
 				return
 			}
 			seq := ch.GetNextPublishSeqNo()
-			inflight[p.match] = seq
+			if !p.requeue {
+				inflight[p.match] = seq
+			}
 			bySeq[seq] = i
 			sent++
 			mu.Unlock()
-			if err := ch.Publish(p.exchange, p.key, true, false, p.p); err != nil {
+			if err := ch.Publish(p.exchange, p.key, !p.requeue, false, p.p); err != nil {
 				mu.Lock()
 				pubErr, failed = err, true
 				sent--
-				delete(inflight, p.match)
+				if !p.requeue {
+					delete(inflight, p.match)
+				}
 				delete(bySeq, seq)
 				cond.Broadcast()
 				mu.Unlock()
@@ -264,7 +274,7 @@ func (b *Broker) Publish(ctx context.Context, msgs []broker.Outgoing) ([]error, 
 					Msg: "the broker refused it (nack: a full queue with overflow reject-publish, or an internal error)"}
 			}
 			delete(bySeq, c.DeliveryTag)
-			if inflight[p.match] == c.DeliveryTag {
+			if !p.requeue && inflight[p.match] == c.DeliveryTag {
 				delete(inflight, p.match)
 			}
 			confirmed++
