@@ -7,7 +7,8 @@
 #   `dlq redrive`, with the same concurrency.
 # Each pair runs REDRIVE_BENCH_RUNS times (RabbitMQ) or REDRIVE_BENCH_SQS_RUNS
 # times (SQS), alternating, and the median ratio is reported: the machine may
-# be shared. REDRIVE_BENCH_N and REDRIVE_BENCH_SQS_N shrink the runs.
+# be shared, and on a small one dlq and the broker compete for the same cores
+# (DLQ_CPUPROFILE=FILE profiles each dlq run). REDRIVE_BENCH_N and REDRIVE_BENCH_SQS_N shrink the runs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ -n "${DLQ_TEST_AMQP_URL:-}" ] || eval "$(scripts/brokers env)"
@@ -21,9 +22,14 @@ fi
 go build -o bin/redrivebench ./scripts/bench/redrivebench
 n=${REDRIVE_BENCH_N:-100000}
 sqs_n=${REDRIVE_BENCH_SQS_N:-20000}
-runs=${REDRIVE_BENCH_RUNS:-2}
+runs=${REDRIVE_BENCH_RUNS:-3}
 sqs_runs=${REDRIVE_BENCH_SQS_RUNS:-5}
 echo "redrive benchmark ($(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg))"
-bin/redrivebench -backend rabbitmq -kind classic -n "$n" -runs "$runs" -dlq "$bin"
-bin/redrivebench -backend rabbitmq -kind quorum -n "$n" -runs "$runs" -dlq "$bin"
+# dlq adds its x-dlq-redrive record to every message (by default) and a
+# shovel adds nothing: the second pair moves the same bytes as the shovel.
+for kind in classic quorum; do
+	bin/redrivebench -backend rabbitmq -kind "$kind" -n "$n" -runs "$runs" -dlq "$bin"
+	echo "  (with --no-redrive-header: the same bytes as the shovel)"
+	bin/redrivebench -backend rabbitmq -kind "$kind" -n "$n" -runs "$runs" -dlq "$bin" -args "--no-redrive-header"
+done
 bin/redrivebench -backend sqs -n "$sqs_n" -concurrency 4 -runs "$sqs_runs" -dlq "$bin"
