@@ -68,6 +68,15 @@ type ServerSideMover interface {
 	CancelMove(ctx context.Context, queue, handle string) (MoveTask, error)
 }
 
+// MoveSettler is a ServerSideMover whose moves report no counts (a RabbitMQ
+// shovel ends after moving the queue's length, even when its destination
+// refused messages and they went back to the source). Left waits until a
+// finished move has let go of the source (its unacknowledged deliveries are
+// back) and returns how many messages the source holds.
+type MoveSettler interface {
+	Left(ctx context.Context, queue string) (int64, error)
+}
+
 // RouteChecker tells whether a publish to dest would reach at least one
 // queue, without publishing (RabbitMQ: the exchange's bindings). A dry run
 // uses it to report messages that would be returned as unroutable.

@@ -154,15 +154,14 @@ func WaitMove(ctx context.Context, mv broker.ServerSideMover, queue string, task
 // not empty means the move may be incomplete. The error says so; the move
 // itself stays completed.
 func checkLeft(ctx context.Context, mv broker.ServerSideMover, queue string, task *broker.MoveTask) error {
-	qi, ok := mv.(broker.QueueInspector)
-	if !ok || task.Remaining == nil {
+	ms, ok := mv.(broker.MoveSettler)
+	if !ok {
 		return nil
 	}
-	q, err := qi.Queue(ctx, queue)
+	left, err := ms.Left(ctx, queue)
 	if err != nil {
 		return nil
 	}
-	left := q.Depth
 	task.Remaining = &left
 	if left == 0 {
 		return nil

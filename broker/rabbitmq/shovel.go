@@ -234,3 +234,28 @@ func (b *Broker) Routable(ctx context.Context, dest broker.Destination) (bool, e
 	}
 	return false, nil
 }
+
+var _ broker.MoveSettler = (*Broker)(nil)
+
+// leftWait bounds how long Left waits for a stopped shovel's consumer to go.
+const leftWait = 10 * time.Second
+
+// Left waits until queue has no consumer (a shovel that deleted itself
+// lets go of its deliveries when its channel closes: refused messages it
+// had not acknowledged are back only then), up to leftWait, and returns
+// its ready messages, asked of the queue itself (the management API's
+// figures are sampled).
+func (b *Broker) Left(ctx context.Context, queue string) (int64, error) {
+	deadline := time.Now().Add(leftWait)
+	for {
+		n, consumers, err := b.inspect(ctx, queue)
+		if err != nil || consumers == 0 || time.Now().After(deadline) {
+			return n, err
+		}
+		select {
+		case <-ctx.Done():
+			return n, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
