@@ -231,16 +231,20 @@ func (s *Subscription) receive(ctx context.Context, idle time.Duration) (*amqp.D
 	s.mu.Lock()
 	cancelled := s.w.cancelled
 	s.mu.Unlock()
+	got := func(d amqp.Delivery, ok bool) (*amqp.Delivery, error) {
+		switch {
+		case ok:
+			return &d, nil
+		case cancelled:
+			return nil, nil
+		default:
+			return nil, s.w.closeErr()
+		}
+	}
 	// A delivery already buffered needs no timer.
 	select {
 	case d, ok := <-s.w.ds:
-		if !ok {
-			if cancelled {
-				return nil, nil
-			}
-			return nil, s.w.closeErr()
-		}
-		return &d, nil
+		return got(d, ok)
 	default:
 	}
 	var timeout <-chan time.Time
@@ -251,13 +255,7 @@ func (s *Subscription) receive(ctx context.Context, idle time.Duration) (*amqp.D
 	}
 	select {
 	case d, ok := <-s.w.ds:
-		if !ok {
-			if cancelled {
-				return nil, nil
-			}
-			return nil, s.w.closeErr()
-		}
-		return &d, nil
+		return got(d, ok)
 	case <-timeout:
 		return nil, nil
 	case <-ctx.Done():
