@@ -480,6 +480,7 @@ func (e *engine) batch(ctx, rctx context.Context, deliveries <-chan taken, work 
 		k := keyOf(it.sub)
 		if _, ok := pending[k]; !ok {
 			keys = append(keys, k)
+			pending[k] = make([]item, 0, e.opts.Window)
 		}
 		pending[k] = append(pending[k], it)
 		return len(pending[k]) >= e.opts.Window
@@ -844,8 +845,9 @@ func (e *engine) example(reason, id string, err error) {
 // process publishes one window, acknowledges what was confirmed and parks
 // the rest.
 func (e *engine) process(ctx context.Context, w window) {
-	var outs []broker.Outgoing
-	var pubItems, ackOnly, park []item
+	outs := make([]broker.Outgoing, 0, len(w.items))
+	pubItems := make([]item, 0, len(w.items))
+	var ackOnly, park []item
 	for _, it := range w.items {
 		switch {
 		case it.ackNow:
@@ -866,7 +868,7 @@ func (e *engine) process(ctx context.Context, w window) {
 	// Work handed to a worker is finished even after a cancel.
 	wctx, cancel := settleCtx(ctx)
 	defer cancel()
-	var confirmed []item
+	confirmed := make([]item, 0, len(pubItems))
 	if len(outs) > 0 {
 		e.waitFlow(ctx)
 		if j := e.opts.Journal; j != nil {

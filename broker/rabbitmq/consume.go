@@ -130,6 +130,8 @@ type Subscription struct {
 	closed    bool
 	// stall overrides defaultStallLimit (tests).
 	stall time.Duration
+	// timer bounds a receive's wait.
+	timer *time.Timer
 }
 
 // Next returns the next delivery, io.EOF when the bound is reached or the
@@ -249,9 +251,15 @@ func (s *Subscription) receive(ctx context.Context, idle time.Duration) (*amqp.D
 	}
 	var timeout <-chan time.Time
 	if !cancelled {
-		t := time.NewTimer(idle)
-		defer t.Stop()
-		timeout = t.C
+		// One timer for the subscription: Next is never called
+		// concurrently.
+		if s.timer == nil {
+			s.timer = time.NewTimer(idle)
+		} else {
+			s.timer.Reset(idle)
+		}
+		defer s.timer.Stop()
+		timeout = s.timer.C
 	}
 	select {
 	case d, ok := <-s.w.ds:
