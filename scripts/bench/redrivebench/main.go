@@ -46,7 +46,9 @@ func main() {
 		case "sqs":
 			r, err = benchSQS(ctx, *bin, *n, *conc)
 		case "rabbitmq":
-			r, err = benchRabbit(ctx, *bin, *n, *kind)
+			// Odd runs time dlq first: each mover then follows the other
+			// as often.
+			r, err = benchRabbit(ctx, *bin, *n, *kind, i%2 == 1)
 		default:
 			err = fmt.Errorf("unknown backend %q", *backend)
 		}
@@ -73,6 +75,10 @@ type result struct {
 	what, baseName string
 	n              int
 	base, dlq      time.Duration
+	// baseDone is when a shovel had also acknowledged everything at the
+	// source and deleted itself, the point at which a dlq run has ended
+	// (0 for the SQS loop, which is done when base is).
+	baseDone time.Duration
 }
 
 func (r result) ratio() float64 { return r.base.Seconds() / r.dlq.Seconds() }
@@ -80,7 +86,11 @@ func (r result) ratio() float64 { return r.base.Seconds() / r.dlq.Seconds() }
 func (r result) print() {
 	br := float64(r.n) / r.base.Seconds()
 	dr := float64(r.n) / r.dlq.Seconds()
-	fmt.Printf("%-22s %s %8.0f msg/s   dlq redrive %8.0f msg/s   ratio %.2f×\n", r.what, r.baseName, br, dr, r.ratio())
+	fmt.Printf("%-22s %s %8.0f msg/s   dlq redrive %8.0f msg/s   ratio %.2f×", r.what, r.baseName, br, dr, r.ratio())
+	if r.baseDone > 0 {
+		fmt.Printf("   (shovel done: %.0f msg/s, ratio %.2f×)", float64(r.n)/r.baseDone.Seconds(), r.baseDone.Seconds()/r.dlq.Seconds())
+	}
+	fmt.Println()
 }
 
 // dlqArgs are added to every dlq redrive the benchmark runs.
@@ -292,7 +302,10 @@ func depth(conn *amqp.Connection, q string) (int64, error) {
 	return int64(st.Messages), err
 }
 
-func benchRabbit(ctx context.Context, bin string, n int, kind string) (res result, err error) {
+// settle is the pause after filling a queue, before a mover is timed.
+const settle = 3 * time.Second
+
+func benchRabbit(ctx context.Context, bin string, n int, kind string, dlqFirst bool) (res result, err error) {
 	amqpURL := os.Getenv("DLQ_TEST_AMQP_URL")
 	if amqpURL == "" {
 		return result{}, fmt.Errorf("DLQ_TEST_AMQP_URL not set: eval \"$(scripts/brokers env)\"")
@@ -352,60 +365,85 @@ func benchRabbit(ctx context.Context, bin string, n int, kind string) (res resul
 		}
 		return fmt.Errorf("%s never reached %d", q, want)
 	}
-	if err := fill(); err != nil {
-		return result{}, err
-	}
-	if err := wait(src, int64(n)); err != nil {
-		return result{}, err
-	}
-	// RabbitMQ's own shovel, with confirms, like dlq.
-	start := time.Now()
-	name := "bench-shovel-" + tag
-	resp, err := m.do("PUT", "/parameters/shovel/%2F/"+name, map[string]any{"value": map[string]any{
-		"src-protocol": "amqp091", "src-uri": "amqp://", "src-queue": src, "src-delete-after": "queue-length",
-		"dest-protocol": "amqp091", "dest-uri": "amqp://", "dest-queue": dst, "ack-mode": "on-confirm"}})
-	if err != nil {
-		return result{}, err
-	}
-	resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		return result{}, fmt.Errorf("shovel: HTTP %d", resp.StatusCode)
-	}
-	if err := wait(dst, int64(n)); err != nil {
-		return result{}, err
-	}
-	// Timed to the last message at the destination; the shovel's own
-	// acknowledgements at the source finish after that (counted against
-	// dlq, whose time ends when it has acknowledged everything).
-	shovel := time.Since(start)
-	// Removing the shovel before it acknowledged its last messages would
-	// put them back in the source: wait until it deletes itself.
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		resp, err := m.do("GET", "/parameters/shovel/%2F/"+name, nil)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusNotFound {
-				break
+	// Each mover starts from the same state: the source just filled, then
+	// settle for the broker to finish writing what the fill (and the move
+	// before) left (quorum queues move their log to segment files in the
+	// background), and both queues emptied after.
+	prepare := func() error {
+		for _, q := range []string{src, dst} {
+			if _, err := ch.QueuePurge(q, false); err != nil {
+				return err
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		if err := fill(); err != nil {
+			return err
+		}
+		if err := wait(src, int64(n)); err != nil {
+			return err
+		}
+		time.Sleep(settle)
+		return nil
 	}
-	m.do("DELETE", "/parameters/shovel/%2F/"+name, nil)
-	for _, q := range []string{src, dst} {
-		if _, err := ch.QueuePurge(q, false); err != nil {
-			return result{}, err
+	var shovelDone time.Duration
+	shovelRun := func() (time.Duration, error) {
+		if err := prepare(); err != nil {
+			return 0, err
+		}
+		// RabbitMQ's own shovel, with confirms, like dlq.
+		start := time.Now()
+		name := "bench-shovel-" + tag
+		resp, err := m.do("PUT", "/parameters/shovel/%2F/"+name, map[string]any{"value": map[string]any{
+			"src-protocol": "amqp091", "src-uri": "amqp://", "src-queue": src, "src-delete-after": "queue-length",
+			"dest-protocol": "amqp091", "dest-uri": "amqp://", "dest-queue": dst, "ack-mode": "on-confirm"}})
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			return 0, fmt.Errorf("shovel: HTTP %d", resp.StatusCode)
+		}
+		if err := wait(dst, int64(n)); err != nil {
+			return 0, err
+		}
+		// Timed to the last message at the destination; the shovel's own
+		// acknowledgements at the source finish after that (counted against
+		// dlq, whose time ends when it has acknowledged everything).
+		took := time.Since(start)
+		// Removing the shovel before it acknowledged its last messages would
+		// put them back in the source: wait until it deletes itself.
+		deadline := time.Now().Add(time.Minute)
+		for time.Now().Before(deadline) {
+			resp, err := m.do("GET", "/parameters/shovel/%2F/"+name, nil)
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusNotFound {
+					shovelDone = time.Since(start)
+					break
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		m.do("DELETE", "/parameters/shovel/%2F/"+name, nil)
+		return took, nil
+	}
+	dlqRun := func() (time.Duration, error) {
+		if err := prepare(); err != nil {
+			return 0, err
+		}
+		return runDLQ(bin, "--broker", amqpURL, "--management-url", m.base, "redrive", src, "--to", "queue:"+dst, "--no-journal", "-o", "json")
+	}
+	var shovel, took time.Duration
+	if dlqFirst {
+		if took, err = dlqRun(); err == nil {
+			shovel, err = shovelRun()
+		}
+	} else {
+		if shovel, err = shovelRun(); err == nil {
+			took, err = dlqRun()
 		}
 	}
-	if err := fill(); err != nil {
-		return result{}, err
-	}
-	if err := wait(src, int64(n)); err != nil {
-		return result{}, err
-	}
-	took, err := runDLQ(bin, "--broker", amqpURL, "--management-url", m.base, "redrive", src, "--to", "queue:"+dst, "--no-journal", "-o", "json")
 	if err != nil {
 		return result{}, err
 	}
-	return result{what: fmt.Sprintf("rabbitmq %s %d×1KiB", kind, n), n: n, base: shovel, dlq: took, baseName: "shovel   "}, nil
+	return result{what: fmt.Sprintf("rabbitmq %s %d×1KiB", kind, n), n: n, base: shovel, baseDone: shovelDone, dlq: took, baseName: "shovel   "}, nil
 }
