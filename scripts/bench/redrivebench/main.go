@@ -17,14 +17,14 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/dlq-tools/dlq/broker/sqs/sqsbench"
 )
 
 func main() {
@@ -142,34 +142,10 @@ func benchSQS(ctx context.Context, bin string, n, conc int) (res result, err err
 	defer c.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(dlq)})
 	defer c.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(dst)})
 	body := strings.Repeat("x", 1024)
-	fill := func() error {
-		var wg sync.WaitGroup
-		var ferr atomic.Value
-		per := n / 10 / 8
-		for w := 0; w < 8; w++ {
-			wg.Add(1)
-			go func(w int) {
-				defer wg.Done()
-				for i := 0; i < per; i++ {
-					var es []types.SendMessageBatchRequestEntry
-					for j := 0; j < 10; j++ {
-						es = append(es, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(j)), MessageBody: aws.String(body)})
-					}
-					if _, err := c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(dlq), Entries: es}); err != nil {
-						ferr.Store(err)
-						return
-					}
-				}
-			}(w)
-		}
-		wg.Wait()
-		if e, ok := ferr.Load().(error); ok {
-			return e
-		}
-		return nil
-	}
+	per := n / 10 / 8
+	fill := func() error { return sqsbench.Fill(ctx, c, dlq, body, 8, per) }
 	purge := func() { c.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(dst)}) }
-	total := n / 10 / 8 * 80
+	total := per * 80
 	if err := fill(); err != nil {
 		return result{}, err
 	}
@@ -210,55 +186,10 @@ func benchSQS(ctx context.Context, bin string, n, conc int) (res result, err err
 	// Bare loop: receive 10, send 10, delete 10, with conc workers.
 	start := time.Now()
 	bareDone := doneAt(start)
-	var moved atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < conc; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(dlq), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
-				if err != nil {
-					return
-				}
-				if len(out.Messages) == 0 {
-					// The emulator may answer empty while other workers
-					// hold messages: stop once everything has moved.
-					if moved.Load() >= int64(total) {
-						return
-					}
-					continue
-				}
-				var se []types.SendMessageBatchRequestEntry
-				var de []types.DeleteMessageBatchRequestEntry
-				for i, m := range out.Messages {
-					se = append(se, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: m.Body})
-					de = append(de, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
-				}
-				// A failed call is tried again (up to 5 times), as dlq's
-				// SDK retries do: a worker that gave up would leave its
-				// messages hidden for the visibility timeout.
-				for try := 0; try < 5; try++ {
-					if _, err = c.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(dst), Entries: se}); err == nil {
-						break
-					}
-				}
-				if err != nil {
-					return
-				}
-				for try := 0; try < 5; try++ {
-					if _, err = c.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(dlq), Entries: de}); err == nil {
-						break
-					}
-				}
-				moved.Add(int64(len(out.Messages)))
-			}
-		}()
-	}
-	wg.Wait()
+	moved := sqsbench.BareMove(ctx, c, dlq, dst, conc, int64(total))
 	base := <-bareDone
-	if moved.Load() != int64(total) {
-		return result{}, fmt.Errorf("bare loop moved %d of %d", moved.Load(), total)
+	if moved != int64(total) {
+		return result{}, fmt.Errorf("bare loop moved %d of %d", moved, total)
 	}
 	purge()
 	if err := fill(); err != nil {
