@@ -598,7 +598,10 @@ func (s *sqsBackend) Count(t *testing.T, q string) int {
 }
 
 // Drain receives and deletes until the queue holds nothing, waiting for
-// hidden messages to come back.
+// hidden messages to come back. Its receives hide messages for 10 s only:
+// now and then fauxqs's answer to a receive is lost (the SDK warns "failed
+// to discard remaining HTTP response body" and retries), and those
+// messages stay hidden until the timeout ends.
 func (s *sqsBackend) Drain(t *testing.T, q string) map[string]int {
 	t.Helper()
 	url := s.url(t, q)
@@ -606,7 +609,7 @@ func (s *sqsBackend) Drain(t *testing.T, q string) map[string]int {
 	seen := map[string]int{}
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		out, err := s.c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 60})
+		out, err := s.c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 10})
 		if err != nil {
 			t.Fatalf("drain: %v", err)
 		}
