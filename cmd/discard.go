@@ -22,6 +22,23 @@ func (a *archiveFlags) register(c *cobra.Command) {
 	c.Flags().BoolVar(&a.NoArchive, "no-archive", false, "remove without keeping a copy")
 }
 
+// clause tells a confirmation where the removed messages go.
+func (a *archiveFlags) clause() string {
+	if a.NoArchive {
+		return ", WITHOUT an archive"
+	}
+	return ", archived to " + a.ArchiveTo
+}
+
+// shownName is how a command names the queue it works on: its name on the
+// broker, or the reference given (an archive's queue has no name).
+func shownName(queue, ref string) string {
+	if queue == "" {
+		return ref
+	}
+	return queue
+}
+
 func (a *archiveFlags) validate(verb string) error {
 	switch {
 	case a.ArchiveTo != "" && a.NoArchive:
@@ -124,17 +141,9 @@ func discardRun(ctx context.Context, o *discardOptions) error {
 		return err
 	}
 	defer src.Close()
-	name := queue
-	if name == "" {
-		name = o.Queue
-	}
+	name := shownName(queue, o.Queue)
 	if !o.DryRun {
-		what := fmt.Sprintf("discard the messages of `%s` that %s", name, describeSelection(o.Select))
-		if o.Archive.NoArchive {
-			what += ", WITHOUT an archive"
-		} else {
-			what += ", archived to " + o.Archive.ArchiveTo
-		}
+		what := fmt.Sprintf("discard the messages of `%s` that %s", name, describeSelection(o.Select)) + o.Archive.clause()
 		if err := requireYes(f, what); err != nil {
 			return err
 		}

@@ -64,22 +64,14 @@ func purgeRun(ctx context.Context, o *purgeOptions) error {
 		return err
 	}
 	defer src.Close()
-	name := queue
-	if name == "" {
-		name = o.Queue
-	}
+	name := shownName(queue, o.Queue)
 	what := fmt.Sprintf("purge every message of `%s`", name)
 	if qi, ok := src.(broker.QueueInspector); ok {
 		if q, err := qi.Queue(ctx, queue); err == nil {
 			what = fmt.Sprintf("purge all %d messages of `%s`", q.Depth, name)
 		}
 	}
-	if o.Archive.NoArchive {
-		what += ", WITHOUT an archive"
-	} else {
-		what += ", archived to " + o.Archive.ArchiveTo
-	}
-	if err := requireYes(f, what); err != nil {
+	if err := requireYes(f, what+o.Archive.clause()); err != nil {
 		return err
 	}
 	ab, arch, dest, err := o.Archive.open(ctx, f)

@@ -387,10 +387,7 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 		return err
 	}
 	defer src.Close()
-	srcName := queue
-	if srcName == "" {
-		srcName = o.Source
-	}
+	srcName := shownName(queue, o.Source)
 
 	// Resume: the interrupted run's plan fills the flags not given now.
 	jdir := redrive.JournalDir()
