@@ -23,7 +23,6 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/dlq-tools/dlq/broker"
-	"github.com/dlq-tools/dlq/broker/archive"
 	"github.com/dlq-tools/dlq/broker/brokertest"
 	"github.com/dlq-tools/dlq/redrive"
 )
@@ -510,25 +509,6 @@ func TestRedriveIntegrationReadOnly(t *testing.T) {
 	}
 }
 
-// riArchive reads an archive file's messages.
-func riArchive(t *testing.T, path string) []*broker.Message {
-	t.Helper()
-	rd, err := archive.OpenReader(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
-	var ms []*broker.Message
-	for {
-		m, err := rd.Next()
-		if err != nil {
-			break
-		}
-		ms = append(ms, m)
-	}
-	return ms
-}
-
 // discard --archive-to and purge --archive-to on RabbitMQ: the archive
 // holds exactly the removed messages with their death records, the rest
 // stays; then the archive is redriven into a queue. The audit log records
@@ -545,7 +525,7 @@ func TestRedriveIntegrationRabbitDiscardPurgeArchive(t *testing.T) {
 	if s := riSummary(t, stdout); s.Moved != 4 || s.Archived != 4 {
 		t.Fatalf("discard summary %+v", s)
 	}
-	arch := riArchive(t, disc)
+	arch := brokertest.ReadArchive(t, disc)
 	if len(arch) != 4 {
 		t.Fatalf("archive holds %d messages, want 4", len(arch))
 	}
@@ -561,7 +541,7 @@ func TestRedriveIntegrationRabbitDiscardPurgeArchive(t *testing.T) {
 	if code != ExitOK || !strings.Contains(stdout, "removed 8") {
 		t.Fatalf("purge: exit %d: %s %s", code, stdout, stderr)
 	}
-	if got := len(riArchive(t, all)); got != 8 {
+	if got := len(brokertest.ReadArchive(t, all)); got != 8 {
 		t.Errorf("purge archive holds %d, want 8", got)
 	}
 	if d := r.depth(dlq); d != 0 {
@@ -582,7 +562,7 @@ func TestRedriveIntegrationRabbitDiscardPurgeArchive(t *testing.T) {
 		t.Errorf("death headers not stripped from archived messages")
 	}
 	// The archive is read-only: it still holds everything.
-	if n := len(riArchive(t, all)); n != 8 {
+	if n := len(brokertest.ReadArchive(t, all)); n != 8 {
 		t.Errorf("archive holds %d after the redrive", n)
 	}
 	riCheckAudit(t, "discard", "purge", "redrive")
@@ -914,7 +894,7 @@ func TestRedriveIntegrationSQSDiscardPurgeArchive(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
-	arch := riArchive(t, disc)
+	arch := brokertest.ReadArchive(t, disc)
 	if len(arch) != 5 || arch[0].Attributes["tenant"].StringValue != "acme" {
 		t.Fatalf("archive %d messages", len(arch))
 	}
@@ -923,7 +903,7 @@ func TestRedriveIntegrationSQSDiscardPurgeArchive(t *testing.T) {
 	if stdout, stderr, code = runDLQ(t, append(s.args, "purge", base+"-dlq", "--archive-to", "file://"+all, "--yes")...); code != ExitOK {
 		t.Fatalf("purge: exit %d: %s %s", code, stdout, stderr)
 	}
-	if n := len(riArchive(t, all)); n != 10 {
+	if n := len(brokertest.ReadArchive(t, all)); n != 10 {
 		t.Errorf("purge archived %d, want 10", n)
 	}
 	if n := s.count(dlq); n != 0 {

@@ -85,7 +85,7 @@ func (a *checkingArchive) Publish(ctx context.Context, outs []broker.Outgoing) (
 	}
 	a.calls.Add(1)
 	onDisk := map[string]bool{}
-	for _, m := range itReadArchive(a.t, a.path) {
+	for _, m := range brokertest.ReadArchive(a.t, a.path) {
 		onDisk[string(m.Body)] = true
 	}
 	for i, o := range outs {
@@ -99,23 +99,6 @@ func (a *checkingArchive) Publish(ctx context.Context, outs []broker.Outgoing) (
 	// Written and fsynced, not yet removed from the source.
 	a.before(prior)
 	return errs, nil
-}
-
-func itReadArchive(t *testing.T, path string) []*broker.Message {
-	t.Helper()
-	rd, err := archive.OpenReader(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
-	var ms []*broker.Message
-	for {
-		m, err := rd.Next()
-		if err != nil {
-			return ms
-		}
-		ms = append(ms, m)
-	}
 }
 
 // Discard with an archive on SQS: each window is written and fsynced to the
@@ -159,7 +142,7 @@ func TestDiscardArchivesBeforeTheQueueShrinks(t *testing.T) {
 	if s.Moved != 54 || s.Archived != 54 || arch.calls.Load() == 0 {
 		t.Fatalf("summary %+v after %d archive writes", s, arch.calls.Load())
 	}
-	if got := len(itReadArchive(t, path)); got != 54 {
+	if got := len(brokertest.ReadArchive(t, path)); got != 54 {
 		t.Errorf("archive holds %d, want 54", got)
 	}
 	if got := itTotal(t, c, u); got != 6 {
@@ -327,7 +310,7 @@ func TestDiscardArchiveFirstOnRabbitMQ(t *testing.T) {
 	if strings.Join(left, " ") != strings.Join(want, " ") {
 		t.Errorf("left %v, want %v", left, want)
 	}
-	if got := len(itReadArchive(t, path)); got != 4 {
+	if got := len(brokertest.ReadArchive(t, path)); got != 4 {
 		t.Errorf("archive holds %d", got)
 	}
 }
