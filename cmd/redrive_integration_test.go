@@ -421,23 +421,10 @@ func TestRedriveIntegrationRabbitDryRun(t *testing.T) {
 // (partly done) when others moved.
 func TestRedriveIntegrationRabbitUnroutable(t *testing.T) {
 	r := newRIRabbit(t)
-	base := brokertest.Name(t, "unroutable")
-	ex := r.exchange(base + ".ex")
-	dlq := r.queue(base+".dlq", nil)
-	qa := r.queue(base+".a", amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
-	qb := r.queue(base+".b", amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
-	r.bind(qa, "a", ex)
-	r.bind(qb, "b", ex)
-	for i := 0; i < 4; i++ {
-		r.publish(ex, "a", amqp.Publishing{MessageId: fmt.Sprint("a", i), Body: []byte(fmt.Sprint("a", i))})
-		r.publish(ex, "b", amqp.Publishing{MessageId: fmt.Sprint("b", i), Body: []byte(fmt.Sprint("b", i))})
-	}
-	r.reject(qa, 4)
-	r.reject(qb, 4)
-	r.waitDepth(dlq, 8)
-	if err := r.ch.QueueUnbind(qb, "b", ex, nil); err != nil {
-		t.Fatal(err)
-	}
+	qa, _, dlq := riTwoOrigins(t, r, "unroutable", 8, func(i int) amqp.Publishing {
+		id := fmt.Sprint("ab"[i%2:i%2+1], i/2)
+		return amqp.Publishing{MessageId: id, Body: []byte(id)}
+	})
 	stdout, stderr, code := runDLQ(t, append(r.args, "redrive", dlq, "--no-journal")...)
 	if code != ExitPartial {
 		t.Fatalf("exit %d, want %d (partial): %s %s", code, ExitPartial, stdout, stderr)
@@ -451,6 +438,30 @@ func TestRedriveIntegrationRabbitUnroutable(t *testing.T) {
 	if got := riBodies(r.drain(dlq)); !slices.Equal(got, []string{"b0", "b1", "b2", "b3"}) {
 		t.Errorf("left in the DLQ %v, want the unroutable ones", got)
 	}
+}
+
+// riTwoOrigins dead-letters n messages into one DLQ, alternately through
+// origin queues a and b bound to one exchange (message i from msg(i)),
+// then unbinds b: the messages that died in b no longer route.
+func riTwoOrigins(t *testing.T, r *riRabbit, prefix string, n int, msg func(i int) amqp.Publishing) (qa, qb, dlq string) {
+	t.Helper()
+	base := brokertest.Name(t, prefix)
+	ex := r.exchange(base + ".ex")
+	dlq = r.queue(base+".dlq", nil)
+	qa = r.queue(base+".a", amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
+	qb = r.queue(base+".b", amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
+	r.bind(qa, "a", ex)
+	r.bind(qb, "b", ex)
+	for i := 0; i < n; i++ {
+		r.publish(ex, "ab"[i%2:i%2+1], msg(i))
+	}
+	r.reject(qa, n/2)
+	r.reject(qb, n/2)
+	r.waitDepth(dlq, n)
+	if err := r.ch.QueueUnbind(qb, "b", ex, nil); err != nil {
+		t.Fatal(err)
+	}
+	return qa, qb, dlq
 }
 
 // --transform rewrites the messages it can; a message whose transform
@@ -1058,24 +1069,8 @@ func TestRedriveIntegrationRabbitServerSide(t *testing.T) {
 // in the DLQ and none is lost.
 func TestRedriveIntegrationRabbitIdenticalMessagesUnroutable(t *testing.T) {
 	r := newRIRabbit(t)
-	base := brokertest.Name(t, "same")
-	ex := r.exchange(base + ".ex")
-	dlq := r.queue(base+".dlq", nil)
-	qa := r.queue(base+".a", amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
-	qb := r.queue(base+".b", amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
-	r.bind(qa, "a", ex)
-	r.bind(qb, "b", ex)
 	const n = 300
-	same := amqp.Publishing{Body: []byte("same")}
-	for i := 0; i < n; i++ {
-		r.publish(ex, []string{"a", "b"}[i%2], same)
-	}
-	r.reject(qa, n/2)
-	r.reject(qb, n/2)
-	r.waitDepth(dlq, n)
-	if err := r.ch.QueueUnbind(qb, "b", ex, nil); err != nil {
-		t.Fatal(err)
-	}
+	qa, qb, dlq := riTwoOrigins(t, r, "same", n, func(int) amqp.Publishing { return amqp.Publishing{Body: []byte("same")} })
 	stdout, stderr, code := runDLQ(t, append(r.args, "redrive", dlq, "-o", "json", "--no-journal")...)
 	if code != ExitPartial {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
