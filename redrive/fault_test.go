@@ -909,15 +909,7 @@ func blockedPausesAndResumes(t *testing.T, env brokertest.FaultEnv) {
 		}
 		return b.Count(t, dst) >= n/10
 	})
-	restored := false
-	restore := func() {
-		if !restored {
-			restored = true
-			env.Brokers(t, "rabbitmqctl", "set_vm_memory_high_watermark", "0.4")
-		}
-	}
-	t.Cleanup(restore)
-	env.Brokers(t, "rabbitmqctl", "set_vm_memory_high_watermark", "0.0000001")
+	restore := env.MemoryAlarm(t)
 	poll(t, time.Minute, "dlq's notice that it paused", func() bool {
 		if p.exited() {
 			t.Fatalf("dlq ended under the memory alarm: exit %d\n%s", p.code, p.errOut.String())

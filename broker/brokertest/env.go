@@ -151,3 +151,20 @@ func (e FaultEnv) Brokers(t testing.TB, args ...string) string {
 	}
 	return string(out)
 }
+
+// MemoryAlarm sets the fault RabbitMQ's memory watermark so low that it
+// blocks every publishing connection (connection.blocked). The returned
+// func clears the alarm; it also runs when the test ends, and only once.
+func (e FaultEnv) MemoryAlarm(t testing.TB) (clear func()) {
+	t.Helper()
+	cleared := false
+	clear = func() {
+		if !cleared {
+			cleared = true
+			e.Brokers(t, "rabbitmqctl", "set_vm_memory_high_watermark", "0.4")
+		}
+	}
+	t.Cleanup(clear)
+	e.Brokers(t, "rabbitmqctl", "set_vm_memory_high_watermark", "0.0000001")
+	return clear
+}

@@ -414,15 +414,7 @@ func TestFlowBlocked(t *testing.T) {
 		defer mu.Unlock()
 		return reflect.DeepEqual(events, want)
 	}
-	env.Brokers(t, "rabbitmqctl", "set_vm_memory_high_watermark", "0.0000001")
-	restored := false
-	restore := func() {
-		if !restored {
-			restored = true
-			env.Brokers(t, "rabbitmqctl", "set_vm_memory_high_watermark", "0.4")
-		}
-	}
-	t.Cleanup(restore)
+	restore := env.MemoryAlarm(t)
 
 	done := make(chan error, 1)
 	go func() {
