@@ -24,6 +24,7 @@ import (
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/brokertest"
+	"github.com/dlq-tools/dlq/broker/sqs/sqsbench"
 	"github.com/dlq-tools/dlq/redrive"
 )
 
@@ -652,25 +653,9 @@ func (s *riSQS) send(u string, es ...sqstypes.SendMessageBatchRequestEntry) {
 // drain receives and deletes every message of u, in receive order.
 func (s *riSQS) drain(u string) []sqstypes.Message {
 	s.t.Helper()
-	var all []sqstypes.Message
-	for empty := 0; empty < 2; {
-		out, err := s.c.ReceiveMessage(context.Background(), &awssqs.ReceiveMessageInput{QueueUrl: aws.String(u), MaxNumberOfMessages: 10,
-			MessageAttributeNames: []string{"All"}, MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{"All"}, WaitTimeSeconds: 1})
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		if len(out.Messages) == 0 {
-			empty++
-			continue
-		}
-		var de []sqstypes.DeleteMessageBatchRequestEntry
-		for i, m := range out.Messages {
-			de = append(de, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
-		}
-		if _, err := s.c.DeleteMessageBatch(context.Background(), &awssqs.DeleteMessageBatchInput{QueueUrl: aws.String(u), Entries: de}); err != nil {
-			s.t.Fatal(err)
-		}
-		all = append(all, out.Messages...)
+	all, err := sqsbench.Drain(context.Background(), s.c, u)
+	if err != nil {
+		s.t.Fatal(err)
 	}
 	return all
 }

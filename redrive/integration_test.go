@@ -25,6 +25,7 @@ import (
 	"github.com/dlq-tools/dlq/broker/brokertest"
 	"github.com/dlq-tools/dlq/broker/rabbitmq"
 	dlqsqs "github.com/dlq-tools/dlq/broker/sqs"
+	"github.com/dlq-tools/dlq/broker/sqs/sqsbench"
 )
 
 // itSQS opens the adapter and a plain client on fauxqs.
@@ -214,25 +215,9 @@ func TestFIFOGroupOrderOnFauxqs(t *testing.T) {
 
 func itDrain(t *testing.T, c *awssqs.Client, u string) []sqstypes.Message {
 	t.Helper()
-	var all []sqstypes.Message
-	for empty := 0; empty < 2; {
-		out, err := c.ReceiveMessage(context.Background(), &awssqs.ReceiveMessageInput{QueueUrl: aws.String(u), MaxNumberOfMessages: 10,
-			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{"All"}, WaitTimeSeconds: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(out.Messages) == 0 {
-			empty++
-			continue
-		}
-		var de []sqstypes.DeleteMessageBatchRequestEntry
-		for i, m := range out.Messages {
-			de = append(de, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
-		}
-		if _, err := c.DeleteMessageBatch(context.Background(), &awssqs.DeleteMessageBatchInput{QueueUrl: aws.String(u), Entries: de}); err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, out.Messages...)
+	all, err := sqsbench.Drain(context.Background(), c, u)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return all
 }

@@ -1,6 +1,8 @@
-// Package sqsbench holds what redrive's SQS benchmarks compare against and
-// fill queues with: a bare batch receive/send/delete loop on the AWS SDK,
-// the simplest correct way to move messages between two queues.
+// Package sqsbench holds plain AWS SDK loops that redrive's SQS benchmarks
+// and integration tests set queues up and check them with: filling a
+// queue, draining it, and a bare batch receive/send/delete loop (the
+// simplest correct way to move messages between two queues, which the
+// benchmarks compare dlq against).
 package sqsbench
 
 import (
@@ -92,4 +94,31 @@ func BareMove(ctx context.Context, c *sqs.Client, from, to string, conc int, wan
 	}
 	wg.Wait()
 	return moved.Load()
+}
+
+// Drain receives (with every attribute) and deletes the messages of url
+// until two long polls of a second come back empty, and returns them in
+// receive order.
+func Drain(ctx context.Context, c *sqs.Client, url string) ([]types.Message, error) {
+	var all []types.Message
+	for empty := 0; empty < 2; {
+		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+			MessageAttributeNames: []string{"All"}, MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}})
+		if err != nil {
+			return all, err
+		}
+		if len(out.Messages) == 0 {
+			empty++
+			continue
+		}
+		de := make([]types.DeleteMessageBatchRequestEntry, len(out.Messages))
+		for i, m := range out.Messages {
+			de[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle}
+		}
+		if _, err := c.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: de}); err != nil {
+			return all, err
+		}
+		all = append(all, out.Messages...)
+	}
+	return all, nil
 }
