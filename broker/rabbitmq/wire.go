@@ -30,7 +30,6 @@ type coalescingConn struct {
 	wake    *sync.Cond // the sender waits for bytes; writers for room
 	pending []byte
 	spare   []byte
-	sending bool
 	err     error
 	closed  bool
 	done    chan struct{}
@@ -86,11 +85,9 @@ func (w *coalescingConn) send() {
 		}
 		buf := w.pending
 		w.pending, w.spare = w.spare[:0], nil
-		w.sending = true
 		w.mu.Unlock()
 		_, err := w.Conn.Write(buf)
 		w.mu.Lock()
-		w.sending = false
 		if cap(buf) <= 4*maxPending {
 			w.spare = buf[:0]
 		}
