@@ -850,15 +850,22 @@ func (b *Broker) peekStream(ctx context.Context, info peekInfo, opts broker.Peek
 // while some peeked messages are still on their way back, and stop short.
 // Other consumers may take messages meanwhile, so it gives up quietly.
 func (b *Broker) awaitReturned(ctx context.Context, queue string, want int64) {
-	deadline := time.Now().Add(returnWait)
+	_, _ = b.pollQueue(ctx, queue, returnWait, func(ready, _ int64) bool { return ready >= want })
+}
+
+// pollQueue asks the queue itself for its ready messages and consumers
+// every 10 ms until done says so, wait has passed, or ctx ends, and returns
+// the last ready count.
+func (b *Broker) pollQueue(ctx context.Context, queue string, wait time.Duration, done func(ready, consumers int64) bool) (int64, error) {
+	deadline := time.Now().Add(wait)
 	for {
-		n, _, err := b.inspect(ctx, queue)
-		if err != nil || n >= want || time.Now().After(deadline) {
-			return
+		n, consumers, err := b.inspect(ctx, queue)
+		if err != nil || done(n, consumers) || time.Now().After(deadline) {
+			return n, err
 		}
 		select {
 		case <-ctx.Done():
-			return
+			return n, ctx.Err()
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

@@ -246,16 +246,5 @@ const leftWait = 10 * time.Second
 // its ready messages, asked of the queue itself (the management API's
 // figures are sampled).
 func (b *Broker) Left(ctx context.Context, queue string) (int64, error) {
-	deadline := time.Now().Add(leftWait)
-	for {
-		n, consumers, err := b.inspect(ctx, queue)
-		if err != nil || consumers == 0 || time.Now().After(deadline) {
-			return n, err
-		}
-		select {
-		case <-ctx.Done():
-			return n, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	return b.pollQueue(ctx, queue, leftWait, func(_, consumers int64) bool { return consumers == 0 })
 }
