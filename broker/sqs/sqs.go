@@ -18,9 +18,11 @@
 package sqs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -141,6 +143,7 @@ func Open(ctx context.Context, cfg Config) (*Broker, error) {
 		}
 	}
 	client := sqs.NewFromConfig(awsCfg, func(o *sqs.Options) {
+		o.HTTPClient = ownBody{o.HTTPClient}
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
@@ -226,4 +229,26 @@ func redactURL(s string) string {
 	u.RawQuery = ""
 	u.Fragment = ""
 	return u.String()
+}
+
+// ownBody gives net/http its own copy of each request body. The SDK may
+// close or rewind a request's body once the response has arrived, while
+// net/http, having sent the body, still reads it to check for extra bytes;
+// that read then fails, the transport closes the connection under the
+// response, and the SDK retries a request the server already answered. A
+// ReceiveMessage retried that way leaves the first answer's messages hidden
+// for their visibility timeout. SQS requests are small (at most 1 MiB).
+type ownBody struct{ c sqs.HTTPClient }
+
+func (o ownBody) Do(r *http.Request) (*http.Response, error) {
+	if r.Body != nil && r.Body != http.NoBody {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+		r.ContentLength = int64(len(b))
+	}
+	return o.c.Do(r)
 }
