@@ -9,17 +9,30 @@ import (
 )
 
 func main() {
-	// DLQ_CPUPROFILE writes a CPU profile of the whole run, for `make bench`
+	// DLQ_CPUPROFILE writes a CPU profile of the whole run, and
+	// DLQ_ALLOCPROFILE a profile of its allocations, for `make bench`
 	// investigations with `go tool pprof`.
-	if path := os.Getenv("DLQ_CPUPROFILE"); path != "" {
-		if f, err := os.Create(path); err == nil {
+	if cpu, allocs := os.Getenv("DLQ_CPUPROFILE"), os.Getenv("DLQ_ALLOCPROFILE"); cpu != "" || allocs != "" {
+		os.Exit(int(profiled(cpu, allocs)))
+	}
+	os.Exit(int(cmd.Main()))
+}
+
+func profiled(cpu, allocs string) cmd.ExitCode {
+	if cpu != "" {
+		if f, err := os.Create(cpu); err == nil {
 			if pprof.StartCPUProfile(f) == nil {
-				code := cmd.Main()
-				pprof.StopCPUProfile()
-				f.Close()
-				os.Exit(int(code))
+				defer f.Close()
+				defer pprof.StopCPUProfile()
 			}
 		}
 	}
-	os.Exit(int(cmd.Main()))
+	code := cmd.Main()
+	if allocs != "" {
+		if f, err := os.Create(allocs); err == nil {
+			pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
+	}
+	return code
 }

@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # dlq redrive against the brokers' own movers, on the test servers of
 # scripts/brokers (make bench sets the environment):
-#   RabbitMQ, 100,000 persistent 1 KiB messages, classic and quorum: a dynamic
-#   shovel (ack-mode on-confirm) then `dlq redrive` moving the same messages.
+#   RabbitMQ, 100,000 persistent 1 KiB messages, classic and quorum: two
+#   dynamic shovels (ack-mode on-confirm), one inside the broker (URI
+#   amqp://) and one over TCP (the broker's address), and `dlq redrive` with
+#   its defaults, moving the same messages. The source is filled as a real
+#   DLQ is, by rejecting the messages from a work queue (so each carries
+#   x-death), and then, for comparison, by publishing straight into it.
 #   SQS (fauxqs), 20,000 messages: a bare receive/send/delete batch loop then
 #   `dlq redrive`, with the same concurrency.
-# Each pair runs REDRIVE_BENCH_RUNS times (RabbitMQ) or REDRIVE_BENCH_SQS_RUNS
-# times (SQS), alternating, and the median ratio is reported: the machine may
-# be shared, and on a small one dlq and the broker compete for the same cores
-# (DLQ_CPUPROFILE=FILE profiles each dlq run). REDRIVE_BENCH_N and REDRIVE_BENCH_SQS_N shrink the runs.
+# Each set runs REDRIVE_BENCH_RUNS times (RabbitMQ) or REDRIVE_BENCH_SQS_RUNS
+# times (SQS), each run starting with a different mover, and the median ratio
+# is reported: the machine may be shared, and on a small one dlq and the
+# broker compete for the same cores (DLQ_CPUPROFILE=FILE profiles each dlq
+# run). REDRIVE_BENCH_N and REDRIVE_BENCH_SQS_N shrink the runs;
+# REDRIVE_BENCH_ARGS adds dlq redrive flags (e.g. --no-redrive-header).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ -n "${DLQ_TEST_AMQP_URL:-}" ] || eval "$(scripts/brokers env)"
@@ -25,11 +31,10 @@ sqs_n=${REDRIVE_BENCH_SQS_N:-20000}
 runs=${REDRIVE_BENCH_RUNS:-3}
 sqs_runs=${REDRIVE_BENCH_SQS_RUNS:-5}
 echo "redrive benchmark ($(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg))"
-# dlq adds its x-dlq-redrive record to every message (by default) and a
-# shovel adds nothing: the second pair moves the same bytes as the shovel.
-for kind in classic quorum; do
-	bin/redrivebench -backend rabbitmq -kind "$kind" -n "$n" -runs "$runs" -dlq "$bin"
-	echo "  (with --no-redrive-header: the same bytes as the shovel)"
-	bin/redrivebench -backend rabbitmq -kind "$kind" -n "$n" -runs "$runs" -dlq "$bin" -args "--no-redrive-header"
+args=${REDRIVE_BENCH_ARGS:-}
+for fill in dead-lettered published; do
+	for kind in classic quorum; do
+		bin/redrivebench -backend rabbitmq -kind "$kind" -fill "$fill" -n "$n" -runs "$runs" -dlq "$bin" -args "$args"
+	done
 done
-bin/redrivebench -backend sqs -n "$sqs_n" -concurrency 4 -runs "$sqs_runs" -dlq "$bin"
+bin/redrivebench -backend sqs -n "$sqs_n" -concurrency 4 -runs "$sqs_runs" -dlq "$bin" -args "$args"

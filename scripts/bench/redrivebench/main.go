@@ -35,6 +35,7 @@ func main() {
 	bin := flag.String("dlq", "bin/dlq", "dlq binary")
 	extra := flag.String("args", "", "more arguments for dlq redrive, space-separated (e.g. \"--window 500\")")
 	runs := flag.Int("runs", 1, "repeat the pair this often and report the median ratio (the machine may be shared)")
+	fillHow := flag.String("fill", "dead-lettered", "rabbitmq: how the source gets its messages: dead-lettered (rejected from a work queue, so each carries x-death, as in a real DLQ) or published (straight into it, no death headers)")
 	flag.Parse()
 	dlqArgs = strings.Fields(*extra)
 	ctx := context.Background()
@@ -46,9 +47,7 @@ func main() {
 		case "sqs":
 			r, err = benchSQS(ctx, *bin, *n, *conc)
 		case "rabbitmq":
-			// Odd runs time dlq first: each mover then follows the other
-			// as often.
-			r, err = benchRabbit(ctx, *bin, *n, *kind, i%2 == 1)
+			r, err = benchRabbit(ctx, *bin, *n, *kind, *fillHow, i)
 		default:
 			err = fmt.Errorf("unknown backend %q", *backend)
 		}
@@ -57,7 +56,7 @@ func main() {
 			os.Exit(1)
 		}
 		if *runs > 1 {
-			fmt.Printf("  run %d: ", i+1)
+			fmt.Printf("run %d: ", i+1)
 			r.print()
 		}
 		results = append(results, r)
@@ -68,9 +67,13 @@ func main() {
 		fmt.Print("median: ")
 	}
 	med.print()
+	if *runs > 1 && med.net > 0 {
+		sort.Slice(results, func(i, j int) bool { return results[i].netRatio() < results[j].netRatio() })
+		fmt.Printf("    median ratio against the shovel over TCP: %.2f×\n", results[len(results)/2].netRatio())
+	}
 }
 
-// result is one pair of timed moves of the same messages.
+// result is one set of timed moves of the same messages.
 type result struct {
 	what, baseName string
 	n              int
@@ -79,18 +82,26 @@ type result struct {
 	// source and deleted itself, the point at which a dlq run has ended
 	// (0 for the SQS loop, which is done when base is).
 	baseDone time.Duration
+	// net is a shovel over TCP (RabbitMQ only); base is then the shovel
+	// inside the broker.
+	net time.Duration
 }
 
 func (r result) ratio() float64 { return r.base.Seconds() / r.dlq.Seconds() }
 
+func (r result) netRatio() float64 { return r.net.Seconds() / r.dlq.Seconds() }
+
+func (r result) rate(d time.Duration) float64 { return float64(r.n) / d.Seconds() }
+
 func (r result) print() {
-	br := float64(r.n) / r.base.Seconds()
-	dr := float64(r.n) / r.dlq.Seconds()
-	fmt.Printf("%-22s %s %8.0f msg/s   dlq redrive %8.0f msg/s   ratio %.2f×", r.what, r.baseName, br, dr, r.ratio())
-	if r.baseDone > 0 {
-		fmt.Printf("   (shovel done: %.0f msg/s, ratio %.2f×)", float64(r.n)/r.baseDone.Seconds(), r.baseDone.Seconds()/r.dlq.Seconds())
+	fmt.Printf("%s: dlq redrive %.0f msg/s\n", r.what, r.rate(r.dlq))
+	if r.net == 0 {
+		fmt.Printf("    %-28s %8.0f msg/s   dlq ratio %.2f×\n", r.baseName, r.rate(r.base), r.ratio())
+		return
 	}
-	fmt.Println()
+	fmt.Printf("    %-28s %8.0f msg/s   dlq ratio %.2f×   (done, acknowledged: %.0f msg/s, %.2f×)\n",
+		r.baseName+" amqp:// (in broker)", r.rate(r.base), r.ratio(), r.rate(r.baseDone), r.baseDone.Seconds()/r.dlq.Seconds())
+	fmt.Printf("    %-28s %8.0f msg/s   dlq ratio %.2f×\n", r.baseName+" amqp://HOST (TCP)", r.rate(r.net), r.netRatio())
 }
 
 // dlqArgs are added to every dlq redrive the benchmark runs.
@@ -197,11 +208,11 @@ func benchSQS(ctx context.Context, bin string, n, conc int) (res result, err err
 	}
 	dlqDone := doneAt(time.Now())
 	if _, err := runDLQ(bin, "--broker", "sqs://us-east-1", "--endpoint-url", ep, "redrive", "bench-dlq-"+tag, "--to", "queue:bench-dst-"+tag,
-		"--concurrency", strconv.Itoa(conc), "--window", "100", "--no-journal"); err != nil {
+		"--concurrency", strconv.Itoa(conc)); err != nil {
 		return result{}, err
 	}
 	took := <-dlqDone
-	return result{what: fmt.Sprintf("sqs %d×1KiB c=%d", total, conc), n: total, base: base, dlq: took, baseName: "bare loop"}, nil
+	return result{what: fmt.Sprintf("sqs %d×1KiB c=%d", total, conc), n: total, base: base, dlq: took, baseName: "bare batch loop"}, nil
 }
 
 // --- RabbitMQ ------------------------------------------------------------
@@ -236,7 +247,10 @@ func depth(conn *amqp.Connection, q string) (int64, error) {
 // settle is the pause after filling a queue, before a mover is timed.
 const settle = 3 * time.Second
 
-func benchRabbit(ctx context.Context, bin string, n int, kind string, dlqFirst bool) (res result, err error) {
+func benchRabbit(ctx context.Context, bin string, n int, kind, fillHow string, first int) (res result, err error) {
+	if fillHow != "dead-lettered" && fillHow != "published" {
+		return result{}, fmt.Errorf("-fill %q: want dead-lettered or published", fillHow)
+	}
 	amqpURL := os.Getenv("DLQ_TEST_AMQP_URL")
 	if amqpURL == "" {
 		return result{}, fmt.Errorf("DLQ_TEST_AMQP_URL not set: eval \"$(scripts/brokers env)\"")
@@ -262,15 +276,54 @@ func benchRabbit(ctx context.Context, bin string, n int, kind string, dlqFirst b
 		}
 		defer ch.QueueDelete(q, false, false, false)
 	}
+	// A dead-lettered fill publishes to a work queue and rejects every
+	// message from it into the source, as a failing consumer would: each
+	// then carries the x-death and x-first-death-* headers that a real
+	// DLQ's messages carry (and that dlq strips by default).
+	into := src
+	if fillHow == "dead-lettered" {
+		into = "bench-work-" + kind + "-" + tag
+		if _, err := ch.QueueDeclare(into, true, false, false, false, amqp.Table{
+			"x-dead-letter-exchange": "", "x-dead-letter-routing-key": src}); err != nil {
+			return result{}, err
+		}
+		defer ch.QueueDelete(into, false, false, false)
+	}
 	if err := ch.Confirm(false); err != nil {
 		return result{}, err
 	}
 	body := bytes.Repeat([]byte("x"), 1024)
+	reject := func() error {
+		rc, err := conn.Channel()
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		if err := rc.Qos(2000, 0, false); err != nil {
+			return err
+		}
+		ds, err := rc.ConsumeWithContext(ctx, into, "", false, false, false, false, nil)
+		if err != nil {
+			return err
+		}
+		for i := 1; i <= n; i++ {
+			d, ok := <-ds
+			if !ok {
+				return fmt.Errorf("fill: the work queue's consumer was cancelled")
+			}
+			if i%500 == 0 || i == n {
+				if err := d.Nack(true, false); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
 	fill := func() error {
 		for i := 0; i < n; i += 1000 {
 			var ds []*amqp.DeferredConfirmation
 			for j := i; j < i+1000 && j < n; j++ {
-				d, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", src, false, false,
+				d, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", into, false, false,
 					amqp.Publishing{DeliveryMode: amqp.Persistent, MessageId: fmt.Sprintf("m%d", j), Body: body})
 				if err != nil {
 					return err
@@ -282,6 +335,9 @@ func benchRabbit(ctx context.Context, bin string, n int, kind string, dlqFirst b
 					return fmt.Errorf("fill: nack %v", err)
 				}
 			}
+		}
+		if into != src {
+			return reject()
 		}
 		return nil
 	}
@@ -315,31 +371,35 @@ func benchRabbit(ctx context.Context, bin string, n int, kind string, dlqFirst b
 		time.Sleep(settle)
 		return nil
 	}
-	var shovelDone time.Duration
-	shovelRun := func() (time.Duration, error) {
+	// A shovel whose URIs are "amqp://" runs inside the broker over a
+	// direct connection, with no network and no AMQP framing; one given
+	// the broker's address (as a shovel between brokers is) goes over TCP
+	// as dlq does. Both are timed.
+	netURI := strings.TrimSuffix(amqpURL, "/") + "/%2F"
+	shovelRun := func(uri string) (took, done time.Duration, err error) {
 		if err := prepare(); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		// RabbitMQ's own shovel, with confirms, like dlq.
 		start := time.Now()
 		name := "bench-shovel-" + tag
 		resp, err := m.do("PUT", "/parameters/shovel/%2F/"+name, map[string]any{"value": map[string]any{
-			"src-protocol": "amqp091", "src-uri": "amqp://", "src-queue": src, "src-delete-after": "queue-length",
-			"dest-protocol": "amqp091", "dest-uri": "amqp://", "dest-queue": dst, "ack-mode": "on-confirm"}})
+			"src-protocol": "amqp091", "src-uri": uri, "src-queue": src, "src-delete-after": "queue-length",
+			"dest-protocol": "amqp091", "dest-uri": uri, "dest-queue": dst, "ack-mode": "on-confirm"}})
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		resp.Body.Close()
 		if resp.StatusCode >= 300 {
-			return 0, fmt.Errorf("shovel: HTTP %d", resp.StatusCode)
+			return 0, 0, fmt.Errorf("shovel: HTTP %d", resp.StatusCode)
 		}
 		if err := wait(dst, int64(n)); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		// Timed to the last message at the destination; the shovel's own
 		// acknowledgements at the source finish after that (counted against
 		// dlq, whose time ends when it has acknowledged everything).
-		took := time.Since(start)
+		took = time.Since(start)
 		// Removing the shovel before it acknowledged its last messages would
 		// put them back in the source: wait until it deletes itself.
 		deadline := time.Now().Add(time.Minute)
@@ -348,33 +408,33 @@ func benchRabbit(ctx context.Context, bin string, n int, kind string, dlqFirst b
 			if err == nil {
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusNotFound {
-					shovelDone = time.Since(start)
+					done = time.Since(start)
 					break
 				}
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 		m.do("DELETE", "/parameters/shovel/%2F/"+name, nil)
-		return took, nil
+		return took, done, nil
 	}
-	dlqRun := func() (time.Duration, error) {
-		if err := prepare(); err != nil {
-			return 0, err
+	res = result{what: fmt.Sprintf("rabbitmq %s %d×1KiB %s", kind, n, fillHow), n: n, baseName: "shovel"}
+	movers := []func() error{
+		func() (err error) { res.base, res.baseDone, err = shovelRun("amqp://"); return err },
+		func() (err error) { res.net, _, err = shovelRun(netURI); return err },
+		func() error {
+			if err := prepare(); err != nil {
+				return err
+			}
+			res.dlq, err = runDLQ(bin, "--broker", amqpURL, "--management-url", m.base, "redrive", src, "--to", "queue:"+dst, "-o", "json")
+			return err
+		},
+	}
+	// Each run starts with a different mover: each follows each other as
+	// often over three runs.
+	for i := range movers {
+		if err := movers[(i+first)%len(movers)](); err != nil {
+			return result{}, err
 		}
-		return runDLQ(bin, "--broker", amqpURL, "--management-url", m.base, "redrive", src, "--to", "queue:"+dst, "--no-journal", "-o", "json")
 	}
-	var shovel, took time.Duration
-	if dlqFirst {
-		if took, err = dlqRun(); err == nil {
-			shovel, err = shovelRun()
-		}
-	} else {
-		if shovel, err = shovelRun(); err == nil {
-			took, err = dlqRun()
-		}
-	}
-	if err != nil {
-		return result{}, err
-	}
-	return result{what: fmt.Sprintf("rabbitmq %s %d×1KiB", kind, n), n: n, base: shovel, baseDone: shovelDone, dlq: took, baseName: "shovel   "}, nil
+	return res, nil
 }
