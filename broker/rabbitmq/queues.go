@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -90,9 +91,76 @@ func (b *Broker) Queues(ctx context.Context) ([]broker.Queue, error) {
 	for i := range mqs {
 		qs[i], dls[i] = b.toQueue(&mqs[i], major)
 	}
+	b.exactDepths(ctx, qs)
 	resolveDeadLetters(qs, dls, bindings, exchanges)
 	sort.Slice(qs, func(i, j int) bool { return qs[i].Name < qs[j].Name })
 	return qs, nil
+}
+
+// declarePassive is a passive declare that ctx interrupts (closing ch).
+func declarePassive(ctx context.Context, ch *amqp.Channel, name string) (amqp.Queue, error) {
+	stop := context.AfterFunc(ctx, func() { _ = ch.Close() })
+	defer stop()
+	return ch.QueueDeclarePassive(name, false, false, false, false, nil)
+}
+
+// Bounds of exactDepths: channels asking at once, and the time it may take
+// before the remaining queues keep their statistics.
+const (
+	depthWorkers  = 8
+	depthDeadline = 3 * time.Second
+)
+
+// exactDepths replaces the management API's depth of each classic and
+// quorum queue with the queue's own count (a passive declare). The
+// statistics are samples: a quorum queue's trail its changes by several
+// seconds, so a queue can read 0 right after it filled, which in an
+// incident reads as "empty". A queue that cannot be asked (deleted since the
+// listing, exclusive to another connection) or not reached within
+// depthDeadline keeps its statistic.
+func (b *Broker) exactDepths(ctx context.Context, qs []broker.Queue) {
+	ctx, cancel := context.WithTimeout(ctx, depthDeadline)
+	defer cancel()
+	next := make(chan int)
+	go func() {
+		defer close(next)
+		for i := range qs {
+			if qs[i].Kind == broker.KindStream {
+				continue
+			}
+			select {
+			case next <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for w := 0; w < depthWorkers && w < len(qs); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var ch *amqp.Channel
+			for i := range next {
+				// A failed declare closes the channel: the next queue
+				// opens another.
+				if ch == nil || ch.IsClosed() {
+					c, err := b.channel(ctx)
+					if err != nil {
+						return
+					}
+					ch = c
+				}
+				if q, err := declarePassive(ctx, ch, qs[i].Name); err == nil {
+					qs[i].Depth = int64(q.Messages)
+				}
+			}
+			if ch != nil {
+				_ = ch.Close()
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 func (b *Broker) listErr(err error) error {
@@ -133,8 +201,8 @@ func (b *Broker) Queue(ctx context.Context, name string) (broker.Queue, error) {
 	}
 	major := b.serverMajor(ctx)
 	q, dl := b.toQueue(&mq, major)
-	if mq.MessagesReady == nil && q.Kind != broker.KindStream {
-		// No statistics yet (a new queue): ask the queue itself.
+	if q.Kind != broker.KindStream {
+		// The statistics are samples (see exactDepths): ask the queue.
 		if n, _, err := b.inspect(ctx, name); err == nil {
 			q.Depth = n
 		}

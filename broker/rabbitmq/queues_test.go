@@ -168,3 +168,39 @@ func TestQueuesIntegration(t *testing.T) {
 		t.Errorf("missing queue: %v", err)
 	}
 }
+
+// TestQueuesExactDepth checks that the listing's depth is the queue's own
+// count at once: a quorum queue's statistics still read 0 seconds after it
+// filled (and the old count after it drained).
+func TestQueuesExactDepth(t *testing.T) {
+	b, _ := openTest(t)
+	ctx := context.Background()
+	qq := brokertest.Name(t, "qq")
+	cl := brokertest.Name(t, "cl")
+	declareQueue(t, b, qq, amqp.Table{"x-queue-type": "quorum"})
+	declareQueue(t, b, cl, nil)
+	depths := func() (int64, int64) {
+		t.Helper()
+		qs, err := b.Queues(ctx)
+		if err != nil {
+			t.Fatalf("Queues: %v", err)
+		}
+		got := map[string]int64{}
+		for _, q := range qs {
+			got[q.Name] = q.Depth
+		}
+		return got[qq], got[cl]
+	}
+	publishN(t, b, qq, "q", 7, nil)
+	publishN(t, b, cl, "c", 5, nil)
+	if q, c := depths(); q != 7 || c != 5 {
+		t.Errorf("depths right after publishing: quorum %d classic %d, want 7 and 5", q, c)
+	}
+	if one, err := b.Queue(ctx, qq); err != nil || one.Depth != 7 {
+		t.Errorf("Queue(%s): depth %d, %v; want 7", qq, one.Depth, err)
+	}
+	drainIDs(t, b, qq)
+	if q, _ := depths(); q != 0 {
+		t.Errorf("quorum depth right after draining: %d, want 0", q)
+	}
+}
