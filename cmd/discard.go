@@ -212,6 +212,9 @@ func finishRemoval(f *Factory, format, action string, src broker.Broker, queue, 
 		}
 		return exitErr
 	}
+	if failedToStart(format, sum, runErr) {
+		return exitErr
+	}
 	w := f.IO.Out
 	verb := "removed"
 	if dry {

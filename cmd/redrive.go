@@ -471,10 +471,20 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 			f.IO.Statusf("dlq: %v", aerr)
 		}
 	}
+	if failedToStart(o.format, sum, runErr) {
+		return exitErr
+	}
 	if perr := printSummary(f, o.format, sum); perr != nil && exitErr == nil {
 		return perr
 	}
 	return exitErr
+}
+
+// failedToStart reports a run that failed before it examined a message (a
+// missing queue, a refused login): the error says it all, and a text
+// summary of zeros would only bury it. JSON output always has its summary.
+func failedToStart(format string, s redrive.Summary, runErr error) bool {
+	return runErr != nil && s.Examined == 0 && format != OutputJSON
 }
 
 func errString(err error) string {

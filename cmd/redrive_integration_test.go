@@ -521,6 +521,24 @@ func TestRedriveIntegrationReadOnly(t *testing.T) {
 	}
 }
 
+// A missing source: one line naming the queue and the fix, exit 1, no
+// summary of zeros, and no journal offered as interrupted afterwards.
+func TestRedriveIntegrationRabbitMissingSource(t *testing.T) {
+	r := newRIRabbit(t)
+	name := brokertest.Name(t, "missing")
+	for i := 0; i < 2; i++ {
+		stdout, stderr, code := runDLQ(t, append(r.args, "redrive", name, "--yes")...)
+		if code != ExitError || stdout != "" {
+			t.Fatalf("run %d: exit %d, stdout %q", i+1, code, stdout)
+		}
+		assertOneLine(t, stderr)
+		if !strings.Contains(stderr, "`"+name+"` not found") || !strings.Contains(stderr, "dlq queues") ||
+			strings.Count(stderr, name) > 2 || strings.Contains(stderr, "interrupted") {
+			t.Errorf("run %d: %s", i+1, stderr)
+		}
+	}
+}
+
 // discard --archive-to and purge --archive-to on RabbitMQ: the archive
 // holds exactly the removed messages with their death records, the rest
 // stays; then the archive is redriven into a queue. The audit log records

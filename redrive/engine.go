@@ -291,6 +291,9 @@ func (e *engine) run(ctx context.Context) (Summary, error) {
 			for _, s := range e.subs {
 				s.Close()
 			}
+			if errors.Is(err, broker.ErrNotFound) {
+				return e.sum, err // it names the queue and the fix
+			}
 			return e.sum, fmt.Errorf("consume `%s`: %w", e.queue, err)
 		}
 		e.subs = append(e.subs, sub)

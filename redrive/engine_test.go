@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -537,6 +538,37 @@ func TestJournalReportsAcksThatMayNotHaveArrived(t *testing.T) {
 	rep := rs.report()
 	if rep.MaybeNotAcked != 3 || strings.Join(rep.MaybeNotAckedIDs, " ") != "m007 m008 m009" || rep.ConfirmedNotAcked != 0 || rep.InFlight != 0 {
 		t.Fatalf("report %+v", rep)
+	}
+}
+
+// A run that fails before it touches a message leaves no journal to resume;
+// one that fails after leaves its journal.
+func TestJournalOfARunThatNeverStartedIsRemoved(t *testing.T) {
+	dir := t.TempDir()
+	f := rabbitFake(t, broker.KindClassic, 3)
+	j, err := CreateJournal(dir, JournalHeader{Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), f, "no-such-queue", f, Options{Journal: j}); !errors.Is(err, broker.ErrNotFound) {
+		t.Fatalf("err %v, want not found", err)
+	}
+	must(t, j.Close()) // as the command does
+	if _, err := os.Stat(j.Path()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("journal of a run that never started: %v", err)
+	}
+	if paths, _ := Interrupted(dir, "k"); len(paths) != 0 {
+		t.Fatalf("offered as interrupted: %v", paths)
+	}
+
+	j2, err := CreateJournal(dir, JournalHeader{Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, j2.record('P', []string{"m000"}))
+	must(t, j2.end(Summary{}, errors.New("connection lost")))
+	if paths, _ := Interrupted(dir, "k"); len(paths) != 1 {
+		t.Fatalf("a run that failed after publishing left %v, want its journal", paths)
 	}
 }
 

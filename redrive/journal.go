@@ -66,6 +66,9 @@ type Journal struct {
 	hdr    JournalHeader
 	buf    bytes.Buffer
 	closed bool
+	// steps is whether any P, C or A line was written: a run that failed
+	// before it touched a message leaves nothing to resume.
+	steps bool
 }
 
 // JournalKey names the journals of one source queue on one broker.
@@ -162,6 +165,7 @@ func (j *Journal) record(step byte, ids []string) error {
 		j.buf.WriteString(escapeID(id))
 	}
 	j.buf.WriteByte('\n')
+	j.steps = true
 	if _, err := j.f.Write(j.buf.Bytes()); err != nil {
 		return fmt.Errorf("journal %s: %w", j.path, err)
 	}
@@ -195,7 +199,10 @@ type journalEnd struct {
 }
 
 // end writes the end line when the run finished (a run that stopped on an
-// error or a cancel stays resumable), fsyncs and closes the journal.
+// error or a cancel stays resumable), fsyncs and closes the journal. A run
+// that stopped before it touched a message (a missing queue, a refused
+// login, a cancel at once) removes its journal instead: it has nothing to
+// resume, and would otherwise be offered as interrupted.
 func (j *Journal) end(s Summary, runErr error) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -203,6 +210,18 @@ func (j *Journal) end(s Summary, runErr error) error {
 		return nil
 	}
 	j.closed = true
+	if runErr != nil && !j.steps {
+		// Removed while still locked, so that no other process takes it
+		// for an interrupted run in between.
+		err := os.Remove(j.path)
+		if cerr := j.f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("journal %s: %w", j.path, err)
+		}
+		return nil
+	}
 	var err error
 	if runErr == nil {
 		line, _ := json.Marshal(journalEnd{Time: time.Now().UTC(), Outcome: "ok", Moved: s.Moved, Failed: s.Failed, Complete: true})
