@@ -23,6 +23,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/dlq-tools/dlq/broker/brokertest"
+	dlqsqs "github.com/dlq-tools/dlq/broker/sqs"
 )
 
 // Black-box tests: dlq is run as a user runs it (cmd.Run with arguments, or
@@ -213,7 +214,7 @@ func sqsClient(t *testing.T) *sqs.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = aws.String(env.Endpoint) })
+	return sqs.NewFromConfig(cfg, dlqsqs.OwnRequestBodies, func(o *sqs.Options) { o.BaseEndpoint = aws.String(env.Endpoint) })
 }
 
 func TestAcceptanceQueuesSQS(t *testing.T) {

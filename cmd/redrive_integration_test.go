@@ -24,6 +24,7 @@ import (
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/brokertest"
+	dlqsqs "github.com/dlq-tools/dlq/broker/sqs"
 	"github.com/dlq-tools/dlq/broker/sqs/sqsbench"
 	"github.com/dlq-tools/dlq/redrive"
 )
@@ -628,7 +629,7 @@ type riSQS struct {
 
 func newRISQS(t *testing.T, endpoint string) *riSQS {
 	t.Helper()
-	c := awssqs.New(awssqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), Credentials: aws.AnonymousCredentials{}})
+	c := awssqs.New(awssqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), Credentials: aws.AnonymousCredentials{}}, dlqsqs.OwnRequestBodies)
 	return &riSQS{t: t, c: c, ep: endpoint, args: []string{"--broker", "sqs://us-east-1", "--endpoint-url", endpoint}}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/brokertest"
+	dlqsqs "github.com/dlq-tools/dlq/broker/sqs"
 	"github.com/dlq-tools/dlq/redrive"
 )
 
@@ -364,7 +365,7 @@ func TestAuditList(t *testing.T) {
 func TestRedriveSQSEndToEnd(t *testing.T) {
 	env := brokertest.SQS(t)
 	ctx := context.Background()
-	client := awssqs.New(awssqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(env.Endpoint), Credentials: aws.AnonymousCredentials{}})
+	client := awssqs.New(awssqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(env.Endpoint), Credentials: aws.AnonymousCredentials{}}, dlqsqs.OwnRequestBodies)
 	base := brokertest.Name(t, "e2e")
 	mk := func(name string, attrs map[string]string) string {
 		out, err := client.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})

@@ -229,7 +229,7 @@ func sqsFixture(t *testing.T, fifo bool) (*dlqsqs.Broker, *sqs.Client, string, s
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = aws.String(env.Endpoint) })
+	c := sqs.NewFromConfig(cfg, dlqsqs.OwnRequestBodies, func(o *sqs.Options) { o.BaseEndpoint = aws.String(env.Endpoint) })
 	name := brokertest.Name(t, "dlq")
 	attrs := map[string]string{}
 	if fifo {

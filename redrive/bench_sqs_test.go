@@ -27,7 +27,7 @@ func BenchmarkRedriveSQSBareLoop(b *testing.B) { benchSQS(b, true) }
 func benchSQS(b *testing.B, bare bool) {
 	env := brokertest.SQS(b)
 	ctx := context.Background()
-	client := awssqs.New(awssqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(env.Endpoint), Credentials: aws.AnonymousCredentials{}})
+	client := awssqs.New(awssqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(env.Endpoint), Credentials: aws.AnonymousCredentials{}}, dlqsqs.OwnRequestBodies)
 	src, err := dlqsqs.Open(ctx, dlqsqs.Config{Region: "us-east-1", Endpoint: env.Endpoint})
 	if err != nil {
 		b.Fatal(err)

@@ -36,6 +36,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/dlq-tools/dlq/broker/brokertest"
+	dlqsqs "github.com/dlq-tools/dlq/broker/sqs"
 	"github.com/dlq-tools/dlq/redrive"
 )
 
@@ -516,7 +517,7 @@ func newSQS(t *testing.T, name, endpoint string) *sqsBackend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+	c := sqs.NewFromConfig(cfg, dlqsqs.OwnRequestBodies, func(o *sqs.Options) {
 		o.BaseEndpoint = aws.String(endpoint)
 		o.RetryMaxAttempts = 10 // the emulator may be restarting
 	})

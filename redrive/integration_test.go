@@ -36,7 +36,7 @@ func itSQS(t *testing.T) (*dlqsqs.Broker, *awssqs.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := awssqs.New(awssqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(env.Endpoint), Credentials: aws.AnonymousCredentials{}})
+	c := awssqs.New(awssqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(env.Endpoint), Credentials: aws.AnonymousCredentials{}}, dlqsqs.OwnRequestBodies)
 	return b, c
 }
 

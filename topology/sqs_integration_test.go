@@ -192,7 +192,7 @@ sqs:
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := awssqs.NewFromConfig(cfg, func(o *awssqs.Options) { o.BaseEndpoint = aws.String(env.Endpoint) })
+	c := awssqs.NewFromConfig(cfg, sqs.OwnRequestBodies, func(o *awssqs.Options) { o.BaseEndpoint = aws.String(env.Endpoint) })
 	src, err := c.GetQueueUrl(ctx, &awssqs.GetQueueUrlInput{QueueName: aws.String(prefix + "orders")})
 	if err != nil {
 		t.Fatal(err)

@@ -142,8 +142,7 @@ func Open(ctx context.Context, cfg Config) (*Broker, error) {
 			return nil, fmt.Errorf("open sqs: invalid endpoint %q: `--endpoint-url` must be a URL such as http://127.0.0.1:9324", redactURL(cfg.Endpoint))
 		}
 	}
-	client := sqs.NewFromConfig(awsCfg, func(o *sqs.Options) {
-		o.HTTPClient = ownBody{o.HTTPClient}
+	client := sqs.NewFromConfig(awsCfg, OwnRequestBodies, func(o *sqs.Options) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
@@ -239,6 +238,16 @@ func redactURL(s string) string {
 // ReceiveMessage retried that way leaves the first answer's messages hidden
 // for their visibility timeout. SQS requests are small (at most 1 MiB).
 type ownBody struct{ c sqs.HTTPClient }
+
+// OwnRequestBodies is an SDK client option that wraps the client's HTTP
+// client with ownBody. Every SQS client dlq's tests and benchmarks build
+// themselves needs it as much as the adapter's.
+func OwnRequestBodies(o *sqs.Options) {
+	if o.HTTPClient == nil {
+		o.HTTPClient = awshttp.NewBuildableClient()
+	}
+	o.HTTPClient = ownBody{o.HTTPClient}
+}
 
 func (o ownBody) Do(r *http.Request) (*http.Response, error) {
 	if r.Body != nil && r.Body != http.NoBody {

@@ -11,6 +11,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	dlqsqs "github.com/dlq-tools/dlq/broker/sqs"
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
@@ -78,7 +79,7 @@ func fillSQS(endpoint, queue string, n, size int, del bool) error {
 	if err != nil {
 		return err
 	}
-	c := sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = aws.String(endpoint) })
+	c := sqs.NewFromConfig(cfg, dlqsqs.OwnRequestBodies, func(o *sqs.Options) { o.BaseEndpoint = aws.String(endpoint) })
 	q, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(queue)})
 	if err != nil {
 		return err
