@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	dlqsqs "github.com/dlq-tools/dlq/broker/sqs"
 	"github.com/dlq-tools/dlq/broker/sqs/sqsbench"
 )
 
@@ -133,7 +134,7 @@ func benchSQS(ctx context.Context, bin string, n, conc int) (res result, err err
 	if ep == "" {
 		return result{}, fmt.Errorf("DLQ_TEST_SQS_ENDPOINT not set: eval \"$(scripts/brokers env)\"")
 	}
-	c := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(ep), Credentials: aws.AnonymousCredentials{}})
+	c := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(ep), Credentials: aws.AnonymousCredentials{}}, dlqsqs.OwnRequestBodies)
 	tag := strconv.FormatInt(time.Now().UnixNano(), 36)
 	mk := func(name string) (string, error) {
 		out, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
@@ -268,26 +269,43 @@ func benchRabbit(ctx context.Context, bin string, n int, kind, fillHow string, f
 		return result{}, err
 	}
 	tag := strconv.FormatInt(time.Now().UnixNano(), 36)
-	src, dst := "bench-dlq-"+kind+"-"+tag, "bench-dst-"+kind+"-"+tag
+	// Each mover gets new queues: a quorum queue's log keeps growing over
+	// refills, and compacting it in the background would slow whichever
+	// mover runs then.
+	var src, dst, into string
 	args := amqp.Table{"x-queue-type": kind}
-	for _, q := range []string{src, dst} {
-		if _, err := ch.QueueDeclare(q, true, false, false, false, args); err != nil {
-			return result{}, err
+	remove := func() {
+		for _, q := range []string{src, dst, into} {
+			if q != "" {
+				ch.QueueDelete(q, false, false, false)
+			}
 		}
-		defer ch.QueueDelete(q, false, false, false)
 	}
-	// A dead-lettered fill publishes to a work queue and rejects every
-	// message from it into the source, as a failing consumer would: each
-	// then carries the x-death and x-first-death-* headers that a real
-	// DLQ's messages carry (and that dlq strips by default).
-	into := src
-	if fillHow == "dead-lettered" {
-		into = "bench-work-" + kind + "-" + tag
-		if _, err := ch.QueueDeclare(into, true, false, false, false, amqp.Table{
-			"x-dead-letter-exchange": "", "x-dead-letter-routing-key": src}); err != nil {
-			return result{}, err
+	defer remove()
+	sets := 0
+	declare := func() error {
+		remove()
+		sets++
+		id := fmt.Sprintf("%s-%s-%d", kind, tag, sets)
+		src, dst, into = "bench-dlq-"+id, "bench-dst-"+id, ""
+		for _, q := range []string{src, dst} {
+			if _, err := ch.QueueDeclare(q, true, false, false, false, args); err != nil {
+				return err
+			}
 		}
-		defer ch.QueueDelete(into, false, false, false)
+		// A dead-lettered fill publishes to a work queue and rejects every
+		// message from it into the source, as a failing consumer would:
+		// each then carries the x-death and x-first-death-* headers that a
+		// real DLQ's messages carry (and that dlq strips by default).
+		into = src
+		if fillHow == "dead-lettered" {
+			into = "bench-work-" + id
+			if _, err := ch.QueueDeclare(into, true, false, false, false, amqp.Table{
+				"x-dead-letter-exchange": "", "x-dead-letter-routing-key": src}); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if err := ch.Confirm(false); err != nil {
 		return result{}, err
@@ -352,15 +370,13 @@ func benchRabbit(ctx context.Context, bin string, n int, kind, fillHow string, f
 		}
 		return fmt.Errorf("%s never reached %d", q, want)
 	}
-	// Each mover starts from the same state: the source just filled, then
-	// settle for the broker to finish writing what the fill (and the move
-	// before) left (quorum queues move their log to segment files in the
-	// background), and both queues emptied after.
+	// Each mover starts from the same state: new queues, the source just
+	// filled, then settle for the broker to finish writing what the fill
+	// left (quorum queues move their log to segment files in the
+	// background).
 	prepare := func() error {
-		for _, q := range []string{src, dst} {
-			if _, err := ch.QueuePurge(q, false); err != nil {
-				return err
-			}
+		if err := declare(); err != nil {
+			return err
 		}
 		if err := fill(); err != nil {
 			return err
