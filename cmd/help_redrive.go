@@ -33,7 +33,9 @@ Journal and --resume
   received; any of them still in the source was sent again too. They are
   not removed on sight: a message really removed and dead-lettered again
   since would be lost. Journal lines are written at each step (they
-  survive a killed process); the file is fsynced at the end.
+  survive a killed process); the file is fsynced at the end. A run that
+  stops before it publishes a message (a missing queue, a refused login)
+  removes its journal: there is nothing to resume.
   On SQS the interrupted run's messages stay hidden until their visibility
   timeout ends: --resume waits for them (up to that timeout after the
   interrupted run's last journal line) instead of stopping at an empty
