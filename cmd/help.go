@@ -64,7 +64,10 @@ DESTINATIONS (redrive --to):
 
   origin                          where each message was dead-lettered from
   queue:NAME                      a queue on the source's broker
-  exchange:NAME[:ROUTING-KEY]     a RabbitMQ exchange on the source's broker
+  exchange:NAME[:ROUTING-KEY]     a RabbitMQ exchange on the source's broker;
+                                  without a key, each message goes with the
+                                  key it was routed with before it died (its
+                                  x-death record), else its own
   file://PATH                     appended to an archive (created if missing)
   BROKER#DEST                     DEST on another broker, named by URL or
                                   context:

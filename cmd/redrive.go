@@ -111,7 +111,8 @@ See ` + "`dlq help redrive-safety`" + ` for the exact guarantees.
 Destinations (--to, default origin):
   origin                        where each message was dead-lettered from
   queue:NAME                    a queue on the source's broker
-  exchange:NAME[:ROUTING-KEY]   a RabbitMQ exchange (default: the message's key)
+  exchange:NAME[:ROUTING-KEY]   a RabbitMQ exchange (default key: the one each
+                                message was routed with before it died)
   file://PATH                   an archive file
   BROKER#DEST                   DEST on another broker (URL or context name)
 

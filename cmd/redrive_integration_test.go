@@ -540,6 +540,51 @@ func TestRedriveIntegrationRabbitMissingSource(t *testing.T) {
 	}
 }
 
+// A destination that routes nowhere is refused before a message is taken:
+// one line naming it and the fix, exit 1, the quorum DLQ as it was (no
+// rotation, no delivery count raised). An exchange given without a key
+// routes each message with the key of its death record.
+func TestRedriveIntegrationRabbitDestinationChecks(t *testing.T) {
+	r := newRIRabbit(t)
+	work, dlq := riDeadLetters(t, r, "quorum", 5)
+	ex := r.exchange(brokertest.Name(t, "ex"))
+	for _, to := range []string{"queue:" + brokertest.Name(t, "missing"), "exchange:" + ex + ":unbound"} {
+		stdout, stderr, code := runDLQ(t, append(r.args, "redrive", dlq, "--to", to, "--yes")...)
+		if code != ExitError || stdout != "" {
+			t.Errorf("--to %s: exit %d, stdout %q", to, code, stdout)
+		}
+		assertOneLine(t, stderr)
+		if !strings.Contains(stderr, "`"+to+"`") || !strings.Contains(stderr, "nothing was moved") {
+			t.Errorf("--to %s: %s", to, stderr)
+		}
+	}
+	ds := r.drain(dlq)
+	if len(ds) != 5 {
+		t.Fatalf("the DLQ holds %d, want the 5 it had", len(ds))
+	}
+	for _, d := range ds {
+		if n, _ := d.Headers["x-delivery-count"].(int64); n > 0 || d.Redelivered {
+			t.Errorf("%s: delivery count %v, redelivered %v after a refused run", d.MessageId, d.Headers["x-delivery-count"], d.Redelivered)
+		}
+	}
+	r.publish("", work, riRepublish(ds)...)
+	r.reject(work, 5)
+	r.waitDepth(dlq, 5)
+
+	dst := r.queue(brokertest.Name(t, "dst"), nil)
+	r.bind(dst, work, ex)
+	stdout, stderr, code := runDLQ(t, append(r.args, "redrive", dlq, "--to", "exchange:"+ex, "--yes", "-o", "json")...)
+	if code != ExitOK {
+		t.Fatalf("--to exchange:%s: exit %d %s", ex, code, stderr)
+	}
+	if s := riSummary(t, stdout); s.Moved != 5 || s.Destinations["exchange:"+ex+":"+work] != 5 {
+		t.Errorf("summary %+v", s)
+	}
+	if r.depth(dst) != 5 || r.depth(dlq) != 0 {
+		t.Errorf("dst %d dlq %d", r.depth(dst), r.depth(dlq))
+	}
+}
+
 // discard --archive-to and purge --archive-to on RabbitMQ: the archive
 // holds exactly the removed messages with their death records, the rest
 // stays; then the archive is redriven into a queue. The audit log records

@@ -52,7 +52,36 @@ func Run(ctx context.Context, src broker.Broker, queue string, dst broker.Broker
 	if opts.DryRun {
 		return e.dryRun(ctx)
 	}
+	if err := e.checkDest(ctx); err != nil {
+		return e.sum, err
+	}
 	return e.run(ctx)
+}
+
+// checkDest refuses, before a message is taken, a fixed destination that
+// would route nowhere (a queue that does not exist, an exchange that is
+// missing or has nothing bound with the given key): every message would be
+// refused one by one, and on RabbitMQ put back in the source. An exchange
+// without a routing key keeps each message's own keys and is checked per
+// message. A check that fails (no management API) leaves it to the
+// publishes.
+func (e *engine) checkDest(ctx context.Context) error {
+	d := e.opts.Dest
+	if d.Kind != broker.ToQueue && (d.Kind != broker.ToExchange || len(d.RoutingKeys) == 0) {
+		return nil
+	}
+	rc, ok := e.dst.(broker.RouteChecker)
+	if !ok {
+		return nil
+	}
+	routable, err := rc.Routable(ctx, d)
+	if err != nil || routable {
+		return nil
+	}
+	if d.Kind == broker.ToQueue {
+		return broker.Errorf(broker.ErrNotFound, "redrive", "destination `%s` does not exist on %s: check the name, or list queues with `dlq queues`; nothing was moved", d, e.dst)
+	}
+	return broker.Errorf(broker.ErrNotFound, "redrive", "destination `%s` routes to no queue on %s (the exchange is missing, or no queue is bound with that key): check the exchange and key, or bind a queue; nothing was moved", d, e.dst)
 }
 
 type runMode int
@@ -776,6 +805,10 @@ func shallowCopy(m *broker.Message) *broker.Message {
 
 // resolve returns the concrete destination of m.
 func (e *engine) resolve(ctx context.Context, m *broker.Message) (broker.Destination, string, error) {
+	if d := e.opts.Dest; d.Kind == broker.ToExchange && len(d.RoutingKeys) == 0 {
+		d.RoutingKeys = messageKeys(m)
+		return d, "", nil
+	}
 	if e.opts.Dest.Kind != broker.ToOrigin {
 		return e.opts.Dest, "", nil
 	}
@@ -803,6 +836,16 @@ func (e *engine) resolve(ctx context.Context, m *broker.Message) (broker.Destina
 		}
 		return broker.Destination{}, ReasonNoOrigin, r.err
 	}
+}
+
+// messageKeys are the routing keys an exchange destination given without
+// one uses: those the message was routed with before it was dead-lettered
+// (its most recent death record), else the key it was delivered with.
+func messageKeys(m *broker.Message) []string {
+	if m.Death != nil && len(m.Death.RoutingKeys) > 0 {
+		return m.Death.RoutingKeys
+	}
+	return []string{m.RoutingKey}
 }
 
 // originKey groups messages whose origin is the same.

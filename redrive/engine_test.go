@@ -445,6 +445,46 @@ func TestDryRunChangesNothing(t *testing.T) {
 	}
 }
 
+// An exchange destination without a routing key routes each message with
+// the keys of its death record, else the key it was delivered with.
+func TestRunExchangeWithoutKeyUsesTheMessagesKeys(t *testing.T) {
+	f := rabbitFake(t, broker.KindClassic, 3)
+	f.declare("audit", broker.KindClassic)
+	f.bind("other", "orders.new", "orders")
+	f.bind("other", "audit.key", "audit")
+	plain := &broker.Message{Body: []byte("{}"), RoutingKey: "audit.key", Properties: broker.Properties{MessageID: "p1"}}
+	f.put("orders.dlq", plain)
+	s, err := Run(context.Background(), f, "orders.dlq", f, Options{Dest: broker.Destination{Kind: broker.ToExchange, Exchange: "other"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Moved != 4 || s.Destinations["exchange:other:orders.new"] != 3 || s.Destinations["exchange:other:audit.key"] != 1 {
+		t.Fatalf("moved %d destinations %v failed %v", s.Moved, s.Destinations, s.Failed)
+	}
+	if len(f.ready("orders")) != 3 || len(f.ready("audit")) != 1 {
+		t.Fatalf("orders %d audit %d", len(f.ready("orders")), len(f.ready("audit")))
+	}
+}
+
+// A fixed destination that routes nowhere is refused before a message is
+// taken, with the reason and the fix; the source is untouched.
+func TestRunRefusesADestinationThatRoutesNowhere(t *testing.T) {
+	for _, d := range []broker.Destination{
+		{Kind: broker.ToQueue, Queue: "no-such-queue"},
+		{Kind: broker.ToExchange, Exchange: "ex", RoutingKeys: []string{"unbound"}},
+	} {
+		f := rabbitFake(t, broker.KindQuorum, 5)
+		rc := routeChecker{f}
+		s, err := Run(context.Background(), rc, "orders.dlq", rc, Options{Dest: d})
+		if !errors.Is(err, broker.ErrNotFound) || !strings.Contains(err.Error(), "`"+d.String()+"`") || !strings.Contains(err.Error(), "nothing was moved") {
+			t.Errorf("%s: err %v", d, err)
+		}
+		if s.Examined != 0 || len(f.ready("orders.dlq")) != 5 || f.calls["consume"] != 0 {
+			t.Errorf("%s: examined %d, dlq %d, consumes %d", d, s.Examined, len(f.ready("orders.dlq")), f.calls["consume"])
+		}
+	}
+}
+
 // routeChecker adds RouteChecker to the fake.
 type routeChecker struct{ *fakeBroker }
 
