@@ -540,15 +540,16 @@ func TestRedriveIntegrationRabbitMissingSource(t *testing.T) {
 	}
 }
 
-// A destination that routes nowhere is refused before a message is taken:
-// one line naming it and the fix, exit 1, the quorum DLQ as it was (no
-// rotation, no delivery count raised). An exchange given without a key
-// routes each message with the key of its death record.
+// A destination that routes nowhere (a missing queue, an exchange with
+// nothing bound with the key, or nothing bound at all) is refused before a
+// message is taken: one line naming it and the fix, exit 1, the quorum DLQ
+// as it was (no rotation, no delivery count raised). An exchange given
+// without a key routes each message with the key of its death record.
 func TestRedriveIntegrationRabbitDestinationChecks(t *testing.T) {
 	r := newRIRabbit(t)
 	work, dlq := riDeadLetters(t, r, "quorum", 5)
 	ex := r.exchange(brokertest.Name(t, "ex"))
-	for _, to := range []string{"queue:" + brokertest.Name(t, "missing"), "exchange:" + ex + ":unbound"} {
+	for _, to := range []string{"queue:" + brokertest.Name(t, "missing"), "exchange:" + ex + ":unbound", "exchange:" + ex} {
 		stdout, stderr, code := runDLQ(t, append(r.args, "redrive", dlq, "--to", to, "--yes")...)
 		if code != ExitError || stdout != "" {
 			t.Errorf("--to %s: exit %d, stdout %q", to, code, stdout)

@@ -60,14 +60,14 @@ func Run(ctx context.Context, src broker.Broker, queue string, dst broker.Broker
 
 // checkDest refuses, before a message is taken, a fixed destination that
 // would route nowhere (a queue that does not exist, an exchange that is
-// missing or has nothing bound with the given key): every message would be
-// refused one by one, and on RabbitMQ put back in the source. An exchange
-// without a routing key keeps each message's own keys and is checked per
-// message. A check that fails (no management API) leaves it to the
-// publishes.
+// missing, has nothing bound to it, or nothing bound with the given key):
+// every message would be refused one by one, and on RabbitMQ put back in
+// the source. An exchange without a key, bound to something, is checked
+// per message with each message's keys. A check that fails (no management
+// API) leaves it to the publishes.
 func (e *engine) checkDest(ctx context.Context) error {
 	d := e.opts.Dest
-	if d.Kind != broker.ToQueue && (d.Kind != broker.ToExchange || len(d.RoutingKeys) == 0) {
+	if d.Kind != broker.ToQueue && d.Kind != broker.ToExchange {
 		return nil
 	}
 	rc, ok := e.dst.(broker.RouteChecker)
@@ -80,6 +80,9 @@ func (e *engine) checkDest(ctx context.Context) error {
 	}
 	if d.Kind == broker.ToQueue {
 		return broker.Errorf(broker.ErrNotFound, "redrive", "destination `%s` does not exist on %s: check the name, or list queues with `dlq queues`; nothing was moved", d, e.dst)
+	}
+	if len(d.RoutingKeys) == 0 {
+		return broker.Errorf(broker.ErrNotFound, "redrive", "destination `%s` routes to no queue on %s (the exchange is missing, or nothing is bound to it): check the exchange, or bind a queue; nothing was moved", d, e.dst)
 	}
 	return broker.Errorf(broker.ErrNotFound, "redrive", "destination `%s` routes to no queue on %s (the exchange is missing, or no queue is bound with that key): check the exchange and key, or bind a queue; nothing was moved", d, e.dst)
 }

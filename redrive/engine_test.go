@@ -472,6 +472,7 @@ func TestRunRefusesADestinationThatRoutesNowhere(t *testing.T) {
 	for _, d := range []broker.Destination{
 		{Kind: broker.ToQueue, Queue: "no-such-queue"},
 		{Kind: broker.ToExchange, Exchange: "ex", RoutingKeys: []string{"unbound"}},
+		{Kind: broker.ToExchange, Exchange: "no-such-exchange"},
 	} {
 		f := rabbitFake(t, broker.KindQuorum, 5)
 		rc := routeChecker{f}
@@ -491,6 +492,9 @@ type routeChecker struct{ *fakeBroker }
 func (r routeChecker) Routable(ctx context.Context, d broker.Destination) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if d.Kind == broker.ToExchange && len(d.RoutingKeys) == 0 {
+		return len(r.routes[d.Exchange]) > 0, nil
+	}
 	for _, k := range d.RoutingKeys {
 		if _, ok := r.routes[d.Exchange][k]; ok {
 			return true, nil

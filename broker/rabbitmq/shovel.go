@@ -195,7 +195,8 @@ func (b *Broker) CancelMove(ctx context.Context, queue, handle string) (broker.M
 
 // Routable reports whether a publish to dest would reach a queue, from the
 // bindings the management API lists (exchange-to-exchange bindings count as
-// routable).
+// routable). An exchange given without routing keys is routable when
+// anything is bound to it.
 func (b *Broker) Routable(ctx context.Context, dest broker.Destination) (bool, error) {
 	switch dest.Kind {
 	case broker.ToQueue:
@@ -226,6 +227,11 @@ func (b *Broker) Routable(ctx context.Context, dest broker.Destination) (bool, e
 	var binds []mgmtBinding
 	if err := b.mgmtDo(ctx, "GET", "/exchanges/"+b.vhostPath()+"/"+url.PathEscape(dest.Exchange)+"/bindings/source", nil, &binds); err != nil {
 		return false, err
+	}
+	if len(dest.RoutingKeys) == 0 {
+		// No key yet (each message will bring its own): it can route if
+		// anything is bound to it.
+		return len(binds) > 0, nil
 	}
 	for _, bd := range binds {
 		if routes(ex.Type, bd.RoutingKey, dest.RoutingKeys) {
