@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -287,6 +289,40 @@ type Destination struct {
 	Exchange    string          `json:"exchange,omitempty"`
 	RoutingKeys []string        `json:"routing_keys,omitempty"`
 	Path        string          `json:"path,omitempty"`
+}
+
+// ErrNotADestination is wrapped by ParseDestination's error for text of no
+// known form.
+var ErrNotADestination = errors.New("not a destination")
+
+// ParseDestination reads the forms users type: origin (or ""), queue:NAME,
+// exchange:NAME[:KEY[,KEY…]] and file://PATH. An exchange without a key
+// routes each message with its own (see the redrive engine).
+func ParseDestination(s string) (Destination, error) {
+	switch {
+	case s == "" || s == "origin":
+		return Destination{Kind: ToOrigin}, nil
+	case strings.HasPrefix(s, "queue:"):
+		q := strings.TrimPrefix(s, "queue:")
+		if q == "" {
+			return Destination{}, errors.New("`queue:` names no queue: write queue:NAME")
+		}
+		return Destination{Kind: ToQueue, Queue: q}, nil
+	case strings.HasPrefix(s, "exchange:"):
+		name, key, hasKey := strings.Cut(strings.TrimPrefix(s, "exchange:"), ":")
+		d := Destination{Kind: ToExchange, Exchange: name}
+		if hasKey {
+			d.RoutingKeys = strings.Split(key, ",")
+		}
+		return d, nil
+	case strings.HasPrefix(s, "file://"):
+		p := strings.TrimPrefix(s, "file://")
+		if p == "" {
+			return Destination{}, errors.New("`file://` names no file: write file://PATH.jsonl")
+		}
+		return Destination{Kind: ToFile, Path: p}, nil
+	}
+	return Destination{}, fmt.Errorf("`%s` is %w: use origin, queue:NAME, exchange:NAME[:KEY] or file://PATH", s, ErrNotADestination)
 }
 
 // String renders the destination the way users type it.

@@ -272,33 +272,16 @@ func parseSetHeaders(kvs []string) (map[string]string, error) {
 }
 
 // parseDestination reads origin, queue:NAME, exchange:NAME[:KEY] and
-// file://PATH.
+// file://PATH (broker.ParseDestination) as a flag value.
 func parseDestination(s string) (broker.Destination, error) {
+	d, err := broker.ParseDestination(s)
 	switch {
-	case s == "" || s == "origin":
-		return broker.Destination{Kind: broker.ToOrigin}, nil
-	case strings.HasPrefix(s, "queue:"):
-		q := strings.TrimPrefix(s, "queue:")
-		if q == "" {
-			return broker.Destination{}, flagErrorf("`--to queue:` names no queue: use queue:NAME")
-		}
-		return broker.Destination{Kind: broker.ToQueue, Queue: q}, nil
-	case strings.HasPrefix(s, "exchange:"):
-		rest := strings.TrimPrefix(s, "exchange:")
-		name, key, hasKey := strings.Cut(rest, ":")
-		d := broker.Destination{Kind: broker.ToExchange, Exchange: name}
-		if hasKey {
-			d.RoutingKeys = strings.Split(key, ",")
-		}
-		return d, nil
-	case strings.HasPrefix(s, "file://"):
-		p := strings.TrimPrefix(s, "file://")
-		if p == "" {
-			return broker.Destination{}, flagErrorf("`--to file://` names no file: use file://PATH.jsonl")
-		}
-		return broker.Destination{Kind: broker.ToFile, Path: p}, nil
+	case errors.Is(err, broker.ErrNotADestination):
+		return d, flagErrorf("`--to %s` is not a destination: use origin, queue:NAME, exchange:NAME[:KEY], file://PATH or BROKER#DEST", RedactURL(s))
+	case err != nil:
+		return d, flagErrorf("`--to`: %v", err)
 	}
-	return broker.Destination{}, flagErrorf("`--to %s` is not a destination: use origin, queue:NAME, exchange:NAME[:KEY], file://PATH or BROKER#DEST", RedactURL(s))
+	return d, nil
 }
 
 // libOptions fills the library options the flags decide.

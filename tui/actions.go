@@ -31,40 +31,10 @@ func destinationChoices(sample *broker.Message, queue string) ([]string, []strin
 	return opts, hints, dests
 }
 
-// parseDestination reads a destination the way the command line takes it.
-func parseDestination(s string) (broker.Destination, error) {
-	s = strings.TrimSpace(s)
-	switch {
-	case s == "" || s == "origin":
-		return broker.Destination{Kind: broker.ToOrigin}, nil
-	case strings.HasPrefix(s, "queue:"):
-		q := strings.TrimPrefix(s, "queue:")
-		if q == "" {
-			return broker.Destination{}, fmt.Errorf("destination %q names no queue: write queue:NAME", s)
-		}
-		return broker.Destination{Kind: broker.ToQueue, Queue: q}, nil
-	case strings.HasPrefix(s, "exchange:"):
-		rest := strings.TrimPrefix(s, "exchange:")
-		ex, rk, _ := strings.Cut(rest, ":")
-		d := broker.Destination{Kind: broker.ToExchange, Exchange: ex}
-		if rk != "" {
-			d.RoutingKeys = strings.Split(rk, ",")
-		}
-		return d, nil
-	case strings.HasPrefix(s, "file://"):
-		p := strings.TrimPrefix(s, "file://")
-		if p == "" {
-			return broker.Destination{}, fmt.Errorf("destination %q names no file: write file://PATH", s)
-		}
-		return broker.Destination{Kind: broker.ToFile, Path: p}, nil
-	}
-	return broker.Destination{}, fmt.Errorf("unknown destination %q: use origin, queue:NAME, exchange:NAME[:KEY] or file://PATH", s)
-}
-
 func (m Model) askCustomDestination(then func(m Model, d broker.Destination) (Model, tea.Cmd)) (Model, tea.Cmd) {
 	d, cmd := newInput("destination", []string{"origin, queue:NAME, exchange:NAME[:KEY] or file://PATH"}, "", "queue:orders",
 		func(m Model, _ int, text string) (Model, tea.Cmd) {
-			dest, err := parseDestination(text)
+			dest, err := broker.ParseDestination(strings.TrimSpace(text))
 			if err != nil {
 				m.notice = &notice{text: err.Error(), isErr: true}
 				return m, nil
