@@ -150,6 +150,10 @@ type Outgoing struct {
 	// copies need not wait for each other's confirms to tell their returns
 	// apart.
 	Requeue bool
+	// Resent is set by Publish: the destination confirmed the message, but
+	// only after a send whose answer was lost (a cut connection, a restart)
+	// was sent again, so it may hold the message twice.
+	Resent bool
 }
 
 // Publisher sends messages and waits for the broker to take responsibility

@@ -15,8 +15,13 @@ Nothing is lost
   (unroutable, rejected, invalid-transform, ambiguous-origin, no-origin).
   A crash or kill at any instant can leave a message in both places (at
   most the messages in flight: --window × (--concurrency + 1), plus up to
-  1000 held ones on a RabbitMQ classic queue), never in neither. Discard and purge with --archive-to follow the same rule with
-  the archive as the destination.
+  1000 held ones on a RabbitMQ classic queue), never in neither. Discard
+  and purge with --archive-to follow the same rule with the archive as the
+  destination.
+  When SQS's answer to a SendMessageBatch is lost (the connection is cut
+  or the server restarts after it took the request), the request is sent
+  again: the summary lists those messages as possibly at the destination
+  twice ("resent" in --output json).
 
 Journal and --resume
   Each run keeps a journal in $XDG_STATE_HOME/dlq/journal (mode 0600),

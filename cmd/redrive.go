@@ -527,6 +527,9 @@ func summaryCounts(s redrive.Summary) map[string]int64 {
 	if s.Archived > 0 {
 		c["archived"] = s.Archived
 	}
+	if s.Resent > 0 {
+		c["resent"] = s.Resent
+	}
 	return c
 }
 
@@ -573,6 +576,10 @@ func printSummary(f *Factory, format string, s redrive.Summary) error {
 			fmt.Fprintf(w, "  %d were acknowledged in the run's last moments and the broker may not have received those acknowledgements: any still in the source was sent again and may be at the destination twice: %s\n",
 				r.MaybeNotAcked, strings.Join(r.MaybeNotAckedIDs, " "))
 		}
+	}
+	if s.Resent > 0 {
+		fmt.Fprintf(w, "%d messages were sent again after the destination's answer was lost (a cut connection or a restart); each may be at the destination twice: %s\n",
+			s.Resent, strings.Join(s.ResentIDs, " "))
 	}
 	if s.Rotated > 0 {
 		fmt.Fprintf(w, "%d messages left in the source were republished to its back (see `dlq help redrive-safety`)\n", s.Rotated)

@@ -276,6 +276,9 @@ func tuiResult(s redrive.Summary, verb string) tui.Result {
 	if r.Skipped > 0 {
 		r.Summary += fmt.Sprintf("; %d left in place (%s)", r.Skipped, reasons(s.Skipped))
 	}
+	if s.Resent > 0 {
+		r.Summary += fmt.Sprintf("; %d sent again after a lost answer (may be there twice)", s.Resent)
+	}
 	return r
 }
 

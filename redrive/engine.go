@@ -957,6 +957,14 @@ func (e *engine) process(ctx context.Context, w window) {
 						// group's order is not.
 						e.notice(fmt.Sprintf("message %s of FIFO group %q reached the destination after an earlier message of its group failed: that group's order is broken there", it.id, it.group))
 					}
+					if outs[i].Resent {
+						e.mu.Lock()
+						e.sum.Resent++
+						if len(e.sum.ResentIDs) < e.opts.MaxIDs {
+							e.sum.ResentIDs = append(e.sum.ResentIDs, it.id)
+						}
+						e.mu.Unlock()
+					}
 					confirmed = append(confirmed, it)
 					continue
 				}

@@ -486,6 +486,28 @@ func TestRunRefusesADestinationThatRoutesNowhere(t *testing.T) {
 	}
 }
 
+// Messages the destination confirmed only after a resend (Outgoing.Resent)
+// are moved, and counted and named as possibly there twice.
+func TestRunReportsResentMessages(t *testing.T) {
+	f := rabbitFake(t, broker.KindClassic, 6)
+	f.publishHook = func(outs []broker.Outgoing) ([]error, error) {
+		for i := range outs {
+			if outs[i].Message.Properties.MessageID == "m002" || outs[i].Message.Properties.MessageID == "m004" {
+				outs[i].Resent = true
+			}
+		}
+		return nil, nil
+	}
+	s, err := Run(context.Background(), f, "orders.dlq", f, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(s.ResentIDs)
+	if s.Moved != 6 || s.Resent != 2 || strings.Join(s.ResentIDs, " ") != "m002 m004" {
+		t.Fatalf("moved %d resent %d %v", s.Moved, s.Resent, s.ResentIDs)
+	}
+}
+
 // routeChecker adds RouteChecker to the fake.
 type routeChecker struct{ *fakeBroker }
 

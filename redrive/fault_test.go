@@ -882,10 +882,15 @@ func disruptRun(t *testing.T, b backend, n int, rate string, d disruption) {
 		}
 	}
 	o := account(t, b, src, dst, want)
-	t.Logf("fault tally: scenario=%s backend=%s messages=%d trials=1 lost=%d duplicates=%d first_exit=%d first_moved=%d alive_after_fault=%v rerun=%s took=%s",
-		d.name, b.Name(), n, o.lost, o.duplicates, code, first.Moved, alive, how, time.Since(started).Round(time.Second))
+	t.Logf("fault tally: scenario=%s backend=%s messages=%d trials=1 lost=%d duplicates=%d resent=%d first_exit=%d first_moved=%d alive_after_fault=%v rerun=%s took=%s",
+		d.name, b.Name(), n, o.lost, o.duplicates, first.Resent, code, first.Moved, alive, how, time.Since(started).Round(time.Second))
 	if o.lost != 0 || o.leftInSource != 0 {
 		t.Errorf("%s: lost %d, %d left in the source after the re-run", d.name, o.lost, o.leftInSource)
+	}
+	if how == "none" && o.duplicates > int(first.Resent) {
+		// A run that rode the fault out and said nothing of duplicates
+		// must have caused none beyond those it reports as sent again.
+		t.Errorf("%s: %d duplicates after a clean exit that reported %d messages sent again", d.name, o.duplicates, first.Resent)
 	}
 	if o.duplicates > b.Prefetch() {
 		t.Errorf("%s: %d duplicates, more than the %d deliveries dlq holds unacknowledged at most", d.name, o.duplicates, b.Prefetch())

@@ -164,6 +164,12 @@ type Summary struct {
 	Returned int64 `json:"returned,omitempty"`
 	// Resumed says what interrupted runs had left behind.
 	Resumed *ResumeReport `json:"resumed,omitempty"`
+	// Resent counts moved messages the destination confirmed only after a
+	// send whose answer was lost (a cut connection, a restart) was sent
+	// again: each may be there twice. ResentIDs names them (at most
+	// MaxIDs).
+	Resent    int64    `json:"resent,omitempty"`
+	ResentIDs []string `json:"resent_ids,omitempty"`
 	// Hidden counts messages still hidden in an SQS source when the run
 	// ended: taken by a receive whose answer never arrived (a restart, a cut
 	// connection) or held by another consumer. They are not lost; a run

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/dlq-tools/dlq/broker"
 )
@@ -106,7 +110,7 @@ func (b *Broker) Publish(ctx context.Context, msgs []broker.Outgoing) ([]error, 
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				b.sendBatch(ctx, q, bt, errs)
+				b.sendBatch(ctx, q, bt, msgs, errs)
 			}()
 		}
 	}
@@ -153,7 +157,7 @@ func (b *Broker) sendFIFO(ctx context.Context, q queueInfo, msgs []broker.Outgoi
 		if len(send) == 0 {
 			continue
 		}
-		b.sendBatch(ctx, q, send, errs)
+		b.sendBatch(ctx, q, send, msgs, errs)
 		for _, p := range send {
 			if errs[p.idx] != nil {
 				fail(groupOf(msgs[p.idx]), p.idx)
@@ -196,8 +200,8 @@ func (b *Broker) batch(msgs []broker.Outgoing, idx []int, q queueInfo, errs []er
 }
 
 // sendBatch sends one batch, retries entries that failed on SQS's side once,
-// and records each message's outcome in errs.
-func (b *Broker) sendBatch(ctx context.Context, q queueInfo, batch []pending, errs []error) {
+// and records each message's outcome in errs (and Resent in msgs).
+func (b *Broker) sendBatch(ctx context.Context, q queueInfo, batch []pending, msgs []broker.Outgoing, errs []error) {
 	for attempt := 0; attempt < 2 && len(batch) > 0; attempt++ {
 		entries := make([]types.SendMessageBatchRequestEntry, len(batch))
 		byID := make(map[string]pending, len(batch))
@@ -208,6 +212,9 @@ func (b *Broker) sendBatch(ctx context.Context, q queueInfo, batch []pending, er
 			byID[*e.Id] = p
 		}
 		out, err := b.api.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(q.url), Entries: entries})
+		// A FIFO queue drops the resend itself: it carries the same
+		// deduplication id within seconds.
+		resent := err == nil && !q.fifo && sentTwice(out.ResultMetadata)
 		if err != nil {
 			err = b.queueErr("publish to queue `"+q.name+"`", q.url, err)
 			for _, p := range batch {
@@ -222,6 +229,9 @@ func (b *Broker) sendBatch(ctx context.Context, q queueInfo, batch []pending, er
 		for _, s := range out.Successful {
 			if p, ok := byID[aws.ToString(s.Id)]; ok {
 				errs[p.idx] = nil
+				if resent {
+					msgs[p.idx].Resent = true
+				}
 				delete(byID, aws.ToString(s.Id))
 				g := aws.ToString(p.out.entry.MessageGroupId)
 				lastOK[g] = max(lastOK[g], p.idx+1)
@@ -245,6 +255,32 @@ func (b *Broker) sendBatch(ctx context.Context, q queueInfo, batch []pending, er
 		}
 		batch = retry
 	}
+}
+
+// sentTwice reports whether the SDK sent a request again after an attempt
+// whose request may have reached SQS: one that failed without an answer
+// (connection reset, EOF, a timeout) rather than before sending (connection
+// refused) or with SQS's own error.
+func sentTwice(md middleware.Metadata) bool {
+	ar, ok := retry.GetAttemptResults(md)
+	if !ok {
+		return false
+	}
+	for _, r := range ar.Results {
+		if r.Err == nil {
+			continue
+		}
+		var re *awshttp.ResponseError
+		if errors.As(r.Err, &re) && re.HTTPStatusCode() != 0 {
+			continue // SQS answered: it refused the request
+		}
+		var oe *net.OpError
+		if errors.As(r.Err, &oe) && oe.Op == "dial" {
+			continue // never sent
+		}
+		return true
+	}
+	return false
 }
 
 // entryErr explains one failed SendMessageBatch entry.
