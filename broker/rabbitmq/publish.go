@@ -345,21 +345,21 @@ func hashStrings(seed maphash.Seed, t amqp.Table, depth byte) uint64 {
 	for k, v := range t {
 		switch v := v.(type) {
 		case string:
-			var h maphash.Hash
-			h.SetSeed(seed)
-			h.WriteByte(depth)
-			h.WriteString(k)
-			h.WriteByte(0)
-			h.WriteString(v)
-			sum += h.Sum64()
+			sum += fieldHash(seed, depth, k, 0, v)
 		case amqp.Table:
-			var h maphash.Hash
-			h.SetSeed(seed)
-			h.WriteByte(depth)
-			h.WriteString(k)
-			h.WriteByte(1)
-			sum += h.Sum64() * (hashStrings(seed, v, depth+1) | 1)
+			sum += fieldHash(seed, depth, k, 1, "") * (hashStrings(seed, v, depth+1) | 1)
 		}
 	}
 	return sum
+}
+
+// fieldHash hashes one header: its depth, key, kind and string value.
+func fieldHash(seed maphash.Seed, depth byte, k string, kind byte, v string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	h.WriteByte(depth)
+	h.WriteString(k)
+	h.WriteByte(kind)
+	h.WriteString(v)
+	return h.Sum64()
 }
