@@ -200,19 +200,20 @@ func (b *Broker) CancelMove(ctx context.Context, queue, handle string) (broker.M
 func (b *Broker) Routable(ctx context.Context, dest broker.Destination) (bool, error) {
 	switch dest.Kind {
 	case broker.ToQueue:
-		_, err := b.Queue(ctx, dest.Queue)
-		if errors.Is(err, broker.ErrNotFound) {
-			return false, nil
-		}
-		return err == nil, err
+		return b.queueExists(ctx, dest.Queue)
 	case broker.ToExchange:
 	default:
 		return true, nil
 	}
 	if dest.Exchange == "" {
+		// The default exchange routes a key to the queue of that name;
+		// without keys each message brings its own.
+		if len(dest.RoutingKeys) == 0 {
+			return true, nil
+		}
 		for _, k := range dest.RoutingKeys {
-			if _, err := b.Queue(ctx, k); err == nil {
-				return true, nil
+			if ok, err := b.queueExists(ctx, k); ok || err != nil {
+				return ok, err
 			}
 		}
 		return false, nil
@@ -239,6 +240,15 @@ func (b *Broker) Routable(ctx context.Context, dest broker.Destination) (bool, e
 		}
 	}
 	return false, nil
+}
+
+// queueExists asks the queue itself (a passive declare).
+func (b *Broker) queueExists(ctx context.Context, name string) (bool, error) {
+	_, _, err := b.inspect(ctx, name)
+	if errors.Is(err, broker.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 var _ broker.MoveSettler = (*Broker)(nil)

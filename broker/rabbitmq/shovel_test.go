@@ -106,3 +106,35 @@ func TestShovelCancelAndRefusals(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// Routable answers from the queue itself for queues and the default
+// exchange, and from the bindings for other exchanges (with no key: is
+// anything bound).
+func TestRoutable(t *testing.T) {
+	b, _ := openTest(t)
+	ctx := context.Background()
+	q := brokertest.Name(t, "q")
+	declareQueue(t, b, q, nil)
+	ex := brokertest.Name(t, "ex")
+	declareExchange(t, b, ex, "direct")
+	for _, c := range []struct {
+		dest broker.Destination
+		want bool
+	}{
+		{broker.Destination{Kind: broker.ToQueue, Queue: q}, true},
+		{broker.Destination{Kind: broker.ToQueue, Queue: q + "-missing"}, false},
+		{broker.Destination{Kind: broker.ToExchange, RoutingKeys: []string{q}}, true},
+		{broker.Destination{Kind: broker.ToExchange, RoutingKeys: []string{q + "-missing"}}, false},
+		{broker.Destination{Kind: broker.ToExchange}, true},
+		{broker.Destination{Kind: broker.ToExchange, Exchange: ex}, false},
+		{broker.Destination{Kind: broker.ToExchange, Exchange: ex + "-missing"}, false},
+	} {
+		if ok, err := b.Routable(ctx, c.dest); err != nil || ok != c.want {
+			t.Errorf("Routable(%s) = %v, %v; want %v", c.dest, ok, err, c.want)
+		}
+	}
+	bindQueue(t, b, q, "k", ex)
+	if ok, err := b.Routable(ctx, broker.Destination{Kind: broker.ToExchange, Exchange: ex}); err != nil || !ok {
+		t.Errorf("Routable(exchange:%s) after a bind = %v, %v", ex, ok, err)
+	}
+}
