@@ -78,13 +78,14 @@ func (e *engine) checkDest(ctx context.Context) error {
 	if err != nil || routable {
 		return nil
 	}
-	if d.Kind == broker.ToQueue {
-		return broker.Errorf(broker.ErrNotFound, "redrive", "destination `%s` does not exist on %s: check the name, or list queues with `dlq queues`; nothing was moved", d, e.dst)
+	why := "does not exist on %s: check the name, or list queues with `dlq queues`"
+	switch {
+	case d.Kind == broker.ToExchange && len(d.RoutingKeys) == 0:
+		why = "routes to no queue on %s (the exchange is missing, or nothing is bound to it): check the exchange, or bind a queue"
+	case d.Kind == broker.ToExchange:
+		why = "routes to no queue on %s (the exchange is missing, or no queue is bound with that key): check the exchange and key, or bind a queue"
 	}
-	if len(d.RoutingKeys) == 0 {
-		return broker.Errorf(broker.ErrNotFound, "redrive", "destination `%s` routes to no queue on %s (the exchange is missing, or nothing is bound to it): check the exchange, or bind a queue; nothing was moved", d, e.dst)
-	}
-	return broker.Errorf(broker.ErrNotFound, "redrive", "destination `%s` routes to no queue on %s (the exchange is missing, or no queue is bound with that key): check the exchange and key, or bind a queue; nothing was moved", d, e.dst)
+	return broker.Errorf(broker.ErrNotFound, "redrive", "destination `%s` "+why+"; nothing was moved", d, e.dst)
 }
 
 type runMode int

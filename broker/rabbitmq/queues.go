@@ -113,8 +113,8 @@ const (
 
 // exactDepths replaces the management API's depth of each classic and
 // quorum queue with the queue's own count (a passive declare). The
-// statistics are samples: a quorum queue's trail its changes by several
-// seconds, so a queue can read 0 right after it filled, which in an
+// statistics are samples, and those of a quorum queue trail its changes by
+// several seconds: it can read 0 right after it filled, which in an
 // incident reads as "empty". A queue that cannot be asked (deleted since the
 // listing, exclusive to another connection) or not reached within
 // depthDeadline keeps its statistic.

@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// coalescingConn reads through a large buffer and gathers the writes of a
-// connection and sends them to the
-// socket from one goroutine, several at a time. amqp091 flushes after every
+// coalescingConn reads through a large buffer, and gathers the writes of a
+// connection and sends them to the socket from one goroutine, several at a
+// time. amqp091 flushes after every
 // publish; without this a redrive pays one write system call per message,
 // and the broker one read per message. Writes that arrive while a send is
 // under way go out together in the next one, so an idle connection adds
