@@ -15,6 +15,11 @@
 # broker compete for the same cores (DLQ_CPUPROFILE=FILE profiles each dlq
 # run). REDRIVE_BENCH_N and REDRIVE_BENCH_SQS_N shrink the runs;
 # REDRIVE_BENCH_ARGS adds dlq redrive flags (e.g. --no-redrive-header).
+# The dead-lettered sets then run again with the broker on half the CPUs and
+# everything else (dlq, the shovels' timing, the SQS emulators) on the other
+# half, as when dlq runs on a host of its own: a shovel then works on the
+# broker's CPUs alone, while dlq brings its own (REDRIVE_BENCH_SPLIT=0 skips
+# this).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ -n "${DLQ_TEST_AMQP_URL:-}" ] || eval "$(scripts/brokers env)"
@@ -37,4 +42,19 @@ for fill in dead-lettered published; do
 		bin/redrivebench -backend rabbitmq -kind "$kind" -fill "$fill" -n "$n" -runs "$runs" -dlq "$bin" -args "$args"
 	done
 done
+cpus=$(nproc)
+span() { if [ "$1" = "$2" ]; then echo "$1"; else echo "$1-$2"; fi; }
+if [ "${REDRIVE_BENCH_SPLIT:-1}" != 0 ] && [ "$cpus" -ge 2 ]; then
+	half=$((cpus / 2))
+	broker_cpus=$(span 0 $((half - 1))) client_cpus=$(span "$half" $((cpus - 1)))
+	trap 'scripts/brokers pin-rabbitmq all' EXIT
+	if scripts/brokers pin-rabbitmq "$broker_cpus"; then
+		for kind in classic quorum; do
+			taskset -c "$client_cpus" bin/redrivebench -backend rabbitmq -kind "$kind" -fill dead-lettered -n "$n" -runs "$runs" -dlq "$bin" -args "$args" \
+				-label "broker on CPU $broker_cpus, dlq on $client_cpus"
+		done
+	fi
+	scripts/brokers pin-rabbitmq all
+	trap - EXIT
+fi
 bin/redrivebench -backend sqs -n "$sqs_n" -concurrency 4 -runs "$sqs_runs" -dlq "$bin" -args "$args"

@@ -37,6 +37,7 @@ func main() {
 	extra := flag.String("args", "", "more arguments for dlq redrive, space-separated (e.g. \"--window 500\")")
 	runs := flag.Int("runs", 1, "repeat the pair this often and report the median ratio (the machine may be shared)")
 	fillHow := flag.String("fill", "dead-lettered", "rabbitmq: how the source gets its messages: dead-lettered (rejected from a work queue, so each carries x-death, as in a real DLQ) or published (straight into it, no death headers)")
+	label := flag.String("label", "", "added to each result's heading (e.g. how CPUs are shared)")
 	flag.Parse()
 	dlqArgs = strings.Fields(*extra)
 	ctx := context.Background()
@@ -55,6 +56,9 @@ func main() {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "redrivebench:", err)
 			os.Exit(1)
+		}
+		if *label != "" {
+			r.what += ", " + *label
 		}
 		if *runs > 1 {
 			fmt.Printf("run %d: ", i+1)
