@@ -131,6 +131,21 @@ func runDLQ(bin string, args ...string) (time.Duration, error) {
 	return time.Since(start), nil
 }
 
+// flushQuorumLogs has the local test broker (scripts/brokers) write its
+// quorum queues' log out to segment files before a quorum queue is deleted.
+// RabbitMQ 3.10's Raft library (ra 2.2) crashes its segment writer when a
+// queue's directory is deleted while the writer flushes that queue's part
+// of the log, which makes every quorum queue unavailable for a while
+// (rabbitmq/ra#484, fixed in later versions): a benchmark deleting its
+// queues after each run hit it. Elsewhere this does nothing.
+func flushQuorumLogs() {
+	out, err := exec.Command("scripts/brokers", "rabbitmqctl", "eval",
+		"ra_log_wal:force_roll_over(ra_log_wal), ra_log_segment_writer:await(ra_log_segment_writer).").CombinedOutput()
+	if err != nil && os.Getenv("BENCH_VERBOSE") != "" {
+		fmt.Fprintf(os.Stderr, "redrivebench: flushing the quorum log: %v: %s\n", err, out)
+	}
+}
+
 // --- SQS ---------------------------------------------------------------
 
 func benchSQS(ctx context.Context, bin string, n, conc int) (res result, err error) {
@@ -279,6 +294,9 @@ func benchRabbit(ctx context.Context, bin string, n int, kind, fillHow string, f
 	var src, dst, into string
 	args := amqp.Table{"x-queue-type": kind}
 	remove := func() {
+		if kind == "quorum" && src != "" {
+			flushQuorumLogs()
+		}
 		for _, q := range []string{src, dst, into} {
 			if q != "" {
 				ch.QueueDelete(q, false, false, false)
