@@ -159,7 +159,7 @@ moved: unroutable, refused); 4 read-only.`,
 	fl.StringVar(&opts.Transform, "transform", "", "jq expression rewriting each message document (body, headers, properties, attributes)")
 	fl.StringArrayVar(&opts.SetHeaders, "set-header", nil, "set a header (SQS: attribute) KEY=VALUE on every moved message; repeatable")
 	fl.BoolVar(&opts.KeepDeathHeaders, "keep-death-headers", false, "keep x-death, x-first-death-*, x-last-death-*, x-delivery-count")
-	fl.BoolVar(&opts.NoRedriveHeader, "no-redrive-header", false, "do not add the x-dlq-redrive header (SQS: attribute) recording the redrive")
+	fl.BoolVar(&opts.NoRedriveHeader, "no-redrive-header", false, "do not add the x-dlq-redrive header (SQS: attribute) recording the redrive; RabbitMQ 3.10 handles messages left with no string header faster")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "change nothing: show counts per destination, skips and diffs")
 	fl.Var((*rateValue)(&opts.Rate), "rate", "at most N messages per second (N or N/s; 0: unlimited)")
 	fl.DurationVar(&opts.Ramp, "ramp", 0, "raise the rate from a tenth of --rate to --rate over this long")
