@@ -16,10 +16,9 @@
 # run). REDRIVE_BENCH_N and REDRIVE_BENCH_SQS_N shrink the runs;
 # REDRIVE_BENCH_ARGS adds dlq redrive flags (e.g. --no-redrive-header).
 # The dead-lettered sets then run again with the broker on half the CPUs and
-# everything else (dlq, the shovels' timing, the SQS emulators) on the other
-# half, as when dlq runs on a host of its own: a shovel then works on the
-# broker's CPUs alone, while dlq brings its own (REDRIVE_BENCH_SPLIT=0 skips
-# this).
+# redrivebench (its fill and timing, and the dlq it runs) on the other half,
+# as when dlq runs on a host of its own: a shovel then works on the broker's
+# CPUs alone, while dlq brings its own (REDRIVE_BENCH_SPLIT=0 skips this).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ -n "${DLQ_TEST_AMQP_URL:-}" ] || eval "$(scripts/brokers env)"
