@@ -95,6 +95,19 @@ Fidelity
   integers or floats, Binary ones byte strings; MessageId becomes the
   message-id property, so the message keeps its ID.
 
+Order
+  dlq publishes --window messages at a time, --concurrency windows at once
+  (default 4). Within a window, messages reach the destination in the order
+  they were taken from the source. With --concurrency 1 each window is
+  confirmed before the next is published, so the whole run keeps the
+  source's order (on RabbitMQ: for one destination queue; messages routed
+  to several queues keep it in each). With more than one window at once, a
+  later window can be confirmed before an earlier one, above all on a busy
+  machine, and the destination may then hold them in another order. SQS
+  standard queues never promise order; SQS FIFO sources always run one
+  window at a time (below). Messages left in the source keep their order
+  as "Messages that are not moved" describes.
+
 SQS FIFO
   MessageGroupId is kept and windows go one at a time in receive order, so
   a group's order is kept. A group stops at its first message that stays

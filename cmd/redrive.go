@@ -163,7 +163,7 @@ moved: unroutable, refused); 4 read-only.`,
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "change nothing: show counts per destination, skips and diffs")
 	fl.Var((*rateValue)(&opts.Rate), "rate", "at most N messages per second (N or N/s; 0: unlimited)")
 	fl.DurationVar(&opts.Ramp, "ramp", 0, "raise the rate from a tenth of --rate to --rate over this long")
-	fl.IntVar(&opts.Concurrency, "concurrency", 0, "windows published at once (default 4; 1 for SQS FIFO)")
+	fl.IntVar(&opts.Concurrency, "concurrency", 0, "windows published at once (default 4; 1 for SQS FIFO); 1 keeps the source's order at the destination")
 	fl.IntVar(&opts.Window, "window", 0, "messages published and confirmed together (default 250)")
 	fl.BoolVar(&opts.Resume, "resume", false, "finish an interrupted redrive of SOURCE from its journal")
 	fl.BoolVar(&opts.ServerSide, "server-side", false, "let the broker move every message itself (SQS move task, RabbitMQ shovel)")
@@ -560,7 +560,11 @@ func printSummary(f *Factory, format string, s redrive.Summary) error {
 		printCounts(w, "", s.Skipped)
 	}
 	if n := s.TotalFailed(); n > 0 {
-		fmt.Fprintf(w, "could not move %d (they stay in the source):\n", n)
+		if s.NotReturned > 0 {
+			fmt.Fprintf(w, "could not move %d (they stay in the source; %d could not be given back, see below):\n", n, s.NotReturned)
+		} else {
+			fmt.Fprintf(w, "could not move %d (they stay in the source):\n", n)
+		}
 		printCounts(w, "", s.Failed)
 	}
 	for _, e := range s.Errors {
@@ -580,6 +584,9 @@ func printSummary(f *Factory, format string, s redrive.Summary) error {
 	if s.Resent > 0 {
 		fmt.Fprintf(w, "%d messages were sent again after the destination's answer was lost (a cut connection or a restart); each may be at the destination twice: %s\n",
 			s.Resent, strings.Join(s.ResentIDs, " "))
+	}
+	if s.NotReturned > 0 {
+		fmt.Fprintf(w, "%d messages could not be given back to the source: they are not lost, and come back when this run's hold on them ends (SQS: their visibility timeout; RabbitMQ: at once, as the channel closed)\n", s.NotReturned)
 	}
 	if s.Rotated > 0 {
 		fmt.Fprintf(w, "%d messages left in the source were republished to its back (see `dlq help redrive-safety`)\n", s.Rotated)

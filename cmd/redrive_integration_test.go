@@ -254,6 +254,11 @@ func checkFidelity(t *testing.T, d amqp.Delivery, want amqp.Publishing, keepDeat
 // hop that put the messages into the DLQ, with every property and header
 // kept, death headers stripped and x-dlq-redrive added; a second round with
 // --keep-death-headers keeps x-death and counts the redrive twice.
+//
+// The first round runs with --concurrency 1, which keeps the source's
+// order at the destination (`dlq help redrive-safety`, "Order"); the
+// second runs with the default concurrency, where windows may overtake each
+// other, so it matches messages by their ID.
 func TestRedriveIntegrationRabbitRetryLadder(t *testing.T) {
 	r := newRIRabbit(t)
 	base := brokertest.Name(t, "ladder")
@@ -274,7 +279,7 @@ func TestRedriveIntegrationRabbitRetryLadder(t *testing.T) {
 	r.reject(retry, n)
 	r.waitDepth(dlq, n)
 
-	stdout, stderr, code := runDLQ(t, append(r.args, "redrive", dlq, "-o", "json", "--no-journal")...)
+	stdout, stderr, code := runDLQ(t, append(r.args, "redrive", dlq, "-o", "json", "--no-journal", "--concurrency", "1")...)
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
@@ -289,8 +294,15 @@ func TestRedriveIntegrationRabbitRetryLadder(t *testing.T) {
 	if len(got) != n {
 		t.Fatalf("retry queue has %d of %d", len(got), n)
 	}
-	for i, d := range got {
-		checkFidelity(t, d, sent[i], false)
+	if ids, want := riMessageIDs(got), riMessageIDs(sent); !slices.Equal(ids, want) {
+		t.Errorf("with --concurrency 1 the messages arrived in the order %v, want the source's order %v", ids, want)
+	}
+	byID := map[string]amqp.Publishing{}
+	for _, p := range sent {
+		byID[p.MessageId] = p
+	}
+	for _, d := range got {
+		checkFidelity(t, d, byID[d.MessageId], false)
 		if c := d.Headers[redrive.RedriveHeader].(amqp.Table)["count"]; fmt.Sprint(c) != "1" {
 			t.Errorf("redrive count %v, want 1", c)
 		}
@@ -305,12 +317,31 @@ func TestRedriveIntegrationRabbitRetryLadder(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
-	for i, d := range r.drain(retry) {
-		checkFidelity(t, d, sent[i], true)
+	again := r.drain(retry)
+	if ids, want := riMessageIDs(again), riMessageIDs(sent); !slices.Equal(slices.Sorted(slices.Values(ids)), slices.Sorted(slices.Values(want))) {
+		t.Errorf("second round moved %v, want %v (in any order)", ids, want)
+	}
+	for _, d := range again {
+		checkFidelity(t, d, byID[d.MessageId], true)
 		if c := d.Headers[redrive.RedriveHeader].(amqp.Table)["count"]; fmt.Sprint(c) != "2" {
 			t.Errorf("redrive count %v, want 2", c)
 		}
 	}
+}
+
+// riMessageIDs lists the message-id properties of deliveries or
+// publishings, in their order.
+func riMessageIDs[M amqp.Delivery | amqp.Publishing](ms []M) []string {
+	ids := make([]string, len(ms))
+	for i, m := range ms {
+		switch m := any(m).(type) {
+		case amqp.Delivery:
+			ids[i] = m.MessageId
+		case amqp.Publishing:
+			ids[i] = m.MessageId
+		}
+	}
+	return ids
 }
 
 // riRepublish turns deliveries back into publishings, headers and all.

@@ -1131,14 +1131,27 @@ func (e *engine) release(ctx context.Context, items []item) {
 	if len(items) == 0 {
 		return
 	}
-	if err := e.settle(ctx, items, false); err == nil {
-		e.mu.Lock()
-		e.sum.Returned += int64(len(items))
-		for _, it := range items {
-			delete(e.open, it.d.Receipt.Handle)
-		}
-		e.mu.Unlock()
+	err := e.settle(ctx, items, false)
+	if err != nil {
+		e.giveBackFailed(len(items), err)
+		return
 	}
+	e.mu.Lock()
+	e.sum.Returned += int64(len(items))
+	for _, it := range items {
+		delete(e.open, it.d.Receipt.Handle)
+	}
+	e.mu.Unlock()
+}
+
+// giveBackFailed counts and reports n messages that could not be handed
+// back to the source: they are still the source's, but taken until the
+// run's hold on them ends.
+func (e *engine) giveBackFailed(n int, err error) {
+	e.mu.Lock()
+	e.sum.NotReturned += int64(n)
+	e.mu.Unlock()
+	e.notice(fmt.Sprintf("could not give %d messages back to `%s`: %v; they are not lost: the source takes them back when this run's hold ends (a visibility timeout, a closed channel)", n, e.queue, err))
 }
 
 // finish settles deliveries that will not be published: at the end of a run
@@ -1161,7 +1174,9 @@ func (e *engine) finish(ctx context.Context, items []item) {
 	e.mu.Unlock()
 	for len(held) > 0 {
 		n := min(len(held), 100)
-		if err := e.settle(sctx, held[:n], false); err == nil {
+		if err := e.settle(sctx, held[:n], false); err != nil {
+			e.giveBackFailed(n, err)
+		} else {
 			e.mu.Lock()
 			e.sum.Returned += int64(n)
 			e.mu.Unlock()

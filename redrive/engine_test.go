@@ -358,6 +358,39 @@ func TestSQSFilterHoldsAndReleasesOnce(t *testing.T) {
 	}
 }
 
+// A give-back that fails is counted and reported, not passed off as
+// messages that stay in the source.
+func TestFailedGiveBackIsReported(t *testing.T) {
+	f := newFake(t, broker.SQS)
+	f.declare("dlq", broker.KindSQSStandard)
+	f.declare("src", broker.KindSQSStandard)
+	for i := 0; i < 30; i++ {
+		f.put("dlq", &broker.Message{Body: []byte(fmt.Sprint(i)), SystemAttributes: map[string]string{"MessageId": fmt.Sprintf("id-%02d", i)}})
+	}
+	f.releaseErr = errors.New("HTTP 500: internal error")
+	var notices []string
+	sel := FilterFunc(func(ctx context.Context, m *broker.Message) (bool, error) { return m.Body[len(m.Body)-1] == '5', nil })
+	s, err := Run(context.Background(), f, "dlq", f, Options{Dest: broker.Destination{Kind: broker.ToQueue, Queue: "src"}, Filter: sel,
+		Notice: func(n string) { notices = append(notices, n) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Moved != 3 || s.Returned != 0 || s.NotReturned != 27 {
+		t.Errorf("moved %d, returned %d, not returned %d; want 3, 0, 27", s.Moved, s.Returned, s.NotReturned)
+	}
+	var n int
+	for _, x := range notices {
+		if strings.Contains(x, "could not give") && strings.Contains(x, "HTTP 500") {
+			var k int
+			fmt.Sscanf(x, "could not give %d", &k)
+			n += k
+		}
+	}
+	if n != 27 {
+		t.Errorf("notices name %d messages not given back, want 27:\n%s", n, strings.Join(notices, "\n"))
+	}
+}
+
 func TestCancelSettlesInFlightAndStops(t *testing.T) {
 	f := rabbitFake(t, broker.KindClassic, 500)
 	ctx, cancel := context.WithCancel(context.Background())

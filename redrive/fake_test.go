@@ -27,6 +27,9 @@ type fakeBroker struct {
 	routes map[string]map[string]string
 	// publishHook may fail a publish: a non-nil whole error, or per index.
 	publishHook func(outs []broker.Outgoing) ([]error, error)
+	// releaseErr, when set, fails every Release: the messages stay taken
+	// (as an SQS message stays hidden when ChangeMessageVisibility fails).
+	releaseErr error
 	origin      func(m *broker.Message) (broker.Destination, error)
 	flow        []func(bool, string)
 	published   int
@@ -332,6 +335,9 @@ func (s *fakeSub) Ack(ctx context.Context, rs ...broker.Receipt) error {
 func (s *fakeSub) Release(ctx context.Context, rs ...broker.Receipt) error {
 	s.f.mu.Lock()
 	defer s.f.mu.Unlock()
+	if s.f.releaseErr != nil {
+		return s.f.releaseErr
+	}
 	s.release(rs)
 	return nil
 }

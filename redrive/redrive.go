@@ -162,6 +162,11 @@ type Summary struct {
 	Rotated int64 `json:"rotated,omitempty"`
 	// Returned counts messages handed back to the source unchanged.
 	Returned int64 `json:"returned,omitempty"`
+	// NotReturned counts messages the run tried to hand back to the source
+	// and could not (the broker refused or was unreachable). They are not
+	// lost: the source gets them back on its own once the run's hold ends
+	// (an SQS visibility timeout, a closed RabbitMQ channel).
+	NotReturned int64 `json:"not_returned,omitempty"`
 	// Resumed says what interrupted runs had left behind.
 	Resumed *ResumeReport `json:"resumed,omitempty"`
 	// Resent counts moved messages the destination confirmed only after a
