@@ -30,12 +30,12 @@ type fakeBroker struct {
 	// releaseErr, when set, fails every Release: the messages stay taken
 	// (as an SQS message stays hidden when ChangeMessageVisibility fails).
 	releaseErr error
-	origin      func(m *broker.Message) (broker.Destination, error)
-	flow        []func(bool, string)
-	published   int
-	acked       int
-	calls       map[string]int
-	tag         uint64
+	origin     func(m *broker.Message) (broker.Destination, error)
+	flow       []func(bool, string)
+	published  int
+	acked      int
+	calls      map[string]int
+	tag        uint64
 }
 
 type fakeQueue struct {
