@@ -23,6 +23,7 @@ import (
 //	contexts:
 //	  prod-rabbit:
 //	    broker: amqps://ops@rabbit.prod.example.com:5671/shop
+//	    nodes: [rabbit-2.prod.example.com, rabbit-3.prod.example.com:5671]
 //	    management_url: https://rabbit.prod.example.com:15671
 //	    password_env: RABBIT_PROD_PASSWORD
 //	    ca_file: /etc/ssl/certs/prod-ca.pem
@@ -52,6 +53,10 @@ type BrokerContext struct {
 	PasswordEnv string `yaml:"password_env,omitempty" json:"password_env,omitempty"`
 	ReadOnly    bool   `yaml:"read_only,omitempty" json:"read_only,omitempty"`
 	AuditLog    string `yaml:"audit_log,omitempty" json:"audit_log,omitempty"`
+
+	// Nodes are more addresses (HOST or HOST:PORT) of a RabbitMQ broker's
+	// nodes, tried after the broker URL's hosts when one does not answer.
+	Nodes []string `yaml:"nodes,omitempty" json:"nodes,omitempty"`
 }
 
 // ConfigPath is the config file in use: --config, else
@@ -126,6 +131,9 @@ func parseConfig(data []byte) (*Config, error) {
 		}
 		if strings.TrimSpace(ctx.Broker) == "" {
 			return nil, fmt.Errorf("context `%s` has no `broker:`: add a broker URL (amqp://, amqps://, sqs://, file://)", name)
+		}
+		if len(ctx.Nodes) > 0 && !strings.HasPrefix(ctx.Broker, "amqp://") && !strings.HasPrefix(ctx.Broker, "amqps://") {
+			return nil, fmt.Errorf("context `%s`: `nodes` lists RabbitMQ nodes, but its broker is not amqp:// or amqps://: remove `nodes`", name)
 		}
 		if u, err := url.Parse(ctx.Broker); err == nil && u.User != nil {
 			if _, ok := u.User.Password(); ok {

@@ -26,6 +26,11 @@ import (
 //	                               comes from the URL, else the environment
 //	                               variable the context names (password_env),
 //	                               else DLQ_PASSWORD.
+//	amqp://USER@H1:5672,H2:5672/VHOST
+//	                               several nodes of one broker (a cluster),
+//	                               tried in order; a context may list more
+//	                               with `nodes:`. --management-url takes one
+//	                               URL or one per node, comma-separated.
 //	sqs://  sqs://REGION           Amazon SQS with the AWS config chain;
 //	                               --region, --endpoint-url.
 //	file://PATH                    an archive (.jsonl or .jsonl.gz).
@@ -211,7 +216,7 @@ func (f *Factory) openRef(ctx context.Context, s brokerSpec, ref string) (broker
 			return nil, err
 		}
 		return rabbitmq.Open(ctx, rabbitmq.Config{
-			URL: ref, ManagementURL: s.ManagementURL, Password: pw,
+			URL: ref, Nodes: s.Nodes, ManagementURL: s.ManagementURL, Password: pw,
 			CAFile: s.CAFile, CertFile: s.CertFile, KeyFile: s.KeyFile,
 			InsecureSkipVerify: s.InsecureSkipVerify, Timeout: f.timeout(), Logger: f.Logger,
 		})
@@ -265,6 +270,9 @@ func (f *Factory) password(s brokerSpec) (string, error) {
 		if _, ok := u.User.Password(); ok {
 			return "", nil
 		}
+	} else if err != nil && userinfo.MatchString(s.Ref) {
+		// A list of hosts url.Parse refuses (amqp://u:p@[::1]:5672,h2/).
+		return "", nil
 	}
 	if s.PasswordEnv != "" {
 		v, ok := os.LookupEnv(s.PasswordEnv)

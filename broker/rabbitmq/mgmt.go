@@ -21,74 +21,123 @@ import (
 // decode as json.Number). Basic auth uses the management credentials. The
 // call is bounded by ctx and the broker's timeout.
 //
+// It asks the management API of the node in use. With several nodes, when
+// that API cannot be reached, the node may be down: mgmtDo then lets the
+// AMQP connection fail over (connection) and follows it, and else asks the
+// other nodes' APIs in turn (every node of a cluster answers for all of
+// it). Every call dlq makes (GET, PUT, DELETE) may safely be sent again.
+//
 // HTTP errors are translated with the server's reason: 404 → ErrNotFound,
 // 401/403 → ErrAccessDenied, 400/409 → ErrConflict, a refused or timed-out
 // connection → ErrUnreachable; callers that know what was missing (a queue,
 // a vhost) should rephrase ErrNotFound with the name and the fix.
 func (b *Broker) mgmtDo(ctx context.Context, method, path string, in, out any) error {
 	op := "management API " + method + " " + strings.SplitN(path, "?", 2)[0]
-	var body io.Reader
+	var data []byte
 	if in != nil {
-		data, err := json.Marshal(in)
-		if err != nil {
+		var err error
+		if data, err = json.Marshal(in); err != nil {
 			return fmt.Errorf("%s: encode request: %w", op, err)
 		}
+	}
+	idx, n := b.node()
+	netFail, err := b.mgmtOnce(ctx, n, op, method, path, data, out)
+	if !netFail || len(b.nodes) == 1 || ctx.Err() != nil {
+		return err
+	}
+	tried := map[int]bool{idx: true}
+	failed := []string{n.mgmt.String()}
+	b.log.Warn("management API unreachable", "url", n.mgmt.String(), "node", n.addr)
+	// The node in use may be down: reconnect (to the next node that
+	// answers) and follow the connection.
+	if _, cerr := b.connection(ctx); cerr == nil {
+		if j, n2 := b.node(); !tried[j] {
+			tried[j] = true
+			if netFail, err = b.mgmtOnce(ctx, n2, op, method, path, data, out); !netFail {
+				return err
+			}
+			failed = append(failed, n2.mgmt.String())
+		}
+	}
+	for j, n2 := range b.nodes {
+		if tried[j] || ctx.Err() != nil {
+			continue
+		}
+		if netFail, err = b.mgmtOnce(ctx, n2, op, method, path, data, out); !netFail {
+			b.log.Warn("asked another node's management API", "url", n2.mgmt.String())
+			return err
+		}
+		failed = append(failed, n2.mgmt.String())
+	}
+	if ctx.Err() != nil {
+		return err
+	}
+	return &broker.Error{Kind: broker.ErrUnreachable, Op: op, Err: err,
+		Msg: fmt.Sprintf("no node's management API answered (%s): check `--management-url` (one URL, or one per node in order), and that the rabbitmq_management plugin runs", strings.Join(failed, ", "))}
+}
+
+// mgmtOnce makes one call to node n's management API. netFail reports that
+// the API could not be reached at all (no HTTP answer), so that another
+// node may be asked.
+func (b *Broker) mgmtOnce(ctx context.Context, n node, op, method, path string, data []byte, out any) (netFail bool, err error) {
+	var body io.Reader
+	if data != nil {
 		body = bytes.NewReader(data)
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, b.mgmtBase.String()+"/api"+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, n.mgmt.String()+"/api"+path, body)
 	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
+		return false, fmt.Errorf("%s: %w", op, err)
 	}
-	req.SetBasicAuth(b.mgmtUser, b.mgmtPass)
+	req.SetBasicAuth(n.mgmtUser, n.mgmtPass)
 	req.Header.Set("Accept", "application/json")
-	if in != nil {
+	if data != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := b.http.Do(req)
 	if err != nil {
-		return b.mgmtNetErr(ctx, op, err)
+		return !isTLSError(err), b.mgmtNetErr(ctx, n, op, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return b.mgmtHTTPErr(op, resp.StatusCode, data)
+		return false, b.mgmtHTTPErr(n, op, resp.StatusCode, data)
 	}
 	if out == nil {
 		_, _ = io.Copy(io.Discard, resp.Body)
-		return nil
+		return false, nil
 	}
 	dec := json.NewDecoder(resp.Body)
 	dec.UseNumber()
 	if err := dec.Decode(out); err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("%s: %w", op, ctx.Err())
+			return false, fmt.Errorf("%s: %w", op, ctx.Err())
 		}
-		return fmt.Errorf("%s: decode answer: %v: is `--management-url` the RabbitMQ management API?", op, err)
+		return false, fmt.Errorf("%s: decode answer: %v: is `--management-url` the RabbitMQ management API?", op, err)
 	}
-	return nil
+	return false, nil
 }
 
-func (b *Broker) mgmtNetErr(ctx context.Context, op string, err error) error {
+func (b *Broker) mgmtNetErr(ctx context.Context, n node, op string, err error) error {
 	if ctx.Err() != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) && (err == nil || !errors.Is(err, context.Canceled)) {
 			return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
-				Msg: fmt.Sprintf("no answer from the management API at %s within %s: check `--management-url`, or raise `--timeout`", b.mgmtBase, b.timeout)}
+				Msg: fmt.Sprintf("no answer from the management API at %s within %s: check `--management-url`, or raise `--timeout`", n.mgmt, b.timeout)}
 		}
 		return fmt.Errorf("%s: %w", op, ctx.Err())
 	}
 	var ne net.Error
-	msg := fmt.Sprintf("cannot reach the management API at %s: enable the rabbitmq_management plugin, or pass its address with `--management-url`", b.mgmtBase)
+	msg := fmt.Sprintf("cannot reach the management API at %s: enable the rabbitmq_management plugin, or pass its address with `--management-url`", n.mgmt)
 	if isTLSError(err) {
-		msg = fmt.Sprintf("tls handshake with the management API at %s failed: %s", b.mgmtBase, tlsHint(err))
+		msg = fmt.Sprintf("tls handshake with the management API at %s failed: %s", n.mgmt, tlsHint(err))
 	} else if errors.As(err, &ne) && ne.Timeout() {
-		msg = fmt.Sprintf("no answer from the management API at %s within %s: check `--management-url`, or raise `--timeout`", b.mgmtBase, b.timeout)
+		msg = fmt.Sprintf("no answer from the management API at %s within %s: check `--management-url`, or raise `--timeout`", n.mgmt, b.timeout)
 	}
 	return &broker.Error{Kind: broker.ErrUnreachable, Op: op, Msg: msg}
 }
 
-func (b *Broker) mgmtHTTPErr(op string, status int, data []byte) error {
+func (b *Broker) mgmtHTTPErr(n node, op string, status int, data []byte) error {
 	var e struct {
 		Error  string `json:"error"`
 		Reason string `json:"reason"`
@@ -109,10 +158,10 @@ func (b *Broker) mgmtHTTPErr(op string, status int, data []byte) error {
 		be.Msg = reason
 	case http.StatusUnauthorized:
 		be.Kind = broker.ErrAccessDenied
-		be.Msg = fmt.Sprintf("the management API refused the login of user `%s` (%s): check the password, and that the user has the `management` or `monitoring` tag", b.mgmtUser, reason)
+		be.Msg = fmt.Sprintf("the management API refused the login of user `%s` (%s): check the password, and that the user has the `management` or `monitoring` tag", n.mgmtUser, reason)
 	case http.StatusForbidden:
 		be.Kind = broker.ErrAccessDenied
-		be.Msg = fmt.Sprintf("user `%s` may not do this (%s): grant the permission or a management tag", b.mgmtUser, reason)
+		be.Msg = fmt.Sprintf("user `%s` may not do this (%s): grant the permission or a management tag", n.mgmtUser, reason)
 	case http.StatusBadRequest, http.StatusConflict:
 		be.Kind = broker.ErrConflict
 		be.Msg = reason

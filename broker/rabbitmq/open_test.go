@@ -98,8 +98,8 @@ func TestOpenDerivedManagementURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bm.ManagementURL() != "http://h:15999" || bm.mgmtUser != "admin" || bm.mgmtPass != "secret" || bm.Vhost() != "/" {
-		t.Errorf("management URL %q user %q vhost %q", bm.ManagementURL(), bm.mgmtUser, bm.Vhost())
+	if bm.ManagementURL() != "http://h:15999" || bm.nodes[0].mgmtUser != "admin" || bm.nodes[0].mgmtPass != "secret" || bm.Vhost() != "/" {
+		t.Errorf("management URL %q user %q vhost %q", bm.ManagementURL(), bm.nodes[0].mgmtUser, bm.Vhost())
 	}
 }
 
@@ -234,7 +234,7 @@ func TestMgmtErrors(t *testing.T) {
 	if !errors.Is(err, broker.ErrNotFound) {
 		t.Errorf("missing queue: %v, want ErrNotFound", err)
 	}
-	bad, err := Open(ctx, Config{URL: b.amqpURI, ManagementURL: withURL(t, b.ManagementURL(), func(u *url.URL) { u.User = url.UserPassword(b.user, "wrong") })})
+	bad, err := Open(ctx, Config{URL: b.nodes[0].uri, ManagementURL: withURL(t, b.ManagementURL(), func(u *url.URL) { u.User = url.UserPassword(b.user, "wrong") })})
 	if err != nil {
 		t.Fatal(err)
 	}

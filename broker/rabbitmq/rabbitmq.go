@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,12 +28,18 @@ const DefaultTimeout = 30 * time.Second
 // Config says how to reach one RabbitMQ broker.
 type Config struct {
 	// URL is amqp://user:password@host:port/vhost or amqps://…; the path is
-	// the vhost ("/" or empty for the default vhost "/", "%2F" escaped).
+	// the vhost ("/" or empty for the default vhost "/", "%2F" escaped). It
+	// may list several nodes of the broker (a cluster) as several hosts:
+	// amqp://user@h1:5672,h2:5672,h3/vhost.
 	URL string
+	// Nodes are more addresses of the broker's nodes (HOST or HOST:PORT),
+	// tried after the URL's hosts, with the URL's user, vhost and query.
+	Nodes []string
 	// ManagementURL is the management HTTP API base (http://host:15672). When
-	// empty it is derived from URL: http://HOST:15672, or https://HOST:15671
-	// for amqps. Credentials in it, if any, are used for the API instead of
-	// the AMQP ones.
+	// empty it is derived from each node's host: http://HOST:15672, or
+	// https://HOST:15671 for amqps. Credentials in it, if any, are used for
+	// the API instead of the AMQP ones. With several nodes it may be one URL
+	// for all of them or a comma-separated list, one per node in order.
 	ManagementURL string
 	// Password overrides the URL's password when non-empty (contexts read it
 	// from an environment variable so that config files hold no secret).
@@ -44,8 +49,8 @@ type Config struct {
 	CAFile, CertFile, KeyFile string
 	// InsecureSkipVerify turns off server certificate verification.
 	InsecureSkipVerify bool
-	// Timeout bounds connecting and each management API call; 0 means
-	// DefaultTimeout.
+	// Timeout bounds connecting (to all nodes together) and each management
+	// API call; 0 means DefaultTimeout.
 	Timeout time.Duration
 	// Logger receives debug lines; nil discards them.
 	Logger *slog.Logger
@@ -54,25 +59,25 @@ type Config struct {
 // Broker is an open connection to one RabbitMQ vhost. It implements
 // broker.Broker and the capability interfaces QueueLister, QueueInspector,
 // Peeker, Consumer, Publisher, OriginResolver, Purger and FlowWatcher.
+//
+// With several nodes it is connected to one at a time: Open dials them in
+// order and keeps the first that answers; when that connection is lost, the
+// next use dials the following nodes first (wrapping around), and the
+// management API follows the node in use.
 type Broker struct {
 	log      *slog.Logger
 	timeout  time.Duration
 	scheme   string // amqp or amqps
-	host     string // host:port
 	user     string
 	password string
 	vhost    string
-	redacted string // the URL without the password, safe to print
-	tls      *tls.Config
-	amqpURI  string // for amqp.DialConfig; holds the password: never printed
-
-	mgmtBase *url.URL // without credentials
-	mgmtUser string
-	mgmtPass string
+	redacted string // every node's address without the password, safe to print
+	nodes    []node
 	http     *http.Client
 
 	mu      sync.Mutex
 	conn    *amqp.Connection
+	cur     int // index of the node in use (or last used) in nodes
 	closed  bool
 	major   int // RabbitMQ major version, 0 until known
 	flowFns []func(blocked bool, reason string)
@@ -93,18 +98,19 @@ var (
 // login and the vhost. Every failure is one line naming the problem and the
 // fix, wrapped in a broker error value: malformed URL (no kind), unreachable
 // host or TLS failure (ErrUnreachable), wrong password (ErrAccessDenied),
-// missing vhost (ErrNotFound).
+// missing vhost (ErrNotFound). With several nodes it connects to the first
+// that answers; when none does, the error names each node and its reason.
 func Open(ctx context.Context, cfg Config) (*Broker, error) {
 	b, err := newBroker(cfg)
 	if err != nil {
 		return nil, err
 	}
-	conn, err := b.dial(ctx)
+	conn, idx, err := b.dialAny(ctx, 0)
 	if err != nil {
 		return nil, err
 	}
-	b.setConn(conn)
-	b.log.Debug("connected", "broker", b.redacted)
+	b.setConn(conn, idx)
+	b.log.Debug("connected", "broker", b.redacted, "node", b.nodes[idx].addr)
 	return b, nil
 }
 
@@ -113,32 +119,9 @@ func newBroker(cfg Config) (*Broker, error) {
 	if strings.TrimSpace(cfg.URL) == "" {
 		return nil, fmt.Errorf("no broker URL: pass `--broker amqp://user@host:5672/vhost` or choose a context with `--context`")
 	}
-	u, err := url.Parse(cfg.URL)
+	urls, err := nodeURLs(cfg)
 	if err != nil {
-		// url.Parse quotes the whole URL, password included: never pass it on.
-		return nil, fmt.Errorf("malformed broker URL: want amqp://user:password@host:5672/vhost (percent-encode reserved characters such as @ : / in the user or password): check `--broker`")
-	}
-	if u.Scheme != "amqp" && u.Scheme != "amqps" {
-		return nil, fmt.Errorf("malformed broker URL: scheme %q is not amqp:// or amqps://: check `--broker`", u.Scheme)
-	}
-	if u.Hostname() == "" {
-		return nil, fmt.Errorf("malformed broker URL: no host: want %s://user@host:port/vhost: check `--broker`", u.Scheme)
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n <= 0 || n > 65535 {
-			return nil, fmt.Errorf("malformed broker URL: port %q is not a number between 1 and 65535: check `--broker`", p)
-		}
-	}
-	if cfg.Password != "" {
-		name := "guest"
-		if u.User != nil {
-			name = u.User.Username()
-		}
-		u.User = url.UserPassword(name, cfg.Password)
-	}
-	uri, err := amqp.ParseURI(u.String())
-	if err != nil {
-		return nil, fmt.Errorf("malformed broker URL: %s: check `--broker`", safeURIError(err))
+		return nil, err
 	}
 	timeout := cfg.Timeout
 	if timeout <= 0 {
@@ -148,33 +131,34 @@ func newBroker(cfg Config) (*Broker, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	b := &Broker{
-		log:       log,
-		timeout:   timeout,
-		scheme:    uri.Scheme,
-		host:      net.JoinHostPort(uri.Host, strconv.Itoa(uri.Port)),
-		user:      uri.Username,
-		password:  uri.Password,
-		vhost:     uri.Vhost,
-		amqpURI:   u.String(),
-		unblocked: make(chan struct{}),
-	}
+	b := &Broker{log: log, timeout: timeout, unblocked: make(chan struct{})}
 	close(b.unblocked)
-	red := url.URL{Scheme: uri.Scheme, Host: b.host, Path: "/" + uri.Vhost}
-	if uri.Vhost == "/" {
-		red.Path = "/"
-	}
-	red.User = url.User(uri.Username)
-	b.redacted = red.String()
-
-	if uri.Scheme == "amqps" || cfg.CAFile != "" || cfg.CertFile != "" || cfg.KeyFile != "" || cfg.InsecureSkipVerify {
-		tc, err := tlsConfig(cfg, uri.Host)
+	seen := map[string]bool{}
+	var uri *amqp.URI
+	for _, raw := range urls {
+		n, u, err := parseNode(raw, cfg)
 		if err != nil {
 			return nil, err
 		}
-		b.tls = tc
+		if seen[n.addr] {
+			continue
+		}
+		seen[n.addr] = true
+		if uri == nil {
+			uri = u
+		}
+		if uri.Scheme == "amqps" || cfg.CAFile != "" || cfg.CertFile != "" || cfg.KeyFile != "" || cfg.InsecureSkipVerify {
+			tc, err := tlsConfig(cfg, u.Host)
+			if err != nil {
+				return nil, err
+			}
+			n.tls = tc
+		}
+		b.nodes = append(b.nodes, n)
 	}
-	if err := b.setManagement(cfg.ManagementURL, uri.Host); err != nil {
+	b.scheme, b.user, b.password, b.vhost = uri.Scheme, uri.Username, uri.Password, uri.Vhost
+	b.redacted = redactedList(b.nodes)
+	if err := b.setManagement(cfg.ManagementURL); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -231,46 +215,116 @@ func pathError(err error) error {
 	return err
 }
 
-func (b *Broker) setManagement(raw, host string) error {
-	b.mgmtUser, b.mgmtPass = b.user, b.password
-	var u *url.URL
-	if raw == "" {
-		u = &url.URL{Scheme: "http", Host: net.JoinHostPort(host, "15672")}
-		if b.scheme == "amqps" {
-			u = &url.URL{Scheme: "https", Host: net.JoinHostPort(host, "15671")}
-		}
-	} else {
-		var err error
-		u, err = url.Parse(raw)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("malformed management URL: want http://host:15672 or https://host:15671: check `--management-url`")
-		}
-		if u.User != nil {
-			b.mgmtUser = u.User.Username()
-			if p, ok := u.User.Password(); ok {
-				b.mgmtPass = p
-			}
-			u.User = nil
-		}
-		u.Path = strings.TrimSuffix(u.Path, "/")
-		u.Path = strings.TrimSuffix(u.Path, "/api")
-		u.RawPath = ""
-		u.RawQuery, u.Fragment = "", ""
+// setManagement sets each node's management API base and credentials from
+// raw (see Config.ManagementURL), and the HTTP client they share.
+func (b *Broker) setManagement(raw string) error {
+	mgmts, err := managementURLs(raw, len(b.nodes))
+	if err != nil {
+		return err
 	}
-	b.mgmtBase = u
+	var tc *tls.Config
+	for i := range b.nodes {
+		n := &b.nodes[i]
+		n.mgmtUser, n.mgmtPass = b.user, b.password
+		host, _, _ := net.SplitHostPort(n.addr)
+		var u *url.URL
+		if mgmts[i] == "" {
+			u = &url.URL{Scheme: "http", Host: net.JoinHostPort(host, "15672")}
+			if b.scheme == "amqps" {
+				u = &url.URL{Scheme: "https", Host: net.JoinHostPort(host, "15671")}
+			}
+		} else {
+			u, err = url.Parse(mgmts[i])
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return fmt.Errorf("malformed management URL: want http://host:15672 or https://host:15671: check `--management-url`")
+			}
+			if u.User != nil {
+				n.mgmtUser = u.User.Username()
+				if p, ok := u.User.Password(); ok {
+					n.mgmtPass = p
+				}
+				u.User = nil
+			}
+			u.Path = strings.TrimSuffix(u.Path, "/")
+			u.Path = strings.TrimSuffix(u.Path, "/api")
+			u.RawPath = ""
+			u.RawQuery, u.Fragment = "", ""
+		}
+		n.mgmt = u
+		if u.Scheme == "https" && n.tls != nil && tc == nil {
+			// The server name is left to the transport, which takes it from
+			// each request's host.
+			tc = n.tls.Clone()
+			tc.ServerName = ""
+		}
+	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if u.Scheme == "https" && b.tls != nil {
-		tc := b.tls.Clone()
-		tc.ServerName = u.Hostname()
+	if tc != nil {
 		tr.TLSClientConfig = tc
 	}
 	b.http = &http.Client{Transport: tr}
 	return nil
 }
 
-// dial opens a new AMQP connection within b.timeout and ctx.
-func (b *Broker) dial(ctx context.Context) (*amqp.Connection, error) {
+// dialAny dials the nodes in turn, beginning with nodes[start] and
+// wrapping around, and returns the first connection and its node's index.
+// Together the attempts take at most b.timeout (and ctx); each gets an equal
+// share of what is left, so one node that does not answer cannot use up the
+// time of the others. A node that refuses the login or the vhost ends the
+// search (the other nodes of a cluster would refuse it too); when no node
+// answers, the error names every node tried and why.
+func (b *Broker) dialAny(ctx context.Context, start int) (*amqp.Connection, int, error) {
 	deadline := time.Now().Add(b.timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	var failed []string
+	var last error
+	for k := range b.nodes {
+		i := (start + k) % len(b.nodes)
+		n := b.nodes[i]
+		within := time.Until(deadline) / time.Duration(len(b.nodes)-k)
+		conn, err := b.dial(ctx, n, time.Now().Add(within))
+		if err == nil {
+			if k > 0 {
+				b.log.Warn("connected to another node", "broker", b.redacted, "node", n.addr, "unreachable", strings.Join(failed, "; "))
+			}
+			return conn, i, nil
+		}
+		err = b.dialError(ctx, n, err, within)
+		if len(b.nodes) == 1 || ctx.Err() != nil || !errors.Is(err, broker.ErrUnreachable) {
+			return nil, i, err
+		}
+		b.log.Warn("node unreachable", "node", n.addr, "err", err)
+		reason := shortReason(err)
+		if !strings.Contains(reason, n.addr) {
+			reason = n.addr + ": " + reason
+		}
+		failed = append(failed, reason)
+		last = err
+	}
+	return nil, start, &broker.Error{Kind: broker.ErrUnreachable, Op: "connect to " + b.redacted, Err: last,
+		Msg: fmt.Sprintf("no node answered (%s): check the hosts and ports of `--broker` and the context's `nodes`, and that RabbitMQ runs there, or raise `--timeout`", strings.Join(failed, "; "))}
+}
+
+// shortReason is the part of a dial error that says what went wrong with one
+// node, without its advice.
+func shortReason(err error) string {
+	var be *broker.Error
+	s := err.Error()
+	if errors.As(err, &be) && be.Msg != "" {
+		s = be.Msg
+	}
+	for _, advice := range []string{": check ", ": is it ", "? check "} {
+		if i := strings.Index(s, advice); i > 0 {
+			s = s[:i]
+		}
+	}
+	return s
+}
+
+// dial opens a new AMQP connection to node n by deadline (and ctx).
+func (b *Broker) dial(ctx context.Context, n node, deadline time.Time) (*amqp.Connection, error) {
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
@@ -301,8 +355,8 @@ func (b *Broker) dial(ctx context.Context) (*amqp.Connection, error) {
 			return coalesceWrites(c), nil
 		},
 	}
-	if b.tls != nil {
-		cfg.TLSClientConfig = b.tls.Clone()
+	if n.tls != nil {
+		cfg.TLSClientConfig = n.tls.Clone()
 	}
 	// Close the socket when ctx is cancelled mid-handshake.
 	stop := context.AfterFunc(dctx, func() {
@@ -313,8 +367,8 @@ func (b *Broker) dial(ctx context.Context) (*amqp.Connection, error) {
 		}
 	})
 	defer stop()
-	uri := b.amqpURI
-	if b.scheme == "amqp" && b.tls != nil {
+	uri := n.uri
+	if b.scheme == "amqp" && n.tls != nil {
 		// TLS files given with amqp://: the user asked for TLS.
 		uri = "amqps" + strings.TrimPrefix(uri, "amqp")
 	}
@@ -323,14 +377,17 @@ func (b *Broker) dial(ctx context.Context) (*amqp.Connection, error) {
 		if conn != nil {
 			_ = conn.Close()
 		}
-		return nil, b.dialError(ctx, err)
+		return nil, err
 	}
 	return conn, nil
 }
 
-// dialError turns a connection failure into one line with the fix.
-func (b *Broker) dialError(ctx context.Context, err error) error {
-	op := "connect to " + b.redacted
+// dialError turns a connection failure to node n into one line with the
+// fix; within is the time the attempt had.
+func (b *Broker) dialError(ctx context.Context, n node, err error, within time.Duration) error {
+	op := "connect to " + n.redacted
+	host := n.addr
+	within = within.Round(100 * time.Millisecond)
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: %w", op, ctx.Err())
 	}
@@ -357,24 +414,24 @@ func (b *Broker) dialError(ctx context.Context, err error) error {
 			return &broker.Error{Kind: broker.ErrAccessDenied, Op: op, Msg: reason}
 		case !ae.Server && strings.Contains(reason, "timeout"):
 			return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
-				Msg: fmt.Sprintf("no AMQP answer from %s within %s: is it a RabbitMQ AMQP port? check the port of `--broker`, or raise `--timeout`", b.host, b.timeout)}
+				Msg: fmt.Sprintf("no AMQP answer from %s within %s: is it a RabbitMQ AMQP port? check the port of `--broker`, or raise `--timeout`", host, within)}
 		case !ae.Server && (strings.Contains(reason, "EOF") || strings.Contains(reason, "reset")):
 			return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
-				Msg: fmt.Sprintf("%s closed the connection during the handshake: check the port of `--broker` (amqp:// 5672, amqps:// 5671)", b.host)}
+				Msg: fmt.Sprintf("%s closed the connection during the handshake: check the port of `--broker` (amqp:// 5672, amqps:// 5671)", host)}
 		case !ae.Server && ae.Code == amqp.FrameError:
 			return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
-				Msg: fmt.Sprintf("%s does not speak AMQP 0-9-1: check the host and port of `--broker`", b.host)}
+				Msg: fmt.Sprintf("%s does not speak AMQP 0-9-1: check the host and port of `--broker`", host)}
 		}
 		return translateErr(op, err)
 	}
 	if isTLSError(err) {
 		return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
-			Msg: fmt.Sprintf("tls handshake with %s failed: %s", b.host, tlsHint(err))}
+			Msg: fmt.Sprintf("tls handshake with %s failed: %s", host, tlsHint(err))}
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
-			Msg: fmt.Sprintf("no answer from %s within %s: check the host and port of `--broker`, firewalls, or raise `--timeout`", b.host, b.timeout)}
+			Msg: fmt.Sprintf("no answer from %s within %s: check the host and port of `--broker`, firewalls, or raise `--timeout`", host, within)}
 	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
@@ -384,7 +441,7 @@ func (b *Broker) dialError(ctx context.Context, err error) error {
 	var oe *net.OpError
 	if errors.As(err, &oe) {
 		return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
-			Msg: fmt.Sprintf("cannot reach %s (%s): check the host and port of `--broker` and that RabbitMQ is running", b.host, opErrText(oe))}
+			Msg: fmt.Sprintf("cannot reach %s (%s): check the host and port of `--broker` and that RabbitMQ is running", host, opErrText(oe))}
 	}
 	if errors.Is(err, io.EOF) || strings.Contains(err.Error(), "EOF") {
 		hint := "check the port of `--broker`"
@@ -392,7 +449,7 @@ func (b *Broker) dialError(ctx context.Context, err error) error {
 			hint = "is it a TLS port? use amqps:// — or " + hint
 		}
 		return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
-			Msg: fmt.Sprintf("%s closed the connection during the handshake: %s", b.host, hint)}
+			Msg: fmt.Sprintf("%s closed the connection during the handshake: %s", host, hint)}
 	}
 	return translateErr(op, err)
 }
@@ -446,9 +503,9 @@ func tlsHint(err error) string {
 	return s + ": check `--ca-file`, `--cert-file`, `--key-file`"
 }
 
-func (b *Broker) setConn(c *amqp.Connection) {
+func (b *Broker) setConn(c *amqp.Connection, node int) {
 	b.mu.Lock()
-	b.conn = c
+	b.conn, b.cur = c, node
 	b.mu.Unlock()
 	blocked := c.NotifyBlocked(make(chan amqp.Blocking, 4))
 	go func() {
@@ -482,11 +539,13 @@ func (b *Broker) setBlocked(blocked bool, reason string) {
 }
 
 // connection returns the open AMQP connection, dialling a new one when the
-// previous one was closed (by the broker, an operator or the network), so
-// that one lost connection does not end a long command for good.
+// previous one was closed (by the broker, an operator, the network, or a
+// node that went down), so that one lost connection does not end a long
+// command for good. With several nodes the new connection goes to the next
+// node that answers, beginning after the one that was lost.
 func (b *Broker) connection(ctx context.Context) (*amqp.Connection, error) {
 	b.mu.Lock()
-	c, closed := b.conn, b.closed
+	c, closed, cur := b.conn, b.closed, b.cur
 	b.mu.Unlock()
 	if closed {
 		return nil, &broker.Error{Kind: broker.ErrUnreachable, Op: "use " + b.redacted, Msg: "the connection was closed"}
@@ -494,8 +553,12 @@ func (b *Broker) connection(ctx context.Context) (*amqp.Connection, error) {
 	if c != nil && !c.IsClosed() {
 		return c, nil
 	}
-	b.log.Debug("reconnecting", "broker", b.redacted)
-	nc, err := b.dial(ctx)
+	start := cur
+	if c != nil && len(b.nodes) > 1 {
+		start = (cur + 1) % len(b.nodes)
+	}
+	b.log.Debug("reconnecting", "broker", b.redacted, "lost", b.nodes[cur].addr)
+	nc, idx, err := b.dialAny(ctx, start)
 	if err != nil {
 		return nil, err
 	}
@@ -513,21 +576,51 @@ func (b *Broker) connection(ctx context.Context) (*amqp.Connection, error) {
 		return cur, nil
 	}
 	b.mu.Unlock()
-	b.setConn(nc)
+	b.setConn(nc, idx)
+	if idx != cur {
+		b.log.Warn("failed over", "broker", b.redacted, "from", b.nodes[cur].addr, "to", b.nodes[idx].addr)
+	}
 	return nc, nil
+}
+
+// node is the node in use (or last used) and its index.
+func (b *Broker) node() (int, node) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cur, b.nodes[b.cur]
+}
+
+// Node is the address (host:port) of the node in use, or last used.
+func (b *Broker) Node() string {
+	_, n := b.node()
+	return n.addr
+}
+
+// Nodes are the addresses (host:port) of every node, in the order tried.
+func (b *Broker) Nodes() []string {
+	out := make([]string, len(b.nodes))
+	for i, n := range b.nodes {
+		out[i] = n.addr
+	}
+	return out
 }
 
 // System reports broker.RabbitMQ.
 func (b *Broker) System() broker.System { return broker.RabbitMQ }
 
-// String is the broker URL without the password.
+// String is the broker URL without the password; with several nodes it
+// lists them all: amqp://user@h1:5672,h2:5672/vhost.
 func (b *Broker) String() string { return b.redacted }
 
 // Vhost is the virtual host this broker works in ("/" for the default).
 func (b *Broker) Vhost() string { return b.vhost }
 
-// ManagementURL is the management API base URL in use, without credentials.
-func (b *Broker) ManagementURL() string { return b.mgmtBase.String() }
+// ManagementURL is the management API base URL in use (the one of the node
+// in use), without credentials.
+func (b *Broker) ManagementURL() string {
+	_, n := b.node()
+	return n.mgmt.String()
+}
 
 // Close closes the AMQP connection; unsettled deliveries of any open
 // subscription return to their queues.
