@@ -71,11 +71,27 @@ type Queue struct {
 	// DeliveryLimit is the quorum x-delivery-limit or the SQS maxReceiveCount
 	// of this queue's own redrive policy; 0 when none.
 	DeliveryLimit int64 `json:"delivery_limit,omitempty"`
+	// DeliveryLimitDefault is true when DeliveryLimit is not set on the
+	// queue but is the broker's default (RabbitMQ 4.x quorum queues: 20).
+	DeliveryLimitDefault bool `json:"delivery_limit_default,omitempty"`
+	// DropsAfter, when not 0, is the number of deliveries after which the
+	// broker silently drops a message of this queue: a RabbitMQ quorum queue
+	// with a delivery limit (its own, or the 4.x default) and nowhere to
+	// dead-letter to.
+	DropsAfter int64 `json:"drops_after,omitempty"`
 	// Policy is the RabbitMQ policy applied, if any.
 	Policy string `json:"policy,omitempty"`
 	// Arguments are the RabbitMQ queue arguments or SQS attributes.
 	Arguments map[string]any `json:"arguments,omitempty"`
 	Durable   bool           `json:"durable,omitempty"`
+
+	// Leader, Members and Online describe a replicated queue (RabbitMQ
+	// quorum queues and streams): the node of its leader, the nodes that
+	// hold a replica, and those of them that are running. Empty for other
+	// queues.
+	Leader  string   `json:"leader,omitempty"`
+	Members []string `json:"members,omitempty"`
+	Online  []string `json:"online,omitempty"`
 }
 
 // Decimal is the AMQP decimal header type: Value × 10^-Scale.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -102,6 +103,9 @@ func queuesRun(ctx context.Context, opts *queuesOptions) error {
 	}
 	qs = filterQueues(qs, opts.Pattern, opts.DLQOnly)
 	sortQueues(qs, opts.Sort)
+	if w := dropWarning(qs); w != "" {
+		f.IO.Statusf("%s", w)
+	}
 
 	switch format {
 	case OutputJSON:
@@ -193,9 +197,14 @@ type queueJSON struct {
 	DeadLetterQueues     []string       `json:"dead_letter_queues,omitempty"`
 	DeadLetterSources    []string       `json:"dead_letter_sources,omitempty"`
 	DeliveryLimit        int64          `json:"delivery_limit,omitempty"`
+	DeliveryLimitDefault bool           `json:"delivery_limit_default,omitempty"`
+	DropsAfter           int64          `json:"drops_after,omitempty"`
 	Policy               string         `json:"policy,omitempty"`
 	Durable              bool           `json:"durable,omitempty"`
 	Arguments            map[string]any `json:"arguments,omitempty"`
+	Leader               string         `json:"leader,omitempty"`
+	Members              []string       `json:"members,omitempty"`
+	Online               []string       `json:"online,omitempty"`
 }
 
 func toQueueJSON(q *broker.Queue) queueJSON {
@@ -205,7 +214,9 @@ func toQueueJSON(q *broker.Queue) queueJSON {
 		ConsumerCapacity: q.ConsumerCapacity, Bytes: q.Bytes, IsDLQ: q.IsDLQ,
 		DeadLetterTarget: q.DeadLetterTarget, DeadLetterRoutingKey: q.DeadLetterRoutingKey,
 		DeadLetterQueues: q.DeadLetterQueues, DeadLetterSources: q.DeadLetterSources,
-		DeliveryLimit: q.DeliveryLimit, Policy: q.Policy, Durable: q.Durable, Arguments: q.Arguments,
+		DeliveryLimit: q.DeliveryLimit, DeliveryLimitDefault: q.DeliveryLimitDefault, DropsAfter: q.DropsAfter,
+		Policy: q.Policy, Durable: q.Durable, Arguments: q.Arguments,
+		Leader: q.Leader, Members: q.Members, Online: q.Online,
 	}
 	if q.OldestAge != nil {
 		s := q.OldestAge.Seconds()
@@ -217,10 +228,12 @@ func toQueueJSON(q *broker.Queue) queueJSON {
 // queuesTable builds the rows; csv keeps machine-readable values and
 // every column.
 func queuesTable(qs []broker.Queue, csv bool) *Table {
-	t := NewTable("NAME", "KIND", "DEPTH", "IN FLIGHT", "CONSUMERS", "CAPACITY", "DELAYED", "OLDEST", "DLQ", "DEAD LETTERS TO", "DEAD LETTERS FROM")
+	t := NewTable("NAME", "KIND", "DEPTH", "IN FLIGHT", "CONSUMERS", "CAPACITY", "DELAYED", "OLDEST", "DLQ", "DEAD LETTERS TO", "DEAD LETTERS FROM", "MEMBERS", "NOTES")
 	if csv {
-		t = NewTable("NAME", "KIND", "DEPTH", "IN FLIGHT", "CONSUMERS", "CAPACITY", "DELAYED", "OLDEST SECONDS", "DLQ", "DEAD LETTERS TO", "DEAD LETTERS FROM", "VHOST", "URL")
+		t = NewTable("NAME", "KIND", "DEPTH", "IN FLIGHT", "CONSUMERS", "CAPACITY", "DELAYED", "OLDEST SECONDS", "DLQ", "DEAD LETTERS TO", "DEAD LETTERS FROM", "VHOST", "URL",
+			"LEADER", "MEMBERS", "ONLINE", "DELIVERY LIMIT", "DROPS AFTER")
 	}
+	short := nodeNamer(qs)
 	num := func(p *int64) string {
 		if p == nil {
 			if csv {
@@ -272,7 +285,20 @@ func queuesTable(qs []broker.Queue, csv bool) *Table {
 		}
 		row := []any{q.Name, q.Kind, q.Depth, num(q.InFlight), num(q.Consumers), capacity, num(q.Delayed), oldest, dlq, to, from}
 		if csv {
-			row = append(row, q.Vhost, q.URL)
+			limit, drops := "", ""
+			if q.DeliveryLimit > 0 {
+				limit = strconv.FormatInt(q.DeliveryLimit, 10)
+			}
+			if q.DropsAfter > 0 {
+				drops = strconv.FormatInt(q.DropsAfter, 10)
+			}
+			row = append(row, q.Vhost, q.URL, q.Leader, strings.Join(q.Members, ";"), strings.Join(q.Online, ";"), limit, drops)
+		} else {
+			members, notes := membership(q, short), queueNotes(q, short)
+			if members == "" {
+				members = "-"
+			}
+			row = append(row, members, notes)
 		}
 		t.Row(row...)
 	}
@@ -298,6 +324,129 @@ func deadLetterTo(q *broker.Queue) string {
 		}
 	}
 	return s
+}
+
+// membership is the MEMBERS cell of a replicated queue: members running
+// of all, and its leader ("3/3 lead n1"), or "no leader" when the leader's
+// node is not running; "" for a queue without members.
+func membership(q *broker.Queue, short func(string) string) string {
+	if len(q.Members) == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("%d/%d", len(q.Online), len(q.Members))
+	if q.Leader != "" && slices.Contains(q.Online, q.Leader) {
+		return s + " lead " + short(q.Leader)
+	}
+	return s + " no leader"
+}
+
+// queueNotes names what is wrong with a queue: members down, a lost
+// quorum, messages dropped after the delivery limit.
+func queueNotes(q *broker.Queue, short func(string) string) string {
+	var notes []string
+	if len(q.Members) > 0 {
+		var down []string
+		for _, m := range q.Members {
+			if !slices.Contains(q.Online, m) {
+				down = append(down, short(m))
+			}
+		}
+		if len(down) > 0 {
+			notes = append(notes, "down: "+strings.Join(down, ","))
+		}
+		if len(q.Online) <= len(q.Members)/2 && q.Kind == broker.KindQuorum {
+			notes = append(notes, "no quorum: unavailable")
+		}
+	}
+	if q.DropsAfter > 0 {
+		why := "no dead-letter exchange"
+		if q.DeliveryLimitDefault {
+			why += ", 4.x default limit"
+		}
+		notes = append(notes, fmt.Sprintf("DROPS after %d deliveries (%s)", q.DropsAfter, why))
+	}
+	return strings.Join(notes, "; ")
+}
+
+// needsCare reports a queue the table marks: members down or messages
+// dropped.
+func needsCare(q *broker.Queue) bool {
+	return q.DropsAfter > 0 || len(q.Online) < len(q.Members)
+}
+
+// dropWarning is the stderr line about quorum queues that drop a message
+// once it passes their delivery limit; "" when none does.
+func dropWarning(qs []broker.Queue) string {
+	var names []string
+	byDefault := 0
+	for i := range qs {
+		if qs[i].DropsAfter > 0 {
+			names = append(names, "`"+qs[i].Name+"`")
+			if qs[i].DeliveryLimitDefault {
+				byDefault++
+			}
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	what := strings.Join(names, ", ")
+	if len(names) > 3 {
+		what = fmt.Sprintf("%s and %d more", strings.Join(names[:3], ", "), len(names)-3)
+	}
+	subject, verb, them := "quorum queues "+what+" have", "drop", "them"
+	if len(names) == 1 {
+		subject, verb, them = "quorum queue "+what+" has", "drops", "it"
+	}
+	limit := "its delivery limit"
+	if byDefault == len(names) {
+		limit = "RabbitMQ 4.x's default delivery limit of 20"
+	}
+	return fmt.Sprintf("warning: %s no dead-letter exchange and %s a message without a trace once it passes %s: give %s a dead-letter exchange (a policy with dead-letter-exchange), or turn the limit off with delivery-limit -1 (4.x)",
+		subject, verb, limit, them)
+}
+
+// nodeNamer shortens RabbitMQ node names for the table: the names before
+// the @ when they tell the nodes apart (n1@host, n2@host → n1, n2), else the
+// first label of the host (rabbit@rabbit-1.example.com → rabbit-1), else
+// the whole name.
+func nodeNamer(qs []broker.Queue) func(string) string {
+	seen := map[string]bool{}
+	for i := range qs {
+		for _, m := range qs[i].Members {
+			seen[m] = true
+		}
+		if qs[i].Leader != "" {
+			seen[qs[i].Leader] = true
+		}
+	}
+	local := func(n string) string { l, _, _ := strings.Cut(n, "@"); return l }
+	host := func(n string) string {
+		_, h, ok := strings.Cut(n, "@")
+		if !ok {
+			return n
+		}
+		first, _, _ := strings.Cut(h, ".")
+		return first
+	}
+	distinct := func(fn func(string) string) bool {
+		got := map[string]bool{}
+		for n := range seen {
+			s := fn(n)
+			if s == "" || got[s] {
+				return false
+			}
+			got[s] = true
+		}
+		return true
+	}
+	switch {
+	case distinct(local):
+		return local
+	case distinct(host):
+		return host
+	}
+	return func(n string) string { return n }
 }
 
 // spanAge prints a duration the way people say it: 45s, 12m, 3h05m, 4d02h.
@@ -376,8 +525,11 @@ func renderQueues(w io.Writer, qs []broker.Queue, color, tty bool) error {
 	}
 	for i, r := range t.rows {
 		l := line(r)
-		if color && needsAttention(&qs[i]) {
+		switch {
+		case color && needsAttention(&qs[i]):
 			l = "\x1b[31m" + l + "\x1b[0m"
+		case color && needsCare(&qs[i]):
+			l = "\x1b[33m" + l + "\x1b[0m"
 		}
 		if _, err := fmt.Fprintln(w, l); err != nil {
 			return err

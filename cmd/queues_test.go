@@ -202,3 +202,100 @@ func TestSpanAge(t *testing.T) {
 		}
 	}
 }
+
+// quorumQueues are a 4.x cluster's quorum queues: healthy, a member down
+// and dropping, and without a leader.
+func quorumQueues() []broker.Queue {
+	all := []string{"rabbit@rmq-1.prod.example.com", "rabbit@rmq-2.prod.example.com", "rabbit@rmq-3.prod.example.com"}
+	return []broker.Queue{
+		{Name: "orders", Kind: broker.KindQuorum, Depth: 5, Leader: all[0], Members: all, Online: all, DeadLetterTarget: "dlx", DeadLetterQueues: []string{"orders.dlq"}, DeliveryLimit: 20, DeliveryLimitDefault: true},
+		{Name: "payments", Kind: broker.KindQuorum, Depth: 2, Leader: all[1], Members: all, Online: all[:2], DeliveryLimit: 20, DeliveryLimitDefault: true, DropsAfter: 20},
+		{Name: "stuck", Kind: broker.KindQuorum, Depth: 0, Leader: all[2], Members: all, Online: all[:1], DeliveryLimit: 5, DropsAfter: 5},
+		{Name: "plain", Kind: broker.KindClassic, Depth: 1},
+	}
+}
+
+func TestQueuesRunMembersAndDrops(t *testing.T) {
+	out, errOut, err := runQueues(t, &fakeLister{qs: quorumQueues()}, false, "", queuesOptions{Sort: sortName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `NAME      KIND     DEPTH  DEAD LETTERS TO  MEMBERS         NOTES
+orders    quorum       5  orders.dlq       3/3 lead rmq-1
+payments  quorum       2  -                2/3 lead rmq-2  down: rmq-3; DROPS after 20 deliveries (no dead-letter exchange, 4.x default limit)
+plain     classic      1  -                -
+stuck     quorum       0  -                1/3 no leader   down: rmq-2,rmq-3; no quorum: unavailable; DROPS after 5 deliveries (no dead-letter exchange)
+`
+	if out != want {
+		t.Errorf("table:\n%s\nwant:\n%s", out, want)
+	}
+	if !strings.HasPrefix(errOut, "warning: quorum queues `payments`, `stuck` have no dead-letter exchange and drop a message without a trace once it passes its delivery limit:") ||
+		!strings.Contains(errOut, "delivery-limit -1") || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("stderr: %q", errOut)
+	}
+
+	out, _, err = runQueues(t, &fakeLister{qs: quorumQueues()}, true, "", queuesOptions{Sort: sortName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out, "\n")
+	if strings.Contains(lines[1], "\x1b[33m") || !strings.HasPrefix(lines[2], "\x1b[33mpayments") || !strings.HasPrefix(lines[4], "\x1b[33mstuck") {
+		t.Errorf("queues with members down or drops are yellow:\n%q", out)
+	}
+
+	out, _, err = runQueues(t, &fakeLister{qs: quorumQueues()}, false, "json", queuesOptions{Sort: sortName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var qs []queueJSON
+	if err := json.Unmarshal([]byte(out), &qs); err != nil {
+		t.Fatal(err)
+	}
+	p := qs[1]
+	if p.Leader != "rabbit@rmq-2.prod.example.com" || len(p.Members) != 3 || len(p.Online) != 2 || p.DropsAfter != 20 || !p.DeliveryLimitDefault || p.DeliveryLimit != 20 {
+		t.Errorf("json: %+v", p)
+	}
+	if !strings.Contains(out, `"drops_after": 20`) || !strings.Contains(out, `"leader": "rabbit@rmq-2.prod.example.com"`) || strings.Contains(qs[2].Leader, "@") {
+		t.Errorf("json fields:\n%s", out)
+	}
+
+	out, _, err = runQueues(t, &fakeLister{qs: quorumQueues()}, false, "csv", queuesOptions{Sort: sortName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(strings.TrimSpace(out), "\n")
+	if !strings.HasSuffix(rows[0], ",leader,members,online,delivery_limit,drops_after") ||
+		!strings.HasSuffix(rows[2], ",rabbit@rmq-2.prod.example.com,rabbit@rmq-1.prod.example.com;rabbit@rmq-2.prod.example.com;rabbit@rmq-3.prod.example.com,rabbit@rmq-1.prod.example.com;rabbit@rmq-2.prod.example.com,20,20") {
+		t.Errorf("csv:\n%s", out)
+	}
+
+	// Without a drop there is no warning.
+	_, errOut, _ = runQueues(t, &fakeLister{qs: fakeQueues()}, false, "", queuesOptions{})
+	if errOut != "" {
+		t.Errorf("stderr without drops: %q", errOut)
+	}
+	one := quorumQueues()[1:2]
+	_, errOut, _ = runQueues(t, &fakeLister{qs: one}, false, "json", queuesOptions{})
+	if !strings.HasPrefix(errOut, "warning: quorum queue `payments` has no dead-letter exchange and drops a message without a trace once it passes RabbitMQ 4.x's default delivery limit of 20: give it") {
+		t.Errorf("stderr for one queue: %q", errOut)
+	}
+}
+
+func TestNodeNamer(t *testing.T) {
+	q := func(members ...string) broker.Queue { return broker.Queue{Members: members, Leader: members[0]} }
+	tests := []struct {
+		qs   []broker.Queue
+		name string
+		want string
+	}{
+		{[]broker.Queue{q("n1@localhost", "n2@localhost")}, "n2@localhost", "n2"},
+		{[]broker.Queue{q("rabbit@rmq-1.x.com", "rabbit@rmq-2.x.com")}, "rabbit@rmq-2.x.com", "rmq-2"},
+		{[]broker.Queue{q("rabbit@a.one.com", "rabbit@a.two.com")}, "rabbit@a.two.com", "rabbit@a.two.com"},
+		{[]broker.Queue{q("solo")}, "solo", "solo"},
+	}
+	for _, tt := range tests {
+		if got := nodeNamer(tt.qs)(tt.name); got != tt.want {
+			t.Errorf("short(%q) among %v = %q, want %q", tt.name, tt.qs[0].Members, got, tt.want)
+		}
+	}
+}

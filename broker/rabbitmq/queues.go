@@ -41,6 +41,10 @@ type mgmtQueue struct {
 	ConsumerCapacity          *float64       `json:"consumer_capacity"`
 	ConsumerUtilisation       *float64       `json:"consumer_utilisation"`
 	MessageBytesReady         *int64         `json:"message_bytes_ready"`
+	// Replicated queues (quorum, stream): node names.
+	Leader  any      `json:"leader"`
+	Members []string `json:"members"`
+	Online  []string `json:"online"`
 }
 
 // mgmtBinding is one binding of the vhost; Source "" is the default
@@ -59,7 +63,8 @@ type mgmtExchange struct {
 
 const (
 	queueStatColumns = "name,vhost,type,durable,arguments,policy,operator_policy,effective_policy_definition," +
-		"messages,messages_ready,messages_unacknowledged,consumers,consumer_capacity,consumer_utilisation,message_bytes_ready"
+		"messages,messages_ready,messages_unacknowledged,consumers,consumer_capacity,consumer_utilisation,message_bytes_ready," +
+		"leader,members,online"
 	queueTopologyColumns = "name,type,arguments,effective_policy_definition"
 )
 
@@ -283,12 +288,31 @@ func (b *Broker) toQueue(m *mgmtQueue, serverMajor int) (broker.Queue, deadLette
 		}
 	}
 	q.DeliveryLimit = dl.limit
-	if q.Kind == broker.KindQuorum && q.DeliveryLimit == 0 && serverMajor >= 4 {
-		// RabbitMQ 4.0 gives every quorum queue a delivery limit of 20.
-		q.DeliveryLimit = 20
+	if q.Kind == broker.KindQuorum {
+		if !dl.limitSet && serverMajor >= 4 {
+			// RabbitMQ 4.0 gives every quorum queue without one a delivery
+			// limit of 20 (a negative limit turns it off).
+			q.DeliveryLimit, q.DeliveryLimitDefault = DefaultQuorumDeliveryLimit, true
+		}
+		if !dl.set && q.DeliveryLimit > 0 {
+			// Past the limit a message is dead-lettered; with no
+			// dead-letter exchange RabbitMQ drops it without a trace.
+			q.DropsAfter = q.DeliveryLimit
+		}
+	}
+	if len(m.Members) > 0 {
+		q.Leader = headerString(m.Leader)
+		q.Members = append([]string(nil), m.Members...)
+		q.Online = append([]string{}, m.Online...)
+		sort.Strings(q.Members)
+		sort.Strings(q.Online)
 	}
 	return q, dl
 }
+
+// DefaultQuorumDeliveryLimit is the delivery limit RabbitMQ 4.x gives a
+// quorum queue that sets none.
+const DefaultQuorumDeliveryLimit = 20
 
 func queueKind(t string) broker.QueueKind {
 	switch t {
@@ -306,13 +330,19 @@ type deadLetter struct {
 	exchange   string
 	routingKey string
 	hasKey     bool
-	limit      int64
+	// limit is the delivery limit that applies, 0 for none; limitSet says
+	// an argument or policy sets one (a negative one means none on 4.x).
+	limit    int64
+	limitSet bool
 }
 
 // deadLetterOf reads the dead-letter settings: queue arguments first
-// (x-dead-letter-exchange, x-dead-letter-routing-key, x-delivery-limit), then
-// the effective policy (dead-letter-exchange, dead-letter-routing-key,
-// delivery-limit). RabbitMQ lets arguments win over policies for these keys.
+// (x-dead-letter-exchange, x-dead-letter-routing-key), then the effective
+// policy (dead-letter-exchange, dead-letter-routing-key); RabbitMQ lets
+// arguments win over policies for these keys. The delivery limit is the
+// lower of x-delivery-limit and the policy's delivery-limit when both are
+// set (3.10 and 4.x alike); a negative one turns the limit off (4.x), and
+// then the higher applies.
 func deadLetterOf(args, policy map[string]any) deadLetter {
 	var d deadLetter
 	if v, ok := args["x-dead-letter-exchange"]; ok {
@@ -325,11 +355,19 @@ func deadLetterOf(args, policy map[string]any) deadLetter {
 	} else if v, ok := policy["dead-letter-routing-key"]; ok {
 		d.routingKey, d.hasKey = headerString(v), true
 	}
-	if n, ok := toInt64(args["x-delivery-limit"]); ok {
-		d.limit = n
-	} else if n, ok := toInt64(policy["delivery-limit"]); ok {
-		d.limit = n
+	an, aok := toInt64(args["x-delivery-limit"])
+	pn, pok := toInt64(policy["delivery-limit"])
+	switch {
+	case aok && pok && (an < 0 || pn < 0):
+		d.limit = max(an, pn)
+	case aok && pok:
+		d.limit = min(an, pn)
+	case aok:
+		d.limit = an
+	case pok:
+		d.limit = pn
 	}
+	d.limitSet = aok || pok
 	if d.limit < 0 {
 		d.limit = 0
 	}

@@ -2,8 +2,11 @@ package rabbitmq
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -202,5 +205,135 @@ func TestQueuesExactDepth(t *testing.T) {
 	drainIDs(t, b, qq)
 	if q, _ := depths(); q != 0 {
 		t.Errorf("quorum depth right after draining: %d, want 0", q)
+	}
+}
+
+func TestDeadLetterOfDeliveryLimit(t *testing.T) {
+	tests := []struct {
+		name         string
+		args, policy map[string]any
+		limit        int64
+		set          bool
+	}{
+		{name: "none"},
+		{name: "argument", args: map[string]any{"x-delivery-limit": int64(5)}, limit: 5, set: true},
+		{name: "policy", policy: map[string]any{"delivery-limit": json.Number("7")}, limit: 7, set: true},
+		{name: "the lower of both", args: map[string]any{"x-delivery-limit": int64(5)}, policy: map[string]any{"delivery-limit": int64(3)}, limit: 3, set: true},
+		{name: "the lower of both, argument lower", args: map[string]any{"x-delivery-limit": int64(2)}, policy: map[string]any{"delivery-limit": int64(9)}, limit: 2, set: true},
+		{name: "negative turns it off", args: map[string]any{"x-delivery-limit": int64(-1)}, limit: 0, set: true},
+		{name: "negative policy wins over a limit", args: map[string]any{"x-delivery-limit": int64(5)}, policy: map[string]any{"delivery-limit": int64(-1)}, limit: 5, set: true},
+		{name: "both negative", args: map[string]any{"x-delivery-limit": int64(-1)}, policy: map[string]any{"delivery-limit": int64(-1)}, limit: 0, set: true},
+		{name: "zero", args: map[string]any{"x-delivery-limit": int64(0)}, limit: 0, set: true},
+	}
+	for _, tt := range tests {
+		d := deadLetterOf(tt.args, tt.policy)
+		if d.limit != tt.limit || d.limitSet != tt.set {
+			t.Errorf("%s: limit %d set %v, want %d %v", tt.name, d.limit, d.limitSet, tt.limit, tt.set)
+		}
+	}
+}
+
+func TestToQueueQuorumLimitsAndMembers(t *testing.T) {
+	b := &Broker{vhost: "/"}
+	n := func(s string) *int64 { v, _ := strconv.ParseInt(s, 10, 64); return &v }
+	tests := []struct {
+		name            string
+		m               mgmtQueue
+		major           int
+		limit, drops    int64
+		isDefault       bool
+		leader          string
+		members, online []string
+	}{
+		{name: "3.x quorum without limit", m: mgmtQueue{Type: "quorum"}, major: 3},
+		{name: "4.x quorum without limit or dlx drops after 20", m: mgmtQueue{Type: "quorum"}, major: 4, limit: 20, drops: 20, isDefault: true},
+		{name: "4.x quorum with a dlx", m: mgmtQueue{Type: "quorum", Arguments: map[string]any{"x-dead-letter-exchange": "dlx"}}, major: 4, limit: 20, isDefault: true},
+		{name: "4.x quorum with a dlx by policy", m: mgmtQueue{Type: "quorum", EffectivePolicyDefinition: map[string]any{"dead-letter-exchange": ""}}, major: 4, limit: 20, isDefault: true},
+		{name: "4.x limit turned off", m: mgmtQueue{Type: "quorum", Arguments: map[string]any{"x-delivery-limit": int64(-1)}}, major: 4},
+		{name: "explicit limit without dlx", m: mgmtQueue{Type: "quorum", Arguments: map[string]any{"x-delivery-limit": int64(5)}}, major: 3, limit: 5, drops: 5},
+		{name: "unknown version", m: mgmtQueue{Type: "quorum"}, major: 0},
+		{name: "classic on 4.x", m: mgmtQueue{Type: "classic", Messages: n("1")}, major: 4},
+		{name: "members", m: mgmtQueue{Type: "quorum", Leader: "r2@h", Members: []string{"r3@h", "r1@h", "r2@h"}, Online: []string{"r2@h", "r1@h"}},
+			major: 3, leader: "r2@h", members: []string{"r1@h", "r2@h", "r3@h"}, online: []string{"r1@h", "r2@h"}},
+		{name: "no member online", m: mgmtQueue{Type: "quorum", Leader: "r2@h", Members: []string{"r1@h"}, Online: nil},
+			major: 3, leader: "r2@h", members: []string{"r1@h"}, online: []string{}},
+	}
+	for _, tt := range tests {
+		q, _ := b.toQueue(&tt.m, tt.major)
+		if q.DeliveryLimit != tt.limit || q.DropsAfter != tt.drops || q.DeliveryLimitDefault != tt.isDefault {
+			t.Errorf("%s: limit %d drops %d default %v; want %d %d %v", tt.name, q.DeliveryLimit, q.DropsAfter, q.DeliveryLimitDefault, tt.limit, tt.drops, tt.isDefault)
+		}
+		if q.Leader != tt.leader || !reflect.DeepEqual(q.Members, tt.members) || !reflect.DeepEqual(q.Online, tt.online) {
+			t.Errorf("%s: leader %q members %q online %q", tt.name, q.Leader, q.Members, q.Online)
+		}
+	}
+}
+
+// TestQueuesQuorumMembership: quorum queues list their members, leader and
+// online members; on RabbitMQ 4.x a quorum queue without a delivery limit
+// has the default of 20, and without a dead-letter target it drops.
+func TestQueuesQuorumMembership(t *testing.T) {
+	b, _ := openTest(t)
+	ctx := context.Background()
+	major := b.serverMajor(ctx)
+	dlx := brokertest.Name(t, "dlx")
+	plain := brokertest.Name(t, "plain")
+	withDLX := brokertest.Name(t, "withdlx")
+	limited := brokertest.Name(t, "limited")
+	byPolicy := brokertest.Name(t, "bypolicy")
+	declareExchange(t, b, dlx, "fanout")
+	declareQueue(t, b, plain, amqp.Table{"x-queue-type": "quorum"})
+	declareQueue(t, b, withDLX, amqp.Table{"x-queue-type": "quorum", "x-dead-letter-exchange": dlx})
+	declareQueue(t, b, limited, amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int64(5)})
+	declareQueue(t, b, byPolicy, amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int64(5)})
+	setPolicy(t, b, byPolicy, byPolicy, map[string]any{"delivery-limit": 3, "dead-letter-exchange": dlx})
+	var byName map[string]broker.Queue
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		qs, err := b.Queues(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byName = map[string]broker.Queue{}
+		for _, q := range qs {
+			byName[q.Name] = q
+		}
+		if byName[byPolicy].Policy == byPolicy && byName[plain].Leader != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the policy and leader never showed: %+v %+v", byName[byPolicy], byName[plain])
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	p := byName[plain]
+	if len(p.Members) == 0 || !slices.Contains(p.Members, p.Leader) || !reflect.DeepEqual(p.Online, p.Members) {
+		t.Errorf("membership of %s: leader %q members %q online %q", plain, p.Leader, p.Members, p.Online)
+	}
+	if major >= 4 {
+		if p.DeliveryLimit != 20 || !p.DeliveryLimitDefault || p.DropsAfter != 20 {
+			t.Errorf("RabbitMQ %d: quorum queue without limit or dlx: limit %d default %v drops %d; want 20, true, 20", major, p.DeliveryLimit, p.DeliveryLimitDefault, p.DropsAfter)
+		}
+		if q := byName[withDLX]; q.DeliveryLimit != 20 || q.DropsAfter != 0 {
+			t.Errorf("quorum queue with a dlx: limit %d drops %d", q.DeliveryLimit, q.DropsAfter)
+		}
+	} else if p.DeliveryLimit != 0 || p.DropsAfter != 0 || p.DeliveryLimitDefault {
+		t.Errorf("RabbitMQ %d: quorum queue without limit: %+v", major, p)
+	}
+	if q := byName[limited]; q.DeliveryLimit != 5 || q.DropsAfter != 5 || q.DeliveryLimitDefault {
+		t.Errorf("quorum queue with a limit and no dlx: limit %d drops %d", q.DeliveryLimit, q.DropsAfter)
+	}
+	if q := byName[byPolicy]; q.DeliveryLimit != 3 || q.DropsAfter != 0 {
+		t.Errorf("argument 5 and policy 3: limit %d (want the lower, 3), drops %d", q.DeliveryLimit, q.DropsAfter)
+	}
+	if one, err := b.Queue(ctx, plain); err != nil || one.Leader != p.Leader || one.DropsAfter != p.DropsAfter {
+		t.Errorf("Queue(%s): %+v, %v", plain, one, err)
+	}
+	if major >= 4 {
+		off := brokertest.Name(t, "off")
+		declareQueue(t, b, off, amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int64(-1)})
+		if q, err := b.Queue(ctx, off); err != nil || q.DeliveryLimit != 0 || q.DropsAfter != 0 {
+			t.Errorf("x-delivery-limit -1: %+v, %v", q, err)
+		}
 	}
 }
