@@ -357,7 +357,10 @@ type backend interface {
 type rabbitBackend struct {
 	name, kind string // kind: classic or quorum
 	url, mgmt  string
-	version    string
+	// urls are every node's URL, url's first: the test's own connections
+	// go to the first that answers (a cluster test kills nodes).
+	urls    []string
+	version string
 	// dlqURLs are the URLs dlq is given: through the wire proxies, with a
 	// heartbeat long enough to outlast a SIGSTOP.
 	dlqURLs []string
@@ -370,7 +373,7 @@ type rabbitBackend struct {
 
 func newRabbit(t *testing.T, env brokertest.RabbitEnv, kind string) *rabbitBackend {
 	t.Helper()
-	r := &rabbitBackend{name: "rabbitmq-" + kind, kind: kind, url: env.AMQPURL, mgmt: env.MgmtURL, wire: newWireLedger()}
+	r := &rabbitBackend{name: "rabbitmq-" + kind, kind: kind, url: env.AMQPURL, urls: []string{env.AMQPURL}, mgmt: env.MgmtURL, wire: newWireLedger()}
 	r.version = rabbitVersion(t, env.MgmtURL, env.AMQPURL)
 	r.dlqURLs = []string{proxiedURL(t, env.AMQPURL, r.wire)}
 	t.Cleanup(r.closePoll)
@@ -431,8 +434,8 @@ func (r *rabbitBackend) dial(t *testing.T) *amqp.Connection {
 	var conn *amqp.Connection
 	var err error
 	deadline := time.Now().Add(90 * time.Second)
-	for {
-		conn, err = amqp.Dial(r.url)
+	for i := 0; ; i++ {
+		conn, err = amqp.Dial(r.urls[i%len(r.urls)])
 		if err == nil {
 			return conn
 		}
@@ -467,6 +470,9 @@ func (r *rabbitBackend) Queue(t *testing.T, prefix string) string {
 	})
 	t.Cleanup(func() {
 		conn, err := amqp.Dial(r.url)
+		for i := 1; err != nil && i < len(r.urls); i++ {
+			conn, err = amqp.Dial(r.urls[i])
+		}
 		if err != nil {
 			t.Logf("delete queue %s: %s", name, redactSecrets(err.Error()))
 			return
@@ -964,6 +970,8 @@ type disruption struct {
 	inject func(t *testing.T, p *proc)
 	// rerun are the extra arguments of the run that finishes the move.
 	rerun []string
+	// before, if set, runs once the source is filled, before dlq starts.
+	before func(t *testing.T, src string)
 }
 
 // disruptRun redrives n messages at rate messages/s, injects d mid-run, and
@@ -975,6 +983,9 @@ func disruptRun(t *testing.T, b backend, n int, rate string, d disruption) {
 	src, dst := b.Queue(t, "src"), b.Queue(t, "dst")
 	want := ids("d", n)
 	b.Fill(t, src, want)
+	if d.before != nil {
+		d.before(t, src)
+	}
 	p := startDLQ(t, state, redriveArgs(b, src, dst, "--rate", rate)...)
 	poll(t, 2*time.Minute, "a fifth of the messages moved", func() bool {
 		if p.exited() {

@@ -26,6 +26,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -217,7 +218,8 @@ type amqpWire struct {
 	*wireLedger
 	ln       net.Listener
 	upstream string
-	wg       sync.WaitGroup
+	// open counts the client connections open through the proxy.
+	open atomic.Int32
 }
 
 func newAMQPWire(t *testing.T, upstream string) *amqpWire {
@@ -246,6 +248,8 @@ func (w *amqpWire) accept() {
 }
 
 func (w *amqpWire) proxy(client net.Conn) {
+	w.open.Add(1)
+	defer w.open.Add(-1)
 	defer client.Close()
 	server, err := net.Dial("tcp", w.upstream)
 	if err != nil {
