@@ -5,16 +5,24 @@
 // environment they skip, so `go test ./...` runs the unit tests anywhere;
 // with DLQ_TEST_REQUIRE_BROKERS=1 (as `make test` sets) a missing server is a
 // failure instead.
+//
+// `make test` runs the integration tests twice: against RabbitMQ 3.10 with
+// the SQS emulators, then against RabbitMQ 4.0 alone (DLQ_TEST_RABBITMQ_ONLY=1,
+// where SQS skips). The fault tests likewise run against the fault servers
+// of each version (DLQ_FAULT_RABBITMQ_ONLY=1 in the second), and the cluster
+// tests (Cluster) with the second.
 package brokertest
 
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +36,9 @@ type RabbitEnv struct {
 	// Script is scripts/brokers, for tests that restart the node or run
 	// rabbitmqctl ("scripts/brokers rabbitmqctl close_all_connections x").
 	Script string
+	// Version is the server's version ("3.10.8", "4.0.5"), for tally lines
+	// and for tests that know a version behaves differently.
+	Version string
 }
 
 // SQSEnv is the test SQS emulators.
@@ -76,12 +87,24 @@ func RabbitMQ(t testing.TB) RabbitEnv {
 	t.Helper()
 	v := need(t, "DLQ_TEST_AMQP_URL", "DLQ_TEST_MGMT_URL", "DLQ_TEST_PASSWORD")
 	reachable(t, v[0])
-	return RabbitEnv{AMQPURL: v[0], MgmtURL: v[1], Password: v[2], Script: os.Getenv("DLQ_TEST_BROKERS_SCRIPT")}
+	return RabbitEnv{AMQPURL: v[0], MgmtURL: v[1], Password: v[2], Script: os.Getenv("DLQ_TEST_BROKERS_SCRIPT"),
+		Version: os.Getenv("DLQ_TEST_RABBITMQ_VERSION")}
+}
+
+// rabbitOnly skips t when the servers of this pass are RabbitMQ alone
+// (<prefix>_RABBITMQ_ONLY=1): the SQS tests ran in the other pass.
+func rabbitOnly(t testing.TB, prefix string) {
+	t.Helper()
+	if os.Getenv(prefix+"_RABBITMQ_ONLY") == "1" {
+		t.Skipf("%s_RABBITMQ_ONLY=1: this pass runs RabbitMQ %s alone; the SQS tests ran in the pass with RabbitMQ 3.10 and the SQS emulators",
+			prefix, os.Getenv(prefix+"_RABBITMQ_VERSION"))
+	}
 }
 
 // SQS returns the test SQS emulators or skips the test.
 func SQS(t testing.TB) SQSEnv {
 	t.Helper()
+	rabbitOnly(t, "DLQ_TEST")
 	v := need(t, "DLQ_TEST_SQS_ENDPOINT", "DLQ_TEST_SQS2_ENDPOINT")
 	reachable(t, v[0])
 	reachable(t, v[1])
@@ -115,27 +138,55 @@ func Name(t testing.TB, prefix string) string {
 }
 
 // FaultEnv is the separate set of servers that fault tests may kill, restart
-// and block (scripts/brokers with DLQ_BROKERS_INSTANCE=fault).
+// and block (scripts/brokers with DLQ_BROKERS_INSTANCE=fault, or fault4 for
+// RabbitMQ 4.0, which has no SQS: then SQS is empty and HasSQS false).
 type FaultEnv struct {
 	Rabbit RabbitEnv
 	SQS    SQSEnv
+	// Instance is the scripts/brokers instance ("fault" or "fault4") that
+	// Brokers acts on.
+	Instance string
 }
 
-// Fault returns the fault-test servers or skips the test.
+// Fault returns the fault-test servers or skips the test. In the RabbitMQ-only
+// pass (DLQ_FAULT_RABBITMQ_ONLY=1) it returns no SQS; see HasSQS and NeedSQS.
 func Fault(t testing.TB) FaultEnv {
 	t.Helper()
-	v := need(t, "DLQ_FAULT_AMQP_URL", "DLQ_FAULT_MGMT_URL", "DLQ_FAULT_PASSWORD", "DLQ_FAULT_SQS_ENDPOINT", "DLQ_FAULT_SQS2_ENDPOINT")
+	v := need(t, "DLQ_FAULT_AMQP_URL", "DLQ_FAULT_MGMT_URL", "DLQ_FAULT_PASSWORD")
 	reachable(t, v[0])
-	reachable(t, v[3])
+	script := os.Getenv("DLQ_FAULT_BROKERS_SCRIPT")
+	e := FaultEnv{
+		Rabbit: RabbitEnv{AMQPURL: v[0], MgmtURL: v[1], Password: v[2], Script: script,
+			Version: os.Getenv("DLQ_FAULT_RABBITMQ_VERSION")},
+		Instance: os.Getenv("DLQ_FAULT_BROKERS_INSTANCE"),
+	}
+	if e.Instance == "" {
+		e.Instance = "fault"
+	}
+	if os.Getenv("DLQ_FAULT_RABBITMQ_ONLY") == "1" {
+		return e
+	}
+	s := need(t, "DLQ_FAULT_SQS_ENDPOINT", "DLQ_FAULT_SQS2_ENDPOINT")
+	reachable(t, s[0])
 	for k, def := range map[string]string{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"} {
 		if os.Getenv(k) == "" {
 			t.Setenv(k, def)
 		}
 	}
-	script := os.Getenv("DLQ_FAULT_BROKERS_SCRIPT")
-	return FaultEnv{
-		Rabbit: RabbitEnv{AMQPURL: v[0], MgmtURL: v[1], Password: v[2], Script: script},
-		SQS:    SQSEnv{Endpoint: v[3], MoveEndpoint: v[4], Script: script, Dir: os.Getenv("DLQ_FAULT_BROKERS_DIR")},
+	e.SQS = SQSEnv{Endpoint: s[0], MoveEndpoint: s[1], Script: script, Dir: os.Getenv("DLQ_FAULT_BROKERS_DIR")}
+	return e
+}
+
+// HasSQS reports whether the fault servers of this pass include the SQS
+// emulators (the RabbitMQ 4.0 pass has none).
+func (e FaultEnv) HasSQS() bool { return e.SQS.Endpoint != "" }
+
+// NeedSQS skips t when the fault servers of this pass have no SQS emulators.
+func (e FaultEnv) NeedSQS(t testing.TB) {
+	t.Helper()
+	if !e.HasSQS() {
+		rabbitOnly(t, "DLQ_FAULT")
+		t.Skip("the fault servers of this pass have no SQS emulators")
 	}
 }
 
@@ -143,11 +194,16 @@ func Fault(t testing.TB) FaultEnv {
 // rabbitmqctl …) on the fault instance and returns its combined output.
 func (e FaultEnv) Brokers(t testing.TB, args ...string) string {
 	t.Helper()
-	c := exec.Command(e.Rabbit.Script, args...)
-	c.Env = append(os.Environ(), "DLQ_BROKERS_INSTANCE=fault")
+	return brokers(t, e.Rabbit.Script, e.Instance, args...)
+}
+
+func brokers(t testing.TB, script, instance string, args ...string) string {
+	t.Helper()
+	c := exec.Command(script, args...)
+	c.Env = append(os.Environ(), "DLQ_BROKERS_INSTANCE="+instance)
 	out, err := c.CombinedOutput()
 	if err != nil {
-		t.Fatalf("scripts/brokers %s: %v\n%s", strings.Join(args, " "), err, out)
+		t.Fatalf("DLQ_BROKERS_INSTANCE=%s scripts/brokers %s: %v\n%s", instance, strings.Join(args, " "), err, out)
 	}
 	return string(out)
 }
@@ -167,4 +223,88 @@ func (e FaultEnv) MemoryAlarm(t testing.TB) (clear func()) {
 	t.Cleanup(clear)
 	e.Brokers(t, "rabbitmqctl", "set_vm_memory_high_watermark", "0.0000001")
 	return clear
+}
+
+// ClusterEnv is a three-node RabbitMQ 4.0 cluster on loopback
+// (scripts/brokers with DLQ_BROKERS_INSTANCE=cluster) that tests may kill,
+// stop and start nodes of. Nodes are numbered 1 to 3; AMQPURLs[n-1] and
+// MgmtURLs[n-1] belong to node n.
+type ClusterEnv struct {
+	AMQPURLs []string // amqp://user:password@127.0.0.1:PORT/, one a node
+	MgmtURLs []string // http://127.0.0.1:PORT, one a node
+	Password string
+	Nodes    []string // Erlang node names: dlqcluster1@localhost, …
+	Script   string
+	Version  string // "4.0.5"
+}
+
+// Cluster returns the test cluster or skips the test. `make test` gives the
+// cluster to one pass only (the RabbitMQ 4.0 fault tests); the others set
+// DLQ_CLUSTER_SKIP to the reason the cluster tests skip there.
+func Cluster(t testing.TB) ClusterEnv {
+	t.Helper()
+	if reason := os.Getenv("DLQ_CLUSTER_SKIP"); reason != "" && os.Getenv("DLQ_CLUSTER_AMQP_URLS") == "" {
+		t.Skip(reason)
+	}
+	v := need(t, "DLQ_CLUSTER_AMQP_URLS", "DLQ_CLUSTER_MGMT_URLS", "DLQ_CLUSTER_PASSWORD", "DLQ_CLUSTER_NODES", "DLQ_CLUSTER_BROKERS_SCRIPT")
+	e := ClusterEnv{
+		AMQPURLs: strings.Split(v[0], ","),
+		MgmtURLs: strings.Split(v[1], ","),
+		Password: v[2],
+		Nodes:    strings.Split(v[3], ","),
+		Script:   v[4],
+		Version:  os.Getenv("DLQ_CLUSTER_RABBITMQ_VERSION"),
+	}
+	if len(e.AMQPURLs) != len(e.Nodes) || len(e.MgmtURLs) != len(e.Nodes) {
+		t.Fatalf("DLQ_CLUSTER_*: %d AMQP URLs, %d management URLs and %d nodes", len(e.AMQPURLs), len(e.MgmtURLs), len(e.Nodes))
+	}
+	for _, u := range e.AMQPURLs {
+		reachable(t, u)
+	}
+	return e
+}
+
+func (e ClusterEnv) node(t testing.TB, n int) string {
+	t.Helper()
+	if n < 1 || n > len(e.Nodes) {
+		t.Fatalf("no cluster node %d: nodes are 1 to %d", n, len(e.Nodes))
+	}
+	return strconv.Itoa(n)
+}
+
+// Brokers runs scripts/brokers with args on the cluster instance and returns
+// its combined output.
+func (e ClusterEnv) Brokers(t testing.TB, args ...string) string {
+	t.Helper()
+	return brokers(t, e.Script, "cluster", args...)
+}
+
+// KillNode kills node n's Erlang VM with SIGKILL and returns once it is gone.
+func (e ClusterEnv) KillNode(t testing.TB, n int) {
+	t.Helper()
+	e.Brokers(t, "kill-node", e.node(t, n))
+}
+
+// StopNode stops node n gracefully (rabbitmqctl stop).
+func (e ClusterEnv) StopNode(t testing.TB, n int) {
+	t.Helper()
+	e.Brokers(t, "stop-node", e.node(t, n))
+}
+
+// StartNode starts node n again and returns once it runs and is back in the
+// cluster (it sees every other running node).
+func (e ClusterEnv) StartNode(t testing.TB, n int) {
+	t.Helper()
+	e.Brokers(t, "start-node", e.node(t, n))
+}
+
+// Rabbitmqctl runs rabbitmqctl against node n and returns its output.
+func (e ClusterEnv) Rabbitmqctl(t testing.TB, n int, args ...string) string {
+	t.Helper()
+	return e.Brokers(t, append([]string{"rabbitmqctl", e.node(t, n)}, args...)...)
+}
+
+// String names the cluster's nodes, for logs.
+func (e ClusterEnv) String() string {
+	return fmt.Sprintf("RabbitMQ %s cluster of %s", e.Version, strings.Join(e.Nodes, ", "))
 }
