@@ -114,6 +114,10 @@ func TestFaultCluster(t *testing.T) {
 	})
 	t.Run("stop-leader", func(t *testing.T) {
 		c := newCluster(t, env)
+		// The test declares its queues through node 2, so the source's
+		// leader is not the node dlq connects to first: this fault is the
+		// leader's alone.
+		c.url, c.urls = env.AMQPURLs[1], append(env.AMQPURLs[1:], env.AMQPURLs[0])
 		var srcLeader int
 		disruptRun(t, c, n, "100000", disruption{
 			name: "cluster-stop-leader",
@@ -121,7 +125,7 @@ func TestFaultCluster(t *testing.T) {
 				srcLeader = c.leader(t, src)
 			},
 			inject: func(t *testing.T, _ *proc) {
-				t.Logf("stopping node %d (%s), the source queue's leader", srcLeader, env.Nodes[srcLeader-1])
+				t.Logf("stopping node %d (%s), the source queue's leader; dlq is connected to node %d", srcLeader, env.Nodes[srcLeader-1], c.connectedNode(t))
 				t.Cleanup(func() { env.StartNode(t, srcLeader) })
 				env.StopNode(t, srcLeader)
 			},
