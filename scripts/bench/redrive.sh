@@ -15,6 +15,8 @@
 # broker compete for the same cores (DLQ_CPUPROFILE=FILE profiles each dlq
 # run). REDRIVE_BENCH_N and REDRIVE_BENCH_SQS_N shrink the runs;
 # REDRIVE_BENCH_ARGS adds dlq redrive flags (e.g. --no-redrive-header).
+# Every RabbitMQ set runs on 3.10 and on 4.0 (REDRIVE_BENCH_RABBITMQ="test"
+# or "test4" runs one of them).
 # The dead-lettered sets then run again with the broker on half the CPUs and
 # redrivebench (its fill and timing, and the dlq it runs) on the other half,
 # as when dlq runs on a host of its own: a shovel then works on the broker's
@@ -36,24 +38,33 @@ runs=${REDRIVE_BENCH_RUNS:-3}
 sqs_runs=${REDRIVE_BENCH_SQS_RUNS:-5}
 echo "redrive benchmark ($(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg))"
 args=${REDRIVE_BENCH_ARGS:-}
-for fill in dead-lettered published; do
-	for kind in classic quorum; do
-		bin/redrivebench -backend rabbitmq -kind "$kind" -fill "$fill" -n "$n" -runs "$runs" -dlq "$bin" -args "$args"
-	done
-done
-cpus=$(nproc)
-span() { if [ "$1" = "$2" ]; then echo "$1"; else echo "$1-$2"; fi; }
-if [ "${REDRIVE_BENCH_SPLIT:-1}" != 0 ] && [ "$cpus" -ge 2 ]; then
-	half=$((cpus / 2))
-	broker_cpus=$(span 0 $((half - 1))) client_cpus=$(span "$half" $((cpus - 1)))
-	trap 'scripts/brokers pin-rabbitmq all' EXIT
-	if scripts/brokers pin-rabbitmq "$broker_cpus"; then
+# Each RabbitMQ version of scripts/brokers in turn: 3.10 (instance test) and
+# 4.0 (test4); REDRIVE_BENCH_RABBITMQ names the instances to run.
+for instance in ${REDRIVE_BENCH_RABBITMQ:-test test4}; do
+	export DLQ_BROKERS_INSTANCE=$instance
+	eval "$(scripts/brokers env)"
+	echo "RabbitMQ $DLQ_TEST_RABBITMQ_VERSION (scripts/brokers instance $instance)"
+	for fill in dead-lettered published; do
 		for kind in classic quorum; do
-			taskset -c "$client_cpus" bin/redrivebench -backend rabbitmq -kind "$kind" -fill dead-lettered -n "$n" -runs "$runs" -dlq "$bin" -args "$args" \
-				-label "broker on CPU $broker_cpus, dlq on $client_cpus"
+			bin/redrivebench -backend rabbitmq -kind "$kind" -fill "$fill" -n "$n" -runs "$runs" -dlq "$bin" -args "$args"
 		done
+	done
+	cpus=$(nproc)
+	span() { if [ "$1" = "$2" ]; then echo "$1"; else echo "$1-$2"; fi; }
+	if [ "${REDRIVE_BENCH_SPLIT:-1}" != 0 ] && [ "$cpus" -ge 2 ]; then
+		half=$((cpus / 2))
+		broker_cpus=$(span 0 $((half - 1))) client_cpus=$(span "$half" $((cpus - 1)))
+		trap 'scripts/brokers pin-rabbitmq all' EXIT
+		if scripts/brokers pin-rabbitmq "$broker_cpus"; then
+			for kind in classic quorum; do
+				taskset -c "$client_cpus" bin/redrivebench -backend rabbitmq -kind "$kind" -fill dead-lettered -n "$n" -runs "$runs" -dlq "$bin" -args "$args" \
+					-label "broker on CPU $broker_cpus, dlq on $client_cpus"
+			done
+		fi
+		scripts/brokers pin-rabbitmq all
+		trap - EXIT
 	fi
-	scripts/brokers pin-rabbitmq all
-	trap - EXIT
-fi
+done
+unset DLQ_BROKERS_INSTANCE
+eval "$(scripts/brokers env)"
 bin/redrivebench -backend sqs -n "$sqs_n" -concurrency 4 -runs "$sqs_runs" -dlq "$bin" -args "$args"
