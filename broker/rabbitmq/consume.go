@@ -93,8 +93,10 @@ func (b *Broker) Consume(ctx context.Context, queue string, opts broker.ConsumeO
 // cancelled, so no delivery beyond the bound is ever made and returned.
 //
 // Release on a quorum queue is not neutral: RabbitMQ raises the message's
-// x-delivery-count and (on 3.10 for nack-requeue) moves it to the back of
-// the queue; with a delivery limit, repeated releases dead-letter it. On a
+// x-delivery-count and (on 3.10 and 4.0 for nack-requeue) moves it to the
+// back of the queue; with a delivery limit (on 4.x every quorum queue has
+// one, 20 by default), repeated releases dead-letter it, or drop it when the
+// queue has no dead-letter exchange. On a
 // classic queue a released message goes back to its place at the head and
 // may be handed out again (within the bound), with the redelivered flag.
 type Subscription struct {

@@ -59,10 +59,14 @@
 // are acked, and the report says the order changed.
 //
 // Hold and requeue on quorum queues: allowed when the queue has no delivery
-// limit; the report says what changed. Measured on RabbitMQ 3.10: both raise
-// x-delivery-count by one; messages returned by closing the channel (hold)
-// keep their place, messages returned by nack-requeue (requeue) move to the
-// back; other versions move both to the back.
+// limit; the report says what changed. Measured on RabbitMQ 3.10 and 4.0:
+// both raise x-delivery-count by one; messages returned by closing the
+// channel (hold) keep their place, messages returned by nack-requeue
+// (requeue) move to the back; other versions may move both to the back.
+// On 4.x a quorum queue without a delivery limit has one of 20 (RabbitMQ's
+// default; a negative limit turns it off), so there hold and requeue need
+// Force too. A limit of 0 (or, on 3.x, a negative one) removes a message at
+// its first return.
 // With a delivery limit they are refused with ErrUnsafe unless Force; with
 // Force, a message whose x-delivery-count is not at least 2 below the limit
 // is rotated (republished and confirmed, then acked) instead of being

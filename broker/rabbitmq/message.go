@@ -228,7 +228,13 @@ func headerString(v any) string {
 // deathOf normalises the death headers: x-death (RabbitMQ keeps it newest
 // first: each (queue, reason) pair has one entry whose count grows and which
 // moves to the front when it happens again; its time is the FIRST time that
-// pair happened) and x-first-death-queue/-reason/-exchange.
+// pair happened), x-first-death-queue/-reason/-exchange, and, when x-death
+// was stripped, x-last-death-queue/-reason/-exchange (3.13 and 4.x).
+//
+// RabbitMQ 4.x keeps a message's deaths in the broker, not in its headers:
+// a message published again by a client (a redrive with its death headers
+// kept) starts a new record when it dies again, where 3.10 went on counting
+// in the x-death it was published with.
 //
 // Reason, Queue, Exchange and RoutingKeys come from x-death[0], the most
 // recent death. Count is the sum of the entries' counts. First is the time of
@@ -243,7 +249,9 @@ func deathOf(h map[string]any) *broker.Death {
 	raw, _ := h["x-death"].([]any)
 	firstQueue := headerString(h["x-first-death-queue"])
 	firstReason := headerString(h["x-first-death-reason"])
-	if len(raw) == 0 && firstQueue == "" && firstReason == "" {
+	lastQueue := headerString(h["x-last-death-queue"])
+	lastReason := headerString(h["x-last-death-reason"])
+	if len(raw) == 0 && firstQueue == "" && firstReason == "" && lastQueue == "" && lastReason == "" {
 		return nil
 	}
 	d := &broker.Death{FirstQueue: firstQueue, FirstReason: firstReason}
@@ -297,6 +305,15 @@ func deathOf(h map[string]any) *broker.Death {
 					d.First = e.Time
 				}
 			}
+		}
+	} else if lastQueue != "" || lastReason != "" {
+		// Only x-last-death-* (RabbitMQ 3.13 and 4.x) and x-first-death-*:
+		// the x-death table was stripped.
+		d.Reason, d.Queue = lastReason, lastQueue
+		d.Exchange = headerString(h["x-last-death-exchange"])
+		d.Count = 1
+		if firstQueue != "" && (firstQueue != lastQueue || firstReason != lastReason) {
+			d.Count = 2 // at least: the first death and the last
 		}
 	} else {
 		// Only x-first-death-*: the x-death table was stripped.

@@ -1,8 +1,10 @@
 package rabbitmq
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/broker/brokertest"
 )
 
 var (
@@ -80,6 +83,29 @@ func TestDeathOf(t *testing.T) {
 			name:    "x-death stripped, first-death kept",
 			headers: amqp.Table{"x-first-death-queue": "q", "x-first-death-reason": "expired", "x-first-death-exchange": "x"},
 			want:    &broker.Death{Reason: "expired", Queue: "q", Exchange: "x", Count: 1, FirstReason: "expired", FirstQueue: "q"},
+		},
+		{
+			name: "4.x: x-death stripped, first and last death kept",
+			headers: amqp.Table{"x-first-death-queue": "q", "x-first-death-reason": "rejected", "x-first-death-exchange": "x",
+				"x-last-death-queue": "q.retry", "x-last-death-reason": "expired", "x-last-death-exchange": "retry-x"},
+			want: &broker.Death{Reason: "expired", Queue: "q.retry", Exchange: "retry-x", Count: 2, FirstReason: "rejected", FirstQueue: "q"},
+		},
+		{
+			name:    "4.x: only the last death",
+			headers: amqp.Table{"x-last-death-queue": "q", "x-last-death-reason": "delivery_limit", "x-last-death-exchange": ""},
+			want:    &broker.Death{Reason: "delivery_limit", Queue: "q", Count: 1},
+		},
+		{
+			name: "4.x: x-death wins over x-last-death",
+			headers: amqp.Table{
+				"x-death": []any{amqp.Table{"count": int64(1), "reason": "rejected", "queue": "q", "exchange": "",
+					"routing-keys": []any{"q"}, "time": t0}},
+				"x-first-death-queue": "q", "x-first-death-reason": "rejected", "x-first-death-exchange": "",
+				"x-last-death-queue": "q", "x-last-death-reason": "rejected", "x-last-death-exchange": "",
+			},
+			want: &broker.Death{Reason: "rejected", Queue: "q", RoutingKeys: []string{"q"}, Count: 1, First: t0, Last: t0,
+				FirstReason: "rejected", FirstQueue: "q",
+				History: []broker.DeathEntry{{Reason: "rejected", Queue: "q", RoutingKeys: []string{"q"}, Count: 1, Time: t0}}},
 		},
 	}
 	for _, tt := range tests {
@@ -396,4 +422,97 @@ func equalTables(a, b any) bool {
 		return ok && x.Equal(y)
 	}
 	return reflect.DeepEqual(a, b)
+}
+
+// TestDeathHeadersByVersion pins what dlq reads from a real dead letter,
+// and where RabbitMQ 4.x differs from 3.10: 4.x adds x-last-death-*, sends
+// no x-delivery-count on a quorum message's first delivery, and starts a new
+// death record for a message a client published again with its death
+// headers (3.10 goes on counting in them).
+func TestDeathHeadersByVersion(t *testing.T) {
+	b, _ := openTest(t)
+	ctx := context.Background()
+	major := b.serverMajor(ctx)
+	dlq := brokertest.Name(t, "dlq")
+	src := brokertest.Name(t, "src")
+	declareQueue(t, b, dlq, nil)
+	declareQueue(t, b, src, amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
+	publishN(t, b, src, "m", 1, amqp.Table{"app": "kept"})
+	reject := func() {
+		t.Helper()
+		err := b.withChannel(ctx, func(ch *amqp.Channel) error {
+			d, ok, err := ch.Get(src, false)
+			if err != nil || !ok {
+				return fmt.Errorf("get: %v, ok %v", err, ok)
+			}
+			return ch.Reject(d.DeliveryTag, false)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitDepth(t, b, dlq, 1)
+	}
+	take := func() *amqp.Delivery {
+		t.Helper()
+		var got amqp.Delivery
+		err := b.withChannel(ctx, func(ch *amqp.Channel) error {
+			d, ok, err := ch.Get(dlq, true)
+			if err != nil || !ok {
+				return fmt.Errorf("get: %v, ok %v", err, ok)
+			}
+			got = d
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &got
+	}
+	reject()
+	first := take()
+	m := fromDelivery(dlq, first)
+	if m.Death == nil || m.Death.Reason != "rejected" || m.Death.Queue != src || m.Death.Count != 1 || m.Death.FirstQueue != src || m.Headers["app"] != "kept" {
+		t.Fatalf("first death: %+v", m.Death)
+	}
+	if _, ok := first.Headers["x-last-death-queue"]; ok != (major >= 4) {
+		t.Errorf("RabbitMQ %d: x-last-death-queue present = %v", major, ok)
+	}
+	// A client publishes it again with its death headers, and it dies again.
+	err := b.withChannel(ctx, func(ch *amqp.Channel) error {
+		return ch.Publish("", src, false, false, amqp.Publishing{MessageId: "m-0", Headers: first.Headers, Body: first.Body})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitDepth(t, b, src, 1)
+	reject()
+	again := fromDelivery(dlq, take())
+	want := int64(2)
+	if major >= 4 {
+		want = 1 // a new record
+	}
+	if again.Death == nil || again.Death.Count != want || again.Death.Queue != src {
+		t.Errorf("RabbitMQ %d: death after a client republished it: %+v, want count %d", major, again.Death, want)
+	}
+
+	// The first delivery of a quorum message.
+	qq := brokertest.Name(t, "qq")
+	declareQueue(t, b, qq, amqp.Table{"x-queue-type": "quorum"})
+	publishN(t, b, qq, "q", 1, nil)
+	err = b.withChannel(ctx, func(ch *amqp.Channel) error {
+		d, ok, err := ch.Get(qq, true)
+		if err != nil || !ok {
+			return fmt.Errorf("get: %v, ok %v", err, ok)
+		}
+		if _, has := d.Headers["x-delivery-count"]; has == (major >= 4) {
+			t.Errorf("RabbitMQ %d: x-delivery-count on the first delivery: %v", major, d.Headers["x-delivery-count"])
+		}
+		if n := fromDelivery(qq, &d).DeliveryCount; n != 0 {
+			t.Errorf("DeliveryCount of a first delivery = %d", n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -21,7 +21,8 @@ var (
 // newest first), which is the hop that put it into this dead-letter queue —
 // also through retry ladders, where the message went around several queues.
 // An exchange of "" (the default exchange) becomes the queue it died in.
-// When only x-first-death-* headers are left, the first death queue is used.
+// When x-death was stripped, the queue of x-last-death-queue (3.13 and 4.x)
+// is used, else that of x-first-death-queue.
 //
 // Republishing to the recorded exchange and keys routes the message as it
 // was first routed, so with a fanout or topic exchange that also fed other

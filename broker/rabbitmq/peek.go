@@ -37,9 +37,12 @@ const (
 
 // peekInfo is what a peek needs to know about the queue before it starts.
 type peekInfo struct {
-	name          string
-	kind          broker.QueueKind
-	depth         int64 // ready messages (exact, passive declare); streams: message count
+	name  string
+	kind  broker.QueueKind
+	depth int64 // ready messages (exact, passive declare); streams: message count
+	// limited says the quorum queue removes a message returned more than
+	// deliveryLimit times (0 included: the first return removes it).
+	limited       bool
 	deliveryLimit int64
 }
 
@@ -58,10 +61,7 @@ func (b *Broker) peekInfo(ctx context.Context, queue string) (peekInfo, error) {
 		return peekInfo{}, translateErr(op, err)
 	}
 	q, dl := b.toQueue(&mq, b.serverMajor(ctx))
-	info := peekInfo{name: queue, kind: q.Kind, deliveryLimit: dl.limit}
-	if q.Kind == broker.KindQuorum {
-		info.deliveryLimit = q.DeliveryLimit
-	}
+	info := peekInfo{name: queue, kind: q.Kind, limited: dl.limited, deliveryLimit: dl.limit}
 	if q.Kind == broker.KindStream {
 		if mq.Messages != nil {
 			info.depth = *mq.Messages
@@ -282,7 +282,7 @@ func (b *Broker) peekHold(ctx context.Context, info peekInfo, opts broker.PeekOp
 		mode = broker.PeekRequeue
 	}
 	rep := broker.PeekReport{Mode: mode}
-	quorumLimit := info.kind == broker.KindQuorum && info.deliveryLimit > 0
+	quorumLimit := info.kind == broker.KindQuorum && info.limited
 	if quorumLimit && !opts.Force {
 		return rep, quorumRefusal(info, mode)
 	}

@@ -208,8 +208,12 @@ func quorumWithDLQ(t *testing.T, b *Broker, limit int64) (string, string) {
 	qq := brokertest.Name(t, "qq")
 	declareQueue(t, b, dlq, nil)
 	args := amqp.Table{"x-queue-type": "quorum", "x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq}
-	if limit > 0 {
+	switch {
+	case limit > 0:
 		args["x-delivery-limit"] = limit
+	case b.serverMajor(context.Background()) >= 4:
+		// 4.x gives a quorum queue a limit of 20 unless it turns it off.
+		args["x-delivery-limit"] = int64(-1)
 	}
 	declareQueue(t, b, qq, args)
 	return qq, dlq
@@ -268,6 +272,57 @@ func TestPeekQuorumHoldRefused(t *testing.T) {
 	}
 	if n := depth(t, b, dlq); n != 0 {
 		t.Fatalf("forced holds dead-lettered %d messages", n)
+	}
+}
+
+// TestPeekQuorumLimitZero: x-delivery-limit 0 removes a message at its
+// first return, so hold and requeue are refused.
+func TestPeekQuorumLimitZero(t *testing.T) {
+	b, _ := openTest(t)
+	dlq := brokertest.Name(t, "dlq")
+	qq := brokertest.Name(t, "qq")
+	declareQueue(t, b, dlq, nil)
+	declareQueue(t, b, qq, amqp.Table{"x-queue-type": "quorum", "x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq, "x-delivery-limit": int64(0)})
+	publishN(t, b, qq, "m", 2, nil)
+	_, _, err := peekIDs(t, b, qq, broker.PeekOptions{Mode: broker.PeekHold}, 0)
+	if !errors.Is(err, broker.ErrUnsafe) || !strings.Contains(err.Error(), "delivery limit of 0") {
+		t.Errorf("hold with a limit of 0: %v", err)
+	}
+	ids, _, err := peekIDs(t, b, qq, broker.PeekOptions{Mode: broker.PeekHold, Force: true}, 0)
+	if err != nil || len(ids) != 2 {
+		t.Fatalf("forced hold: %v %v", ids, err)
+	}
+	waitDepth(t, b, qq, 2)
+	if n := depth(t, b, dlq); n != 0 {
+		t.Errorf("a forced hold dead-lettered %d messages", n)
+	}
+}
+
+// TestPeekQuorumDefaultLimit: on RabbitMQ 4.x a quorum queue without a
+// delivery limit has one of 20, which hold mode must respect.
+func TestPeekQuorumDefaultLimit(t *testing.T) {
+	b, _ := openTest(t)
+	if major := b.serverMajor(context.Background()); major < 4 {
+		t.Skipf("RabbitMQ %d: quorum queues have no default delivery limit before 4.0", major)
+	}
+	qq := brokertest.Name(t, "qq")
+	declareQueue(t, b, qq, amqp.Table{"x-queue-type": "quorum"})
+	publishN(t, b, qq, "m", 2, nil)
+	_, _, err := peekIDs(t, b, qq, broker.PeekOptions{Mode: broker.PeekRequeue}, 0)
+	if !errors.Is(err, broker.ErrUnsafe) || !strings.Contains(err.Error(), "delivery limit of 20") {
+		t.Errorf("requeue on a 4.x quorum queue without a limit: %v", err)
+	}
+	// Forced requeues 25 times: the messages near the limit are rotated,
+	// none is dropped.
+	for i := 0; i < 25; i++ {
+		ids, _, err := peekIDs(t, b, qq, broker.PeekOptions{Mode: broker.PeekRequeue, Force: true}, 0)
+		if err != nil || len(ids) != 2 {
+			t.Fatalf("forced requeue %d: %v %v", i, ids, err)
+		}
+		waitDepth(t, b, qq, 2)
+	}
+	if got := drainIDs(t, b, qq); len(got) != 2 {
+		t.Fatalf("after 25 forced requeues the queue holds %v", got)
 	}
 }
 

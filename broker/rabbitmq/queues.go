@@ -280,24 +280,19 @@ func (b *Broker) toQueue(m *mgmtQueue, serverMajor int) (broker.Queue, deadLette
 		}
 		q.Policy += op
 	}
-	dl := deadLetterOf(m.Arguments, m.EffectivePolicyDefinition)
+	dl := deadLetterOf(m.Arguments, m.EffectivePolicyDefinition, q.Kind == broker.KindQuorum, serverMajor)
 	if dl.set {
 		q.DeadLetterTarget, q.DeadLetterRoutingKey = dl.exchange, dl.routingKey
 		if dl.exchange == "" {
 			q.DeadLetterTarget = DefaultExchangeName
 		}
 	}
-	q.DeliveryLimit = dl.limit
-	if q.Kind == broker.KindQuorum {
-		if !dl.limitSet && serverMajor >= 4 {
-			// RabbitMQ 4.0 gives every quorum queue without one a delivery
-			// limit of 20 (a negative limit turns it off).
-			q.DeliveryLimit, q.DeliveryLimitDefault = DefaultQuorumDeliveryLimit, true
-		}
-		if !dl.set && q.DeliveryLimit > 0 {
+	if dl.limited {
+		q.DeliveryLimit, q.DeliveryLimitDefault = dl.limit, dl.limitDefault
+		if !dl.set {
 			// Past the limit a message is dead-lettered; with no
 			// dead-letter exchange RabbitMQ drops it without a trace.
-			q.DropsAfter = q.DeliveryLimit
+			q.DropsAfter = dl.limit
 		}
 	}
 	if len(m.Members) > 0 {
@@ -330,20 +325,27 @@ type deadLetter struct {
 	exchange   string
 	routingKey string
 	hasKey     bool
-	// limit is the delivery limit that applies, 0 for none; limitSet says
-	// an argument or policy sets one (a negative one means none on 4.x).
-	limit    int64
-	limitSet bool
+	// limited says a quorum queue removes a message once it has been
+	// returned more than limit times (dead-letters it, or drops it without
+	// a dead-letter exchange); limitDefault that no argument or policy set
+	// it (RabbitMQ 4.x's default).
+	limited      bool
+	limit        int64
+	limitDefault bool
 }
 
 // deadLetterOf reads the dead-letter settings: queue arguments first
 // (x-dead-letter-exchange, x-dead-letter-routing-key), then the effective
 // policy (dead-letter-exchange, dead-letter-routing-key); RabbitMQ lets
-// arguments win over policies for these keys. The delivery limit is the
-// lower of x-delivery-limit and the policy's delivery-limit when both are
-// set (3.10 and 4.x alike); a negative one turns the limit off (4.x), and
-// then the higher applies.
-func deadLetterOf(args, policy map[string]any) deadLetter {
+// arguments win over policies for these keys.
+//
+// The delivery limit (quorum queues only) is the lower of x-delivery-limit
+// and the policy's delivery-limit when both are set, on 3.x and 4.x alike.
+// On 4.x a quorum queue without one has a limit of 20, and a negative one
+// turns the limit off (and wins over a positive one); on 3.x a negative
+// limit is below every count, so the first return removes the message.
+// serverMajor 0 (unknown) reads like 3.x.
+func deadLetterOf(args, policy map[string]any, quorum bool, serverMajor int) deadLetter {
 	var d deadLetter
 	if v, ok := args["x-dead-letter-exchange"]; ok {
 		d.set, d.exchange = true, headerString(v)
@@ -355,21 +357,33 @@ func deadLetterOf(args, policy map[string]any) deadLetter {
 	} else if v, ok := policy["dead-letter-routing-key"]; ok {
 		d.routingKey, d.hasKey = headerString(v), true
 	}
+	if !quorum {
+		return d
+	}
+	v4 := serverMajor >= 4
 	an, aok := toInt64(args["x-delivery-limit"])
 	pn, pok := toInt64(policy["delivery-limit"])
+	var n int64
 	switch {
-	case aok && pok && (an < 0 || pn < 0):
-		d.limit = max(an, pn)
+	case !aok && !pok:
+		if v4 {
+			d.limited, d.limit, d.limitDefault = true, DefaultQuorumDeliveryLimit, true
+		}
+		return d
+	case aok && pok && v4 && (an < 0 || pn < 0):
+		n = max(an, pn)
 	case aok && pok:
-		d.limit = min(an, pn)
+		n = min(an, pn)
 	case aok:
-		d.limit = an
-	case pok:
-		d.limit = pn
+		n = an
+	default:
+		n = pn
 	}
-	d.limitSet = aok || pok
-	if d.limit < 0 {
-		d.limit = 0
+	switch {
+	case n >= 0:
+		d.limited, d.limit = true, n
+	case !v4:
+		d.limited = true
 	}
 	return d
 }

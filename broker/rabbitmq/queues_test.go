@@ -209,27 +209,38 @@ func TestQueuesExactDepth(t *testing.T) {
 }
 
 func TestDeadLetterOfDeliveryLimit(t *testing.T) {
+	lim := func(n int64) map[string]any { return map[string]any{"x-delivery-limit": n} }
+	pol := func(n any) map[string]any { return map[string]any{"delivery-limit": n} }
 	tests := []struct {
 		name         string
 		args, policy map[string]any
+		major        int
+		limited      bool
 		limit        int64
-		set          bool
+		isDefault    bool
 	}{
-		{name: "none"},
-		{name: "argument", args: map[string]any{"x-delivery-limit": int64(5)}, limit: 5, set: true},
-		{name: "policy", policy: map[string]any{"delivery-limit": json.Number("7")}, limit: 7, set: true},
-		{name: "the lower of both", args: map[string]any{"x-delivery-limit": int64(5)}, policy: map[string]any{"delivery-limit": int64(3)}, limit: 3, set: true},
-		{name: "the lower of both, argument lower", args: map[string]any{"x-delivery-limit": int64(2)}, policy: map[string]any{"delivery-limit": int64(9)}, limit: 2, set: true},
-		{name: "negative turns it off", args: map[string]any{"x-delivery-limit": int64(-1)}, limit: 0, set: true},
-		{name: "negative policy wins over a limit", args: map[string]any{"x-delivery-limit": int64(5)}, policy: map[string]any{"delivery-limit": int64(-1)}, limit: 5, set: true},
-		{name: "both negative", args: map[string]any{"x-delivery-limit": int64(-1)}, policy: map[string]any{"delivery-limit": int64(-1)}, limit: 0, set: true},
-		{name: "zero", args: map[string]any{"x-delivery-limit": int64(0)}, limit: 0, set: true},
+		{name: "3.x none", major: 3},
+		{name: "unknown version none", major: 0},
+		{name: "4.x none: the default", major: 4, limited: true, limit: 20, isDefault: true},
+		{name: "argument", args: lim(5), major: 3, limited: true, limit: 5},
+		{name: "policy", policy: pol(json.Number("7")), major: 4, limited: true, limit: 7},
+		{name: "the lower of both", args: lim(5), policy: pol(int64(3)), major: 3, limited: true, limit: 3},
+		{name: "the lower of both, argument lower", args: lim(2), policy: pol(int64(9)), major: 4, limited: true, limit: 2},
+		{name: "4.x negative turns it off", args: lim(-1), major: 4},
+		{name: "4.x negative policy and a limit: the higher (the limit)", args: lim(5), policy: pol(int64(-1)), major: 4, limited: true, limit: 5},
+		{name: "4.x both negative", args: lim(-1), policy: pol(int64(-1)), major: 4},
+		{name: "3.x negative: the first return removes it", args: lim(-1), major: 3, limited: true, limit: 0},
+		{name: "3.x negative policy is the lower", args: lim(5), policy: pol(int64(-1)), major: 3, limited: true, limit: 0},
+		{name: "zero: the first return removes it", args: lim(0), major: 4, limited: true, limit: 0},
 	}
 	for _, tt := range tests {
-		d := deadLetterOf(tt.args, tt.policy)
-		if d.limit != tt.limit || d.limitSet != tt.set {
-			t.Errorf("%s: limit %d set %v, want %d %v", tt.name, d.limit, d.limitSet, tt.limit, tt.set)
+		d := deadLetterOf(tt.args, tt.policy, true, tt.major)
+		if d.limited != tt.limited || d.limit != tt.limit || d.limitDefault != tt.isDefault {
+			t.Errorf("%s: limited %v limit %d default %v, want %v %d %v", tt.name, d.limited, d.limit, d.limitDefault, tt.limited, tt.limit, tt.isDefault)
 		}
+	}
+	if d := deadLetterOf(lim(5), nil, false, 4); d.limited || d.limit != 0 {
+		t.Errorf("a classic queue has no delivery limit: %+v", d)
 	}
 }
 
