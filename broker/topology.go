@@ -73,6 +73,13 @@ type RabbitTopologyReader interface {
 	ReadRabbitTopology(ctx context.Context) (RabbitTopology, error)
 }
 
+// ServerVersioner reports the server's version ("4.0.5"), for behaviour
+// that changed between versions (RabbitMQ 4.0 gave quorum queues a default
+// delivery limit).
+type ServerVersioner interface {
+	ServerVersion(ctx context.Context) (string, error)
+}
+
 // TopologyAction is what a change does to one object.
 type TopologyAction string
 

@@ -43,7 +43,8 @@ var Rules = []struct {
 	{"dlx-undeclared", SevWarning, "the dead-letter exchange is not declared in the spec (it must already exist)"},
 	{"binding-undeclared", SevWarning, "a binding names an exchange or queue the spec does not declare"},
 	{"ladder-ttl-order", SevWarning, "retry ladder tiers whose delays do not increase"},
-	{"quorum-no-delivery-limit", SevWarning, "a quorum queue without a delivery limit: a poison message is redelivered forever"},
+	{"quorum-no-delivery-limit", SevWarning, "a quorum queue without a delivery limit: a poison message is redelivered forever (RabbitMQ 3.x; 4.x stops at 20)"},
+	{"quorum-silent-drop", SevWarning, "a quorum queue with no dead-letter exchange and no delivery limit: RabbitMQ 4.x applies its default limit of 20 and drops a message after 20 deliveries without a trace"},
 	{"classic-queue", SevWarning, "a durable classic queue where a quorum queue would serve (replicated, delivery limit)"},
 	{"ttl-no-dlx", SevWarning, "a queue with a message TTL and no dead-letter exchange: expired messages vanish"},
 	{"sqs-dlq-retention", SevError, "an SQS DLQ keeps messages no longer than its source (SQS keeps the original enqueue time)"},
@@ -285,9 +286,14 @@ func lintRabbit(m *RabbitModel, add addFunc) {
 		e := effs[q.Name]
 		obj := "queue " + q.Name
 		delayQueue := e.ttl != nil && e.dlx != nil
-		if q.Kind == "quorum" && (e.limit == nil || *e.limit <= 0) && !delayQueue && !parked[q.Name] {
+		silentDrop := q.Kind == "quorum" && e.dlx == nil && e.limit == nil
+		if silentDrop {
+			// Lint knows no broker: the warning says which versions.
+			add(SevWarning, "quorum-silent-drop", q.Pos, obj,
+				"quorum queue `%s` has no dead-letter exchange and no delivery limit: on RabbitMQ 4.x the default limit of 20 applies, and a message delivered 20 times is dropped without a trace (3.x redelivers it forever); give it a `dead_letter` exchange (or a policy with dead-letter-exchange), or set `x-delivery-limit: -1` in `arguments` to turn the limit off on 4.x", q.Name)
+		} else if q.Kind == "quorum" && (e.limit == nil || *e.limit <= 0) && !delayQueue && !parked[q.Name] {
 			add(SevWarning, "quorum-no-delivery-limit", q.Pos, obj,
-				"quorum queue `%s` has no delivery limit: a message that always fails is redelivered forever; set `delivery_limit`", q.Name)
+				"quorum queue `%s` has no delivery limit: on RabbitMQ 3.x a message that always fails is redelivered forever (4.x dead-letters it after 20 deliveries); set `delivery_limit`", q.Name)
 		}
 		if q.Kind == "classic" && q.Durable && !q.AutoDelete && !e.hasMaxPrio {
 			add(SevWarning, "classic-queue", q.Pos, obj,

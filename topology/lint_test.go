@@ -181,3 +181,56 @@ func TestPlanPolicyUpdateInPlaceAndShadowWarning(t *testing.T) {
 		t.Errorf("unchanged %d", p.Unchanged)
 	}
 }
+
+// TestLintQuorumSilentDrop: a quorum queue with no dead-letter exchange
+// and no delivery limit drops messages on RabbitMQ 4.x (default limit 20).
+func TestLintQuorumSilentDrop(t *testing.T) {
+	rules := func(src string) map[string]Finding {
+		got := map[string]Finding{}
+		for _, f := range lintOf(t, src) {
+			if f.Object == "queue q" {
+				got[f.Rule] = f
+			}
+		}
+		return got
+	}
+	for _, tc := range []struct {
+		name, src string
+		drop      bool
+	}{
+		{"no dlx, no limit", "rabbitmq:\n  queues: [{name: q, type: quorum}]\n", true},
+		{"a parking lot too", "rabbitmq:\n  exchanges: [{name: d, type: fanout}]\n  queues:\n    - {name: src, type: quorum, delivery_limit: 3, dead_letter: {exchange: d}}\n    - {name: q, type: quorum, bind: [{exchange: d}]}\n", true},
+		{"dlx by argument", "rabbitmq:\n  exchanges: [{name: d, type: fanout}]\n  queues: [{name: q, type: quorum, dead_letter: {exchange: d}}, {name: dq, type: quorum, delivery_limit: 3, bind: [{exchange: d}]}]\n", false},
+		{"dlx by a spec policy", "rabbitmq:\n  exchanges: [{name: d, type: fanout}]\n  queues: [{name: q, type: quorum}]\n  policies: [{name: p, pattern: '^q$', definition: {dead-letter-exchange: d}}]\n", false},
+		{"explicit limit", "rabbitmq:\n  queues: [{name: q, type: quorum, delivery_limit: 5}]\n", false},
+		{"limit turned off", "rabbitmq:\n  queues: [{name: q, type: quorum, arguments: {x-delivery-limit: -1}}]\n", false},
+		{"classic", "rabbitmq:\n  queues: [{name: q, type: classic}]\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := rules(tc.src)
+			f, drop := got["quorum-silent-drop"]
+			if drop != tc.drop {
+				t.Fatalf("quorum-silent-drop = %v, want %v (findings %v)", drop, tc.drop, got)
+			}
+			if !drop {
+				return
+			}
+			if f.Severity != SevWarning || !strings.Contains(f.Message, "on RabbitMQ 4.x the default limit of 20") ||
+				!strings.Contains(f.Message, "dropped without a trace") || !strings.Contains(f.Message, "`dead_letter`") {
+				t.Errorf("finding: %s", f)
+			}
+			if _, both := got["quorum-no-delivery-limit"]; both {
+				t.Errorf("quorum-no-delivery-limit as well: %v", got)
+			}
+		})
+	}
+	m, err := LoadBytes("l.yaml", []byte("version: 1\nlint: {ignore: [quorum-silent-drop]}\nrabbitmq:\n  queues: [{name: q, type: quorum}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range Lint(m) {
+		if f.Rule == "quorum-silent-drop" {
+			t.Errorf("ignored rule reported: %s", f)
+		}
+	}
+}

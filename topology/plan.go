@@ -58,6 +58,8 @@ type Plan struct {
 	Changes   []Change      `json:"changes"`
 	Unchanged int           `json:"unchanged"`
 	Warnings  []string      `json:"warnings,omitempty"`
+	// ServerVersion is the broker's version when it says ("4.0.5").
+	ServerVersion string `json:"server_version,omitempty"`
 	// Skipped names a section of the spec that this broker cannot hold.
 	Skipped string `json:"skipped,omitempty"`
 }
@@ -142,6 +144,12 @@ func MakePlan(ctx context.Context, b broker.Broker, m *Model, opts PlanOptions) 
 		}
 		p.Vhost = cur.Vhost
 		planRabbit(p, m.Rabbit, cur, opts)
+		if v, ok := b.(broker.ServerVersioner); ok {
+			if ver, err := v.ServerVersion(ctx); err == nil {
+				p.ServerVersion = ver
+				p.Warnings = append(p.Warnings, silentDrops(m.Rabbit, cur, ver)...)
+			}
+		}
 	case broker.SQS:
 		if m.SQS == nil {
 			return nil, fmt.Errorf("the spec has no `sqs:` section but `--broker` is SQS: point `--broker` at RabbitMQ (amqp://…)")
@@ -292,7 +300,7 @@ func planRabbit(p *Plan, m *RabbitModel, cur broker.RabbitTopology, opts PlanOpt
 		if old.Exclusive {
 			d = append(d, Diff{"exclusive", true, false})
 		}
-		ad := argDiffs("arguments.", old.Arguments, q.Arguments)
+		ad := argDiffs("arguments.", withoutClassicType(old.Arguments), withoutClassicType(q.Arguments))
 		d = append(d, ad...)
 		if len(d) == 0 {
 			p.Unchanged++
@@ -321,6 +329,23 @@ func planRabbit(p *Plan, m *RabbitModel, cur broker.RabbitTopology, opts PlanOpt
 	if opts.Prune {
 		p.Changes = append(p.Changes, pruneRabbit(m, cur, opts.PruneScope)...)
 	}
+}
+
+// withoutClassicType is a queue's arguments without x-queue-type: classic,
+// which is what no x-queue-type means: RabbitMQ 4.x records it on every
+// classic queue declared without it, and a declare with or without it
+// matches either.
+func withoutClassicType(args map[string]any) map[string]any {
+	if t, ok := args["x-queue-type"]; !ok || t != "classic" {
+		return args
+	}
+	out := make(map[string]any, len(args)-1)
+	for k, v := range args {
+		if k != "x-queue-type" {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func queueFix(name string, old broker.QueueDecl, ad []Diff, argsOnly bool) string {
@@ -414,6 +439,49 @@ func policyShadows(m *RabbitModel, cur broker.RabbitTopology) []string {
 				out = append(out, fmt.Sprintf("policy `%s` (priority %d) on the broker also matches queue `%s` and outranks or ties `%s` (priority %d): only one policy applies to a queue; raise `priority` in the spec",
 					other.Name, other.Priority, q.Name, mine.Name, mine.Priority))
 			}
+		}
+	}
+	return out
+}
+
+// silentDrops warns, on RabbitMQ 4.x, about the spec's quorum queues that
+// will have neither a dead-letter exchange nor a delivery limit once the
+// spec is applied (by argument, or by the policy that then applies: the
+// spec's, or one on the broker that outranks it). RabbitMQ 4.0 gives them a
+// delivery limit of 20 and then drops a message without a trace.
+func silentDrops(m *RabbitModel, cur broker.RabbitTopology, version string) []string {
+	major, _ := strconv.Atoi(strings.SplitN(version, ".", 2)[0])
+	if major < 4 {
+		return nil
+	}
+	policies := specPolicies(m.Policies)
+	inSpec := map[string]bool{}
+	for _, p := range m.Policies {
+		inSpec[p.Name] = true
+	}
+	for _, p := range cur.Policies {
+		if !inSpec[p.Name] {
+			policies = append(policies, p)
+		}
+	}
+	var out []string
+	for _, q := range m.Queues {
+		if q.Kind != "quorum" {
+			continue
+		}
+		_, dlx := q.Arguments["x-dead-letter-exchange"]
+		_, limit := q.Arguments["x-delivery-limit"]
+		if p := matchingPolicy(q.Name, policies); p != nil {
+			if _, ok := p.Definition["dead-letter-exchange"]; ok {
+				dlx = true
+			}
+			if _, ok := p.Definition["delivery-limit"]; ok {
+				limit = true
+			}
+		}
+		if !dlx && !limit {
+			out = append(out, fmt.Sprintf("quorum queue `%s` has no dead-letter exchange and no delivery limit: RabbitMQ %s gives it the default limit of 20 and drops a message delivered 20 times without a trace; give it a `dead_letter` exchange (or a policy with dead-letter-exchange), or set `x-delivery-limit: -1` in `arguments` to turn the limit off",
+				q.Name, version))
 		}
 	}
 	return out

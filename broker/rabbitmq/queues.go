@@ -608,15 +608,30 @@ func (b *Broker) serverMajor(ctx context.Context) int {
 	if v != 0 {
 		return v
 	}
+	_, _ = b.ServerVersion(ctx)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.major
+}
+
+// ServerVersion is the RabbitMQ version the management API reports
+// ("4.0.5"), asked once.
+func (b *Broker) ServerVersion(ctx context.Context) (string, error) {
+	b.mu.Lock()
+	v := b.version
+	b.mu.Unlock()
+	if v != "" {
+		return v, nil
+	}
 	var ov struct {
 		Version string `json:"rabbitmq_version"`
 	}
 	if err := b.mgmtDo(ctx, "GET", "/overview?columns=rabbitmq_version", nil, &ov); err != nil {
-		return 0
+		return "", translateErr("read the server version", err)
 	}
 	major, _ := strconv.Atoi(strings.SplitN(ov.Version, ".", 2)[0])
 	b.mu.Lock()
-	b.major = major
+	b.version, b.major = ov.Version, major
 	b.mu.Unlock()
-	return major
+	return ov.Version, nil
 }

@@ -79,7 +79,8 @@ type Broker struct {
 	conn    *amqp.Connection
 	cur     int // index of the node in use (or last used) in nodes
 	closed  bool
-	major   int // RabbitMQ major version, 0 until known
+	major   int    // RabbitMQ major version, 0 until known
+	version string // RabbitMQ version ("4.0.5"), "" until known
 	flowFns []func(blocked bool, reason string)
 	blocked bool
 	reason  string
@@ -91,7 +92,8 @@ type Broker struct {
 }
 
 var (
-	_ broker.Broker = (*Broker)(nil)
+	_ broker.Broker          = (*Broker)(nil)
+	_ broker.ServerVersioner = (*Broker)(nil)
 )
 
 // Open connects to the broker within cfg.Timeout (and ctx) and checks the
