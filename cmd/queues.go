@@ -402,7 +402,7 @@ func dropWarning(qs []broker.Queue) string {
 	if byDefault == len(names) {
 		limit = "RabbitMQ 4.x's default delivery limit of 20"
 	}
-	return fmt.Sprintf("warning: %s no dead-letter exchange and %s a message without a trace once it passes %s: give %s a dead-letter exchange (a policy with dead-letter-exchange), or turn the limit off with delivery-limit -1 (4.x)",
+	return fmt.Sprintf("warning: %s no dead-letter exchange and %s a message without a trace once it passes %s: give %s a dead-letter exchange (a policy with dead-letter-exchange), or, on 4.x, turn the limit off with delivery-limit -1",
 		subject, verb, limit, them)
 }
 

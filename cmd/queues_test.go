@@ -4,11 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
+
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/broker/brokertest"
 )
 
 func TestNewCmdQueuesFlags(t *testing.T) {
@@ -297,5 +302,62 @@ func TestNodeNamer(t *testing.T) {
 		if got := nodeNamer(tt.qs)(tt.name); got != tt.want {
 			t.Errorf("short(%q) among %v = %q, want %q", tt.name, tt.qs[0].Members, got, tt.want)
 		}
+	}
+}
+
+// TestAcceptanceQueuesCluster: `dlq queues` against the three-node cluster,
+// given as hosts in the URL and one management URL per node, shows a
+// quorum queue's members and leader and flags the 4.x silent drop.
+func TestAcceptanceQueuesCluster(t *testing.T) {
+	env := brokertest.Cluster(t)
+	var hosts []string
+	for _, raw := range env.AMQPURLs {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hosts = append(hosts, u.Host)
+	}
+	multi, _ := url.Parse(env.AMQPURLs[0])
+	multi.Host = strings.Join(hosts, ",")
+	conn, err := amqp.Dial(env.AMQPURLs[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	qq := brokertest.Name(t, "qq")
+	if _, err := ch.QueueDeclare(qq, true, false, false, false, amqp.Table{"x-queue-type": "quorum"}); err != nil {
+		t.Fatal(err)
+	}
+	defer ch.QueueDelete(qq, false, false, false)
+	args := []string{"queues", "--broker", multi.String(), "--management-url", strings.Join(env.MgmtURLs, ","), qq}
+	var stdout, stderr string
+	var code ExitCode
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		stdout, stderr, code = runDLQ(t, append(args, "-o", "json")...)
+		qs := decodeQueues(t, stdout)
+		if code == ExitOK && len(qs) == 1 && len(qs[0].Online) == 3 {
+			q := qs[0]
+			if len(q.Members) != 3 || !slices.Contains(q.Members, q.Leader) || q.DropsAfter != 20 || !q.DeliveryLimitDefault {
+				t.Errorf("json: %+v", q)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("exit %d, %s\n%s", code, stderr, stdout)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	stdout, stderr, code = runDLQ(t, args...)
+	if code != ExitOK || !strings.Contains(stdout, "3/3 lead dlqcluster") || !strings.Contains(stdout, "DROPS after 20 deliveries (no dead-letter exchange, 4.x default limit)") {
+		t.Errorf("table (exit %d):\n%s", code, stdout)
+	}
+	if !strings.HasPrefix(stderr, "warning: quorum queue `"+qq+"` has no dead-letter exchange") {
+		t.Errorf("stderr: %q", stderr)
 	}
 }
