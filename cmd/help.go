@@ -37,6 +37,15 @@ const brokersHelp = `BROKERS. --broker takes a URL or the name of a context:
                                   --insecure-skip-verify. The management API
                                   is http://HOST:15672 (https://HOST:15671
                                   for amqps) unless --management-url says.
+  amqp://USER@H1:5672,H2:5672,H3/VHOST
+                                  several nodes of one broker (a cluster):
+                                  dlq connects to the first that answers and,
+                                  when that node goes away, to the next; the
+                                  management API follows the node in use. A
+                                  host without a port gets 5672 (5671 for
+                                  amqps). --management-url takes one URL for
+                                  all nodes, or one per node in the same
+                                  order, comma-separated.
   sqs://   sqs://REGION           Amazon SQS through the AWS config chain
                                   (AWS_PROFILE, AWS_REGION, SSO, …);
                                   --region, --endpoint-url (or the SDK's
@@ -83,6 +92,7 @@ or the file --config names. They hold no secrets:
   contexts:
     prod-rabbit:
       broker: amqps://ops@rabbit.prod.example.com:5671/shop
+      nodes: [rabbit-2.prod.example.com, rabbit-3.prod.example.com:5671]
       management_url: https://rabbit.prod.example.com:15671
       password_env: RABBIT_PROD_PASSWORD   # the variable, not the password
       ca_file: /etc/ssl/certs/prod-ca.pem
@@ -95,7 +105,22 @@ or the file --config names. They hold no secrets:
       broker: sqs://us-east-1
       endpoint: http://127.0.0.1:9324
 
-Keys: broker, management_url, region, endpoint, profile, ca_file, cert_file,
-key_file, insecure_skip_verify, password_env, read_only, audit_log. Unknown
-keys are errors. ` + "`dlq contexts`" + ` lists the contexts.
+Keys: broker, nodes, management_url, region, endpoint, profile, ca_file,
+cert_file, key_file, insecure_skip_verify, password_env, read_only,
+audit_log. Unknown keys are errors. ` + "`dlq contexts`" + ` lists the contexts.
+nodes lists more nodes of a RabbitMQ broker (HOST or HOST:PORT), tried after
+the URL's hosts with the URL's user and vhost; management_url then holds one
+URL, or one per node (the URL's hosts first), comma-separated.
+
+RABBITMQ CLUSTERS AND 4.x. ` + "`dlq queues`" + ` shows a quorum queue's replicas in
+MEMBERS ("3/3 lead rabbit-1": members running out of all, and the leader's
+node; "no leader" when the leader's node is down) and what is wrong in NOTES
+(members down, no quorum). RabbitMQ 4.x gives a quorum queue without a
+delivery limit the limit of 20; with no dead-letter exchange, a message
+redelivered past its limit is dropped without a trace. dlq queues marks such
+queues (NOTES "DROPS after 20 deliveries", JSON drops_after) and warns on
+stderr, ` + "`dlq topology lint`" + ` warns (quorum-silent-drop) and ` + "`dlq topology plan`" + `
+warns on 4.x. Fix: a dead-letter exchange (a policy with
+dead-letter-exchange), or on 4.x delivery-limit -1 (on 3.x a negative limit
+removes a message at its first return).
 `
