@@ -5,13 +5,12 @@ BROKERS  := scripts/brokers
 PKGS     := ./...
 # The test servers' addresses and the test password, from scripts/brokers:
 # TESTENV is RabbitMQ 3.10 and the SQS emulators (main and fault servers),
-# TEST4ENV RabbitMQ 4.0 alone (where the SQS tests skip), FAULT4ENV that and
-# the three-node 4.0 cluster, which only the 4.0 fault pass gets.
+# TEST4ENV RabbitMQ 4.0 alone (where the SQS tests skip) and the three-node
+# 4.0 cluster, which only the 4.0 passes get.
 RUNENV    = export DLQ_TEST_REQUIRE_BROKERS=1 DLQ_TEST_BIN=$(CURDIR)/$(BIN) AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 &&
-NOCLUSTER = export DLQ_CLUSTER_SKIP='the cluster tests run in the RabbitMQ 4.0 fault pass of make test' &&
-TESTENV   = eval "$$($(BROKERS) env)" && eval "$$(DLQ_BROKERS_INSTANCE=fault $(BROKERS) env)" && $(NOCLUSTER) $(RUNENV)
-TEST4ENV  = eval "$$(DLQ_BROKERS_INSTANCE=test4 $(BROKERS) env)" && eval "$$(DLQ_BROKERS_INSTANCE=fault4 $(BROKERS) env)" && $(NOCLUSTER) $(RUNENV)
-FAULT4ENV = eval "$$(DLQ_BROKERS_INSTANCE=test4 $(BROKERS) env)" && eval "$$(DLQ_BROKERS_INSTANCE=fault4 $(BROKERS) env)" && \
+TESTENV   = eval "$$($(BROKERS) env)" && eval "$$(DLQ_BROKERS_INSTANCE=fault $(BROKERS) env)" && \
+            export DLQ_CLUSTER_SKIP='the cluster tests run in the RabbitMQ 4.0 passes of make test' && $(RUNENV)
+TEST4ENV  = eval "$$(DLQ_BROKERS_INSTANCE=test4 $(BROKERS) env)" && eval "$$(DLQ_BROKERS_INSTANCE=fault4 $(BROKERS) env)" && \
             eval "$$(DLQ_BROKERS_INSTANCE=cluster $(BROKERS) env)" && $(RUNENV)
 INSTANCES = test fault test4 fault4 cluster
 
@@ -22,7 +21,7 @@ build:
 
 # Unit and integration tests against the real servers (started when missing):
 # once with RabbitMQ 3.10 and SQS, once more with RabbitMQ 4.0 (SQS tests
-# skip). Then the redrive fault tests (kills, restarts, blocked brokers on the
+# skip) and the cluster tests. Then the redrive fault tests (kills, restarts, blocked brokers on the
 # separate fault servers), verbose enough to show their tallies, one log a
 # pass: 3.10 and SQS, then 4.0 with the cluster tests. The 4.0 fault servers
 # have no SQS: TestFaultSQS is left out there (brokertest's FaultEnv.NeedSQS
@@ -40,7 +39,7 @@ test: brokers-up build
 	$(TESTENV) $(GO) test -race -count=1 -timeout 30m -skip '^TestFault' $(PKGS)
 	$(TEST4ENV) $(GO) test -race -count=1 -timeout 30m -skip '^TestFault' $(PKGS)
 	$(call faultpass,$(TESTENV),$(FAULTLOG))
-	$(call faultpass,$(FAULT4ENV),$(FAULT4LOG),-skip '^TestFaultSQS$$')
+	$(call faultpass,$(TEST4ENV),$(FAULT4LOG),-skip '^TestFaultSQS$$')
 
 # Unit tests only; integration tests skip without the servers.
 unit:

@@ -8,9 +8,9 @@
 //
 // `make test` runs the integration tests twice: against RabbitMQ 3.10 with
 // the SQS emulators, then against RabbitMQ 4.0 alone (DLQ_TEST_RABBITMQ_ONLY=1,
-// where SQS skips). The fault tests likewise run against the fault servers
-// of each version (DLQ_FAULT_RABBITMQ_ONLY=1 in the second), and the cluster
-// tests (Cluster) with the second.
+// where SQS skips) and the three-node 4.0 cluster (Cluster). The fault tests
+// likewise run against the fault servers of each version
+// (DLQ_FAULT_RABBITMQ_ONLY=1 in the second, which has the cluster too).
 package brokertest
 
 import (
@@ -239,7 +239,7 @@ type ClusterEnv struct {
 }
 
 // Cluster returns the test cluster or skips the test. `make test` gives the
-// cluster to one pass only (the RabbitMQ 4.0 fault tests); the others set
+// cluster to its RabbitMQ 4.0 passes only; the 3.10 passes set
 // DLQ_CLUSTER_SKIP to the reason the cluster tests skip there.
 func Cluster(t testing.TB) ClusterEnv {
 	t.Helper()
