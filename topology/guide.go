@@ -75,13 +75,19 @@ NAME.retry.DELAY.q with key NAME.retry.DELAY. Every name can be given.
 RabbitMQ has no attempt counter across dead-letterings (a quorum delivery
 limit counts redeliveries within one queue only and starts again after each
 dead-lettering), so max_attempts (default: tiers + 1) is enforced by the
-consumer of the main queue from the x-death header: attempt = 1 + the number
-of times the message expired from a tier queue. On a failed attempt n:
+consumer of the main queue: attempt = the retry-attempts header (1 when
+absent) + the number of times the message expired from a tier queue since,
+from x-death. On a failed attempt n:
   n < max_attempts, first tier   reject it (requeue=false): the main queue's
                                  dead-letter settings route it to tier 1
-  n < max_attempts, later tier   publish it, headers kept, to NAME.retry.x
-                                 with tier min(n, tiers)'s key, wait for the
-                                 confirm, then ack the original
+  n < max_attempts, later tier   publish it to NAME.retry.x with tier
+                                 min(n, tiers)'s key, its headers kept but
+                                 the death headers (x-death, x-first-death-*,
+                                 x-last-death-*), and retry-attempts: n;
+                                 wait for the confirm, then ack the original
+                                 (RabbitMQ 3.13 and later do not continue an
+                                 x-death a client sends, so the count travels
+                                 in retry-attempts on every version)
   n ≥ max_attempts               publish it to NAME.dead.x, confirm, ack
 The Go package github.com/dlq-tools/dlq/topology implements this rule as
 Ladder.OnFailure.

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -117,18 +118,29 @@ func TestLadderOnFailure(t *testing.T) {
 		}
 		return h
 	}
+	attempts := func(n int32) map[string]any { return map[string]any{AttemptsHeader: n, "x-death": "dropped"} }
 	for _, tc := range []struct {
-		h    []broker.DeathEntry
-		want Step
+		headers map[string]any
+		h       []broker.DeathEntry
+		want    Step
 	}{
-		{nil, Step{Attempt: 1, Tier: 0, Reject: true, Exchange: "r", RoutingKey: "k1"}},
-		{hist(1, 0), Step{Attempt: 2, Tier: 1, Exchange: "r", RoutingKey: "k2"}},
-		{hist(1, 1), Step{Attempt: 3, Tier: 1, Exchange: "r", RoutingKey: "k2"}},
-		{hist(1, 2), Step{Attempt: 4, Dead: true, Exchange: "d"}},
+		{nil, nil, Step{Attempt: 1, Tier: 0, Reject: true, Exchange: "r", RoutingKey: "k1"}},
+		{nil, hist(1, 0), Step{Attempt: 2, Tier: 1, Exchange: "r", RoutingKey: "k2"}},
+		// A copy the consumer published to tier 2 after attempt 2: its death
+		// history starts again at the tier (RabbitMQ 3.13 and later, and any
+		// version once RetryHeaders dropped the old one).
+		{attempts(2), hist(0, 1), Step{Attempt: 3, Tier: 1, Exchange: "r", RoutingKey: "k2"}},
+		{attempts(3), hist(0, 1), Step{Attempt: 4, Dead: true, Exchange: "d"}},
+		{map[string]any{AttemptsHeader: "3"}, hist(1, 0), Step{Attempt: 2, Tier: 1, Exchange: "r", RoutingKey: "k2"}},
 	} {
-		if got := l.OnFailure(tc.h); got != tc.want {
-			t.Errorf("OnFailure(%v) = %+v, want %+v", tc.h, got, tc.want)
+		if got := l.OnFailure(tc.headers, tc.h); got != tc.want {
+			t.Errorf("OnFailure(%v, %v) = %+v, want %+v", tc.headers, tc.h, got, tc.want)
 		}
+	}
+	got := RetryHeaders(map[string]any{"tenant": "acme", "x-death": []any{}, "x-first-death-queue": "m", "x-last-death-reason": "expired"}, Step{Attempt: 2})
+	want := map[string]any{"tenant": "acme", AttemptsHeader: int64(2)}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("RetryHeaders = %v, want %v", got, want)
 	}
 }
 
