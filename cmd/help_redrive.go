@@ -79,7 +79,9 @@ Fidelity
   application headers with their AMQP types, and SQS message attributes
   are kept. Death metadata (x-death, x-first-death-*, x-last-death-*,
   x-delivery-count) is stripped, because consumers that count x-death would
-  dead-letter the message again at once; --keep-death-headers keeps it. An
+  dead-letter the message again at once; --keep-death-headers keeps it
+  (as evidence: RabbitMQ 3.13 and later do not continue an x-death that a
+  client publishes, and start a new one at the message's next death). An
   x-dlq-redrive header (a table on RabbitMQ; a String attribute holding
   {"count","time","source","id"} as JSON on SQS) records how often, when
   and from where the message was redriven, and which publish it was (id:
