@@ -44,8 +44,7 @@ func newCluster(t *testing.T, env brokertest.ClusterEnv) *clusterBackend {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := newAMQPWire(t, nu.Host)
-		w.wireLedger = r.wire
+		w := newAMQPWire(t, nu.Host, r.wire)
 		c.wires = append(c.wires, w)
 		hosts = append(hosts, w.Addr())
 	}

@@ -388,8 +388,7 @@ func proxiedURL(t *testing.T, rawURL string, ledger *wireLedger) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := newAMQPWire(t, u.Host)
-	w.wireLedger = ledger
+	w := newAMQPWire(t, u.Host, ledger)
 	u.Host = w.Addr()
 	q := u.Query()
 	q.Set("heartbeat", "60")

@@ -222,13 +222,14 @@ type amqpWire struct {
 	open atomic.Int32
 }
 
-func newAMQPWire(t *testing.T, upstream string) *amqpWire {
+// newAMQPWire starts a proxy to upstream that records into ledger.
+func newAMQPWire(t *testing.T, upstream string, ledger *wireLedger) *amqpWire {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &amqpWire{wireLedger: newWireLedger(), ln: ln, upstream: upstream}
+	w := &amqpWire{wireLedger: ledger, ln: ln, upstream: upstream}
 	go w.accept()
 	t.Cleanup(func() { ln.Close() })
 	return w
