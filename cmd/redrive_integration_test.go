@@ -170,6 +170,12 @@ func (r *riRabbit) drain(q string) []amqp.Delivery {
 	}
 }
 
+// riSorted is a sorted copy of ss, for comparing what reached a
+// destination whose order a run does not promise.
+func riSorted(ss []string) []string {
+	return slices.Sorted(slices.Values(ss))
+}
+
 func riBodies(ds []amqp.Delivery) []string {
 	s := make([]string, len(ds))
 	for i, d := range ds {
@@ -399,7 +405,8 @@ func TestRedriveIntegrationRabbitFilter(t *testing.T) {
 					wantLeft = append(wantLeft, fmt.Sprintf(`{"n":%d}`, i))
 				}
 			}
-			if got := riBodies(r.drain(work)); !slices.Equal(got, wantMoved) {
+			// Order at the destination is promised only with --concurrency 1.
+			if got := riBodies(r.drain(work)); !slices.Equal(riSorted(got), riSorted(wantMoved)) {
 				t.Errorf("moved %v, want %v", got, wantMoved)
 			}
 			left := r.drain(dlq)
@@ -465,7 +472,7 @@ func TestRedriveIntegrationRabbitUnroutable(t *testing.T) {
 	if !strings.Contains(stdout, "unroutable") || !strings.Contains(stderr, "unroutable 4") {
 		t.Errorf("unroutable messages not reported: %s / %s", stdout, stderr)
 	}
-	if got := riBodies(r.drain(qa)); !slices.Equal(got, []string{"a0", "a1", "a2", "a3"}) {
+	if got := riBodies(r.drain(qa)); !slices.Equal(riSorted(got), []string{"a0", "a1", "a2", "a3"}) {
 		t.Errorf("moved %v", got)
 	}
 	if got := riBodies(r.drain(dlq)); !slices.Equal(got, []string{"b0", "b1", "b2", "b3"}) {
@@ -663,7 +670,7 @@ func TestRedriveIntegrationRabbitDiscardPurgeArchive(t *testing.T) {
 		t.Fatalf("redrive archive: exit %d: %s %s", code, stdout, stderr)
 	}
 	got := r.drain(back)
-	if len(got) != 8 || string(got[0].Body) != `{"n":0}` {
+	if len(got) != 8 || !slices.Contains(riBodies(got), `{"n":0}`) {
 		t.Fatalf("queue got %v", riBodies(got))
 	}
 	if _, ok := got[0].Headers["x-death"]; ok {
