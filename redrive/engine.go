@@ -49,11 +49,13 @@ func Run(ctx context.Context, src broker.Broker, queue string, dst broker.Broker
 	if err != nil {
 		return newSummary(queue, opts.Dest.String(), opts.DryRun), err
 	}
-	if opts.DryRun {
-		return e.dryRun(ctx)
-	}
+	// A dry run gives the real run's verdict on a destination that routes
+	// nowhere: the same refusal, the same exit code.
 	if err := e.checkDest(ctx); err != nil {
 		return e.sum, err
+	}
+	if opts.DryRun {
+		return e.dryRun(ctx)
 	}
 	return e.run(ctx)
 }
@@ -85,7 +87,15 @@ func (e *engine) checkDest(ctx context.Context) error {
 	case d.Kind == broker.ToExchange:
 		why = "routes to no queue on %s (the exchange is missing, or no queue is bound with that key): check the exchange and key, or bind a queue"
 	}
-	return broker.Errorf(broker.ErrNotFound, "redrive", "destination `%s` "+why+"; nothing was moved", d, e.dst)
+	return broker.Errorf(broker.ErrNotFound, "redrive", "destination `%s` "+why+"; "+e.nothingDone(), d, e.dst)
+}
+
+// nothingDone ends a refusal: a dry run changes nothing anyway.
+func (e *engine) nothingDone() string {
+	if e.opts.DryRun {
+		return "a real run would move nothing"
+	}
+	return "nothing was moved"
 }
 
 type runMode int

@@ -519,6 +519,21 @@ func TestRunRefusesADestinationThatRoutesNowhere(t *testing.T) {
 	}
 }
 
+// A dry run to a destination that routes nowhere gives the real run's
+// verdict (the same error), not a count of unroutable messages.
+func TestDryRunRefusesADestinationThatRoutesNowhere(t *testing.T) {
+	f := rabbitFake(t, broker.KindQuorum, 5)
+	rc := routeChecker{f}
+	d := broker.Destination{Kind: broker.ToQueue, Queue: "missing"}
+	s, err := Run(context.Background(), rc, "orders.dlq", rc, Options{Dest: d, DryRun: true})
+	if !errors.Is(err, broker.ErrNotFound) || !strings.Contains(err.Error(), "`queue:missing` does not exist") {
+		t.Fatalf("dry run: err %v, destinations %v skipped %v", err, s.Destinations, s.Skipped)
+	}
+	if len(f.ready("orders.dlq")) != 5 {
+		t.Fatalf("dlq has %d", len(f.ready("orders.dlq")))
+	}
+}
+
 // Messages the destination confirmed only after a resend (Outgoing.Resent)
 // are moved, and counted and named as possibly there twice.
 func TestRunReportsResentMessages(t *testing.T) {
