@@ -122,6 +122,10 @@ and --set-header. Death headers (x-death, x-first-death-*, x-last-death-*,
 x-delivery-count) are stripped unless --keep-death-headers, and an
 x-dlq-redrive header (SQS: attribute) records count, time and source.
 
+On a terminal dlq first shows what the run would do (a dry run: counts per
+destination, a sample of IDs, what stays and why) and asks; --yes skips the
+question, and without a terminal none is asked. "no" exits 2, changing nothing.
+
 --dry-run reads under the peek-safety rules and changes nothing. A journal in
 $XDG_STATE_HOME/dlq/journal records each message's progress; --resume finishes
 an interrupted run (with its recorded destination and selection) and reports
@@ -422,6 +426,9 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 		dst = b
 	}
 	if o.ServerSide {
+		if err := confirmOnTerminal(f, fmt.Sprintf("hand every message of `%s` to the broker to move to %s", srcName, Redact(o.To))); err != nil {
+			return err
+		}
 		return redriveServerSide(ctx, o, src, srcName, dest)
 	}
 
@@ -429,6 +436,14 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	o.libOptions(&ro)
 	ro.Resume = resume
 	ro.Notice = func(s string) { f.IO.Statusf("dlq: %s", s) }
+	if !o.DryRun {
+		if err := confirmRedrive(ctx, f, src, queue, dst, ro, resume != nil); err != nil {
+			if errors.Is(err, errNothingToMove) {
+				return nil
+			}
+			return err
+		}
+	}
 	bar := newRedriveBar(f, "moved")
 	if !o.DryRun {
 		ro.Progress = bar.update
@@ -462,6 +477,79 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 		return perr
 	}
 	return exitErr
+}
+
+// errNothingToMove ends a redrive whose preview found nothing to move.
+var errNothingToMove = errors.New("nothing to move")
+
+// confirmOnTerminal asks on a terminal, unless --yes; without a terminal it
+// lets the command go on (a redrive loses nothing).
+func confirmOnTerminal(f *Factory, what string) error {
+	if f.Options.Yes || !f.IO.CanPrompt() {
+		return nil
+	}
+	ok, err := f.IO.Confirm(what + "?")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return ErrCancelled
+	}
+	return nil
+}
+
+// confirmRedrive shows on a terminal what the run would do (a dry run:
+// counts per destination, a sample, what stays and why) and asks, as
+// `terraform apply` does. --yes, or no terminal, skips it.
+func confirmRedrive(ctx context.Context, f *Factory, src broker.Broker, queue string, dst broker.Broker, ro redrive.Options, resume bool) error {
+	if f.Options.Yes || !f.IO.CanPrompt() {
+		return nil
+	}
+	if resume {
+		// The preview would read the interrupted run's journal as its
+		// own; ask plainly.
+		return confirmOnTerminal(f, fmt.Sprintf("finish the interrupted redrive of `%s` to %s", ro.SourceName, ro.Dest))
+	}
+	pre := ro
+	pre.DryRun, pre.DiffLimit, pre.MaxIDs = true, 1, 5
+	pre.Progress, pre.Journal = nil, nil
+	f.IO.Statusf("dlq: reading `%s` to preview the redrive (nothing is changed)…", ro.SourceName)
+	s, err := redrive.Run(ctx, src, queue, dst, pre)
+	if err != nil {
+		return err
+	}
+	n := printPreview(f.IO.ErrOut, ro.SourceName, s)
+	if n == 0 {
+		f.IO.Statusf("nothing to move; nothing was changed")
+		return errNothingToMove
+	}
+	return confirmOnTerminal(f, fmt.Sprintf("move these %d messages", n))
+}
+
+// printPreview writes a dry run's plan for a confirmation and returns how
+// many messages would move.
+func printPreview(w io.Writer, source string, s redrive.Summary) int64 {
+	n := sum64(s.Destinations)
+	fmt.Fprintf(w, "redrive will move %d of %d messages in `%s`:\n", n, s.Examined, source)
+	printCounts(w, "", s.Destinations)
+	if len(s.IDs) > 0 {
+		more := ""
+		if s.IDsTruncated || int64(len(s.IDs)) < n {
+			more = " …"
+		}
+		fmt.Fprintf(w, "  sample: %s%s\n", strings.Join(s.IDs, " "), more)
+	}
+	for _, d := range s.Diffs {
+		fmt.Fprintf(w, "  first message, before and after:\n%s\n", d.Lines)
+	}
+	if k := s.TotalSkipped(); k > 0 {
+		fmt.Fprintf(w, "left in `%s` %d:\n", source, k)
+		printCounts(w, "", s.Skipped)
+		for _, e := range s.Errors {
+			fmt.Fprintf(w, "  %s\n", e)
+		}
+	}
+	return n
 }
 
 // failedToStart reports a run that failed before it examined a message (a

@@ -148,7 +148,8 @@ type Summary struct {
 	Destinations map[string]int64 `json:"destinations,omitempty"`
 	// Archived counts messages written to the archive (discard, purge).
 	Archived int64 `json:"archived,omitempty"`
-	// IDs are the fingerprints of the moved messages (at most MaxIDs).
+	// IDs are the fingerprints of the moved messages (a dry run: of the
+	// messages it would move), at most MaxIDs.
 	IDs          []string `json:"ids,omitempty"`
 	IDsTruncated bool     `json:"ids_truncated,omitempty"`
 	// Errors are examples of per-message failures (at most a few per
