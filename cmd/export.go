@@ -144,6 +144,7 @@ func exportRun(ctx context.Context, opts *exportOptions) error {
 	if res.Peek.Changed != "" {
 		f.IO.Statusf("%s", res.Peek.Changed)
 	}
+	warnMissingPaths(f, "--filter", opts.filter)
 	if opts.format == OutputJSON {
 		if jerr := writeJSON(f.IO.Out, map[string]any{
 			"exported": res.Exported, "read": res.Peek.Read, "queue": queue, "to": opts.To, "mode": res.Peek.Mode,

@@ -156,6 +156,24 @@ func compileFlag(flag, expr string) (*inspect.Query, error) {
 	return q, nil
 }
 
+// warnMissingPaths says on stderr which paths a filter reads were null in
+// every message it saw, with the nearest paths that exist; it reports
+// whether there was one.
+func warnMissingPaths(f *Factory, flag string, q *inspect.Query) bool {
+	if q == nil {
+		return false
+	}
+	ms := q.MissingPaths()
+	for _, m := range ms {
+		hint := "check the path against `dlq peek -o json`"
+		if len(m.Nearest) > 0 {
+			hint = "did you mean `" + strings.Join(m.Nearest, "`, `") + "`?"
+		}
+		f.IO.Statusf("dlq: `%s`: `%s` is null in all %d messages examined; %s", flag, m.Path, m.Examined, hint)
+	}
+	return len(ms) > 0
+}
+
 type peekOptions struct {
 	f   *Factory
 	ctx context.Context
@@ -262,6 +280,7 @@ func peekRun(ctx context.Context, opts *peekOptions) error {
 	if err != nil {
 		return err
 	}
+	warnMissingPaths(f, "--filter", opts.filter)
 	if n == 0 {
 		if opts.filter != nil {
 			f.IO.Statusf("no message matched `--filter` among %d read from %s", rep.Read, queue)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -219,5 +220,30 @@ func TestPeekDemoAcceptance(t *testing.T) {
 		if d["id"] == "" || d["reason"] == "" {
 			t.Errorf("demo message without id or reason: %v", d)
 		}
+	}
+}
+
+// A filter path that is null in every message is named on stderr with the
+// nearest path that exists; discard refuses it unless --force.
+func TestFilterPathNullEverywhere(t *testing.T) {
+	const warn = "`.body.totl` is null in all 150 messages examined; did you mean `.body.total`?"
+	for _, args := range [][]string{
+		{"peek", "orders.dlq", "--filter", ".body.totl > 100"},
+		{"stats", "orders.dlq", "--filter", ".body.totl > 100"},
+		{"redrive", "orders.dlq", "--dry-run", "--to", "file://" + filepath.Join(t.TempDir(), "x.jsonl"), "--filter", ".body.totl > 100"},
+	} {
+		_, stderr, code := runDLQ(t, append([]string{"--broker", "demo:"}, args...)...)
+		if code != ExitOK || !strings.Contains(stderr, warn) {
+			t.Errorf("%v: exit %d, stderr:\n%s", args, code, stderr)
+		}
+	}
+	_, stderr, code := runDLQ(t, "--broker", "demo:", "--yes", "discard", "orders.dlq", "--filter", ".body.totl == null", "--no-archive")
+	if code != ExitError || !strings.Contains(stderr, warn) || !strings.Contains(stderr, "pass `--force`") {
+		t.Errorf("discard: exit %d, stderr:\n%s", code, stderr)
+	}
+	// A path that exists in some message is no typo.
+	_, stderr, _ = runDLQ(t, "--broker", "demo:", "peek", "orders.dlq", "--filter", ".body.total == \"0\"")
+	if strings.Contains(stderr, "is null in all") {
+		t.Errorf("existing path reported: %s", stderr)
 	}
 }

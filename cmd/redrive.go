@@ -436,7 +436,9 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	o.libOptions(&ro)
 	ro.Resume = resume
 	ro.Notice = func(s string) { f.IO.Statusf("dlq: %s", s) }
+	previewed := false
 	if !o.DryRun {
+		previewed = !f.Options.Yes && f.IO.CanPrompt() && resume == nil
 		if err := confirmRedrive(ctx, f, src, queue, dst, ro, resume != nil); err != nil {
 			if errors.Is(err, errNothingToMove) {
 				return nil
@@ -461,6 +463,9 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	restore()
 	bar.finish()
 	sum.Source, sum.Destination = srcName, Redact(o.To)
+	if !previewed {
+		warnMissingPaths(f, "--filter", o.Select.filter)
+	}
 
 	outcome, exitErr := redriveOutcome(sum, runErr, o.DryRun)
 	if !o.DryRun {
@@ -519,6 +524,9 @@ func confirmRedrive(ctx context.Context, f *Factory, src broker.Broker, queue st
 		return err
 	}
 	n := printPreview(f.IO.ErrOut, ro.SourceName, s)
+	if q, ok := ro.Filter.(*inspect.Query); ok {
+		warnMissingPaths(f, "--filter", q)
+	}
 	if n == 0 {
 		f.IO.Statusf("nothing to move; nothing was changed")
 		return errNothingToMove

@@ -194,6 +194,7 @@ func statsRun(ctx context.Context, opts *statsOptions) error {
 	case OutputProm:
 		return writeProm(f.IO.Out, res)
 	}
+	warnMissingPaths(f, "--filter", opts.filter)
 	if res.Total == 0 {
 		if opts.filter != nil {
 			f.IO.Statusf("no message matched `--filter` among %d read from %s", res.Read, queue)

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/dlq-tools/dlq/broker"
 )
 
 // The schema of the spec file. check walks a parsed YAML document against
@@ -447,34 +449,11 @@ func (c *checker) value(n *yaml.Node, f field, depth int) {
 func closest(s string, names []string) string {
 	best, bestD := "", 3
 	for _, n := range names {
-		if d := editDistance(s, n); d < bestD {
+		if d := broker.EditDistance(s, n); d < bestD {
 			best, bestD = n, d
 		}
 	}
 	return best
-}
-
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 99
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // SchemaReference renders every field of the spec format, indented by
