@@ -21,3 +21,14 @@ func TestNearest(t *testing.T) {
 		}
 	}
 }
+
+func TestIsFailureHeader(t *testing.T) {
+	for k, want := range map[string]bool{
+		"x-exception-message": true, "x-exception-stacktrace": true, "MT-Fault-Message": true, "mt-fault-exceptiontype": true,
+		"NServiceBus.ExceptionInfo.Message": true, "x-death": false, "tenant": false, "MT-Host-Machine": false, "x-exception": false,
+	} {
+		if got := IsFailureHeader(k); got != want {
+			t.Errorf("IsFailureHeader(%q) = %v, want %v", k, got, want)
+		}
+	}
+}

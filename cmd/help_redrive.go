@@ -79,7 +79,12 @@ Fidelity
   application headers with their AMQP types, and SQS message attributes
   are kept. Death metadata (x-death, x-first-death-*, x-last-death-*,
   x-delivery-count) is stripped, because consumers that count x-death would
-  dead-letter the message again at once; --keep-death-headers keeps it. An
+  dead-letter the message again at once; --keep-death-headers keeps it.
+  The failure headers that client frameworks add (Spring's x-exception-*,
+  MassTransit's MT-Fault-*, NServiceBus's NServiceBus.ExceptionInfo.*; on
+  SQS, attributes so named) describe the failure being redriven and are
+  stripped too; --keep-failure-headers keeps them. Discard and purge
+  archive messages exactly as they were, with every header. An
   x-dlq-redrive header (a table on RabbitMQ; a String attribute holding
   {"count","time","source","id"} as JSON on SQS) records how often, when
   and from where the message was redriven, and which publish it was (id:

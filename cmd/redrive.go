@@ -82,6 +82,7 @@ type redriveOptions struct {
 	Transform        string
 	SetHeaders       []string
 	KeepDeathHeaders bool
+	KeepFailure      bool
 	NoRedriveHeader  bool
 	DryRun           bool
 	Rate             float64
@@ -119,7 +120,9 @@ Destinations (--to, default origin):
 Select with --filter, --id, --limit, --older-than, --newer-than; rewrite with
 --transform (jq over the same document as --filter, e.g. '.body.retry = 0')
 and --set-header. Death headers (x-death, x-first-death-*, x-last-death-*,
-x-delivery-count) are stripped unless --keep-death-headers, and an
+x-delivery-count) are stripped unless --keep-death-headers, and the failure
+headers of Spring (x-exception-*), MassTransit (MT-Fault-*) and NServiceBus
+(NServiceBus.ExceptionInfo.*) unless --keep-failure-headers; an
 x-dlq-redrive header (SQS: attribute) records count, time and source.
 
 On a terminal dlq first shows what the run would do (a dry run: counts per
@@ -163,6 +166,7 @@ moved: unroutable, refused); 4 read-only.`,
 	fl.StringVar(&opts.Transform, "transform", "", "jq expression rewriting each message document (body, headers, properties, attributes)")
 	fl.StringArrayVar(&opts.SetHeaders, "set-header", nil, "set a header (SQS: attribute) KEY=VALUE on every moved message; repeatable")
 	fl.BoolVar(&opts.KeepDeathHeaders, "keep-death-headers", false, "keep x-death, x-first-death-*, x-last-death-*, x-delivery-count")
+	fl.BoolVar(&opts.KeepFailure, "keep-failure-headers", false, "keep the failure headers of Spring (x-exception-*), MassTransit (MT-Fault-*) and NServiceBus (NServiceBus.ExceptionInfo.*)")
 	fl.BoolVar(&opts.NoRedriveHeader, "no-redrive-header", false, "do not add the x-dlq-redrive header (SQS: attribute) recording the redrive; RabbitMQ 3.10 handles messages left with no string header faster")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "change nothing: show counts per destination, skips and diffs")
 	fl.Var((*rateValue)(&opts.Rate), "rate", "at most N messages per second (N or N/s; 0: unlimited)")
@@ -244,8 +248,8 @@ func (o *redriveOptions) validate() error {
 		if o.Rate > redrive.MaxServerSideRate {
 			return flagErrorf("`--rate` %g is too high for `--server-side`: the broker accepts at most %d messages per second", o.Rate, redrive.MaxServerSideRate)
 		}
-		if o.Ramp > 0 || o.Concurrency > 0 || o.Window > 0 || o.KeepDeathHeaders || o.NoRedriveHeader {
-			return flagErrorf("`--ramp`, `--concurrency`, `--window`, `--keep-death-headers` and `--no-redrive-header` do not apply to `--server-side`: the broker moves messages as they are")
+		if o.Ramp > 0 || o.Concurrency > 0 || o.Window > 0 || o.KeepDeathHeaders || o.KeepFailure || o.NoRedriveHeader {
+			return flagErrorf("`--ramp`, `--concurrency`, `--window`, `--keep-death-headers`, `--keep-failure-headers` and `--no-redrive-header` do not apply to `--server-side`: the broker moves messages as they are")
 		}
 		var ro redrive.Options
 		o.libOptions(&ro)
@@ -296,6 +300,7 @@ func (o *redriveOptions) libOptions(ro *redrive.Options) {
 	}
 	ro.SetHeaders = o.headers
 	ro.KeepDeathHeaders = o.KeepDeathHeaders
+	ro.KeepFailureHeaders = o.KeepFailure
 	ro.NoRedriveHeader = o.NoRedriveHeader
 	ro.DryRun = o.DryRun
 	ro.Rate, ro.Ramp = o.Rate, o.Ramp
@@ -326,6 +331,9 @@ func (o *redriveOptions) plan() map[string]string {
 	if o.KeepDeathHeaders {
 		p["keep-death-headers"] = "true"
 	}
+	if o.KeepFailure {
+		p["keep-failure-headers"] = "true"
+	}
 	if o.NoRedriveHeader {
 		p["no-redrive-header"] = "true"
 	}
@@ -355,6 +363,7 @@ func (o *redriveOptions) adoptPlan(p map[string]string) error {
 		set("transform", func(v string) error { o.Transform = v; return nil }),
 		set("set-header", func(v string) error { o.SetHeaders = strings.Split(v, "\x1f"); return nil }),
 		set("keep-death-headers", func(v string) error { o.KeepDeathHeaders = v == "true"; return nil }),
+		set("keep-failure-headers", func(v string) error { o.KeepFailure = v == "true"; return nil }),
 		set("no-redrive-header", func(v string) error { o.NoRedriveHeader = v == "true"; return nil }),
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -85,6 +85,37 @@ func TestRunKeepDeathHeadersAndCountsRedrives(t *testing.T) {
 	}
 }
 
+// Failure headers of client frameworks are stripped by default, with the
+// death headers; KeepFailureHeaders keeps them; other headers always stay.
+func TestRunStripsFailureHeaders(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		f := rabbitFake(t, broker.KindClassic, 0)
+		m := dead("a", "x")
+		for _, k := range []string{"x-exception-message", "x-exception-stacktrace", "MT-Fault-Message", "NServiceBus.ExceptionInfo.ExceptionType"} {
+			m.Headers[k] = "boom"
+		}
+		f.put("orders.dlq", m)
+		if _, err := Run(context.Background(), f, "orders.dlq", f, Options{KeepFailureHeaders: keep}); err != nil {
+			t.Fatal(err)
+		}
+		got := f.ready("orders")[0]
+		var kept []string
+		for k := range got.Headers {
+			if broker.IsFailureHeader(k) || broker.IsDeathHeader(k) {
+				kept = append(kept, k)
+			}
+		}
+		slices.Sort(kept)
+		want := ""
+		if keep {
+			want = "MT-Fault-Message NServiceBus.ExceptionInfo.ExceptionType x-exception-message x-exception-stacktrace"
+		}
+		if strings.Join(kept, " ") != want || got.Headers["app"] != "shop" {
+			t.Errorf("keep=%v: failure/death headers left %q, want %q; app=%v", keep, kept, want, got.Headers["app"])
+		}
+	}
+}
+
 func TestUnroutableStaysInDLQAndIsReported(t *testing.T) {
 	f := rabbitFake(t, broker.KindQuorum, 0)
 	lost := dead("nowhere", "x")

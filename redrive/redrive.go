@@ -57,6 +57,11 @@ type Options struct {
 	// KeepDeathHeaders keeps x-death, x-first-death-*, x-last-death-* and
 	// x-delivery-count on the moved message; by default they are stripped.
 	KeepDeathHeaders bool
+	// KeepFailureHeaders keeps the failure headers of client frameworks
+	// (broker.IsFailureHeader: x-exception-*, MT-Fault-*,
+	// NServiceBus.ExceptionInfo.*; SQS: attributes so named); by default
+	// they are stripped, as they describe the failure being redriven.
+	KeepFailureHeaders bool
 	// NoRedriveHeader leaves out the x-dlq-redrive header/attribute.
 	NoRedriveHeader bool
 
