@@ -197,12 +197,15 @@ func newCmdPeek(f *Factory, runF func(*peekOptions) error) *cobra.Command {
 		Short: "Show the first messages of a queue without removing them",
 		Long: `Show the first messages of a dead-letter queue (default 20) with their ID,
 age, size, delivery or receive count, source queue, failure reason and a
-body preview. Nothing is removed; what a peek changes on each kind of queue
+body preview. DELIVERIES is the broker's delivery or receive count
+(x-delivery-count, ApproximateReceiveCount), DEATHS how often it was
+dead-lettered (x-death counts). Nothing is removed; what a peek changes on each kind of queue
 (redelivered flags, receive counts) is printed on stderr afterwards and
 explained in ` + "`dlq help peek-safety`" + `. A peek that could push a message over a
 delivery limit is refused (exit code 1) unless you pick a safe --mode.
 
-The ID is the stable fingerprint that redrive --id and the TUI use.
+The ID is the stable fingerprint that redrive --id, dlq show and the TUI
+use; it is always printed in full.
 
 Output: a table on a terminal (tab-separated without one); --output json
 writes a JSON array of full messages (headers, properties or attributes,
@@ -306,25 +309,32 @@ type peekWriter struct {
 
 func newPeekWriter(f *Factory, opts *peekOptions, now time.Time) *peekWriter {
 	w := &peekWriter{f: f, opts: opts, now: now, out: f.IO.Out, tty: f.IO.IsStdoutTTY(), color: f.IO.ColorEnabled()}
-	if w.tty {
-		w.layout = peekLayout(f.IO.Width())
-	}
 	return w
 }
 
-var peekHeader = []string{"ID", "AGE", "SIZE", "COUNT", "SOURCE", "REASON", "BODY"}
+var peekHeader = []string{"ID", "AGE", "SIZE", "DELIVERIES", "DEATHS", "SOURCE", "REASON", "BODY"}
 
-// peekLayout divides the terminal width among the columns: fixed widths
-// for age, size and count, shares of the rest for ID, source and reason,
-// and what remains for the body preview.
-func peekLayout(width int) []int {
-	const age, size, count, gaps = 5, 6, 5, 2 * 6
-	rest := max(width-age-size-count-gaps, 40)
-	id := clamp(rest*22/100, 8, 36)
-	src := clamp(rest*14/100, 6, 24)
-	reason := clamp(rest*28/100, 8, 48)
-	body := max(rest-id-src-reason, 10)
-	return []int{id, age, size, count, src, reason, body}
+// peekLayout divides the terminal width among the columns: the ID in full
+// (as wide as the first message's: IDs are what `redrive --id` and `dlq
+// show` take, so they are never cut), fixed widths for age, size and the
+// counts, shares of the rest for source and reason, and what remains for
+// the body preview.
+func peekLayout(width, idWidth int) []int {
+	const age, size, deliveries, deaths, gaps = 5, 6, 10, 6, 2 * 7
+	id := max(idWidth, 2)
+	rest := max(width-id-age-size-deliveries-deaths-gaps, 24)
+	src := clamp(rest*20/100, 6, 24)
+	reason := clamp(rest*35/100, 8, 48)
+	body := max(rest-src-reason, 10)
+	return []int{id, age, size, deliveries, deaths, src, reason, body}
+}
+
+// deaths is how often a message was dead-lettered (all death records).
+func deaths(m *broker.Message) int64 {
+	if m.Death == nil {
+		return 0
+	}
+	return m.Death.Count
 }
 
 func clamp(v, lo, hi int) int { return max(lo, min(v, hi)) }
@@ -375,6 +385,7 @@ func (w *peekWriter) write(ctx context.Context, m *broker.Message) error {
 		humanAge(m.Age(w.now)),
 		humanBytes(int64(m.Size())),
 		strconv.FormatInt(m.DeliveryCount, 10),
+		strconv.FormatInt(deaths(m), 10),
 		orDash(inspect.Source(m)),
 		orDash(w.reason(ctx, m)),
 	}
@@ -389,6 +400,9 @@ func (w *peekWriter) write(ctx context.Context, m *broker.Message) error {
 		}
 		_, err := fmt.Fprintln(w.out, strings.Join(cells, "\t"))
 		return err
+	}
+	if w.layout == nil {
+		w.layout = peekLayout(w.f.IO.Width(), utf8.RuneCountInString(m.ID))
 	}
 	cells = append(cells, d.Preview(w.layout[len(w.layout)-1]))
 	if w.n == 0 {
@@ -443,7 +457,13 @@ func fitRow(cells []string, widths []int) string {
 	var b strings.Builder
 	for i, c := range cells {
 		wd := widths[i]
-		c = truncate(c, wd)
+		if i == 0 {
+			// The ID is never cut: a longer one pushes its row right.
+			c = truncate(c, max(wd, utf8.RuneCountInString(c)))
+			wd = max(wd, utf8.RuneCountInString(c))
+		} else {
+			c = truncate(c, wd)
+		}
 		b.WriteString(c)
 		if i < len(cells)-1 {
 			b.WriteString(strings.Repeat(" ", wd-utf8.RuneCountInString(c)+2))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -107,10 +108,10 @@ func TestPeekTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 21 || lines[0] != "ID\tAGE\tSIZE\tCOUNT\tSOURCE\tREASON\tBODY" {
+	if len(lines) != 21 || lines[0] != "ID\tAGE\tSIZE\tDELIVERIES\tDEATHS\tSOURCE\tREASON\tBODY" {
 		t.Fatalf("want header + 20 rows, got %d:\n%s", len(lines), out)
 	}
-	if lines[3] != "id-002\t3m\t50B\t2\torders\ttimeout \"x\" line2\t{\"n\":2,\"tier\":\"t0\",\"error\":\"timeout \\\"x\\\"\\nline2\"}" {
+	if lines[3] != "id-002\t3m\t50B\t2\t1\torders\ttimeout \"x\" line2\t{\"n\":2,\"tier\":\"t0\",\"error\":\"timeout \\\"x\\\"\\nline2\"}" {
 		t.Errorf("row: %q", lines[3])
 	}
 	if b.peeks[0].Limit != 20 {
@@ -118,6 +119,29 @@ func TestPeekTable(t *testing.T) {
 	}
 	if errOut != "20 messages now carry the redelivered flag\n" {
 		t.Errorf("stderr %q", errOut)
+	}
+}
+
+// On a terminal IDs are printed in full (they are what `redrive --id`
+// takes), and both counts have their column.
+func TestPeekTableTTYFullIDs(t *testing.T) {
+	msgs := deadLetters(2)
+	msgs[0].ID = "6400749a-e48d-448b-8e67-c0ffee000001"
+	msgs[1].ID = "6400749a-e48d-448b-8e67-c0ffee000002-and-longer"
+	msgs[1].Death.Count = 3
+	b := &fakeQueueBroker{msgs: msgs}
+	out, _, err := runPeek(t, b, true, "", "orders.dlq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if !strings.Contains(lines[0], "DELIVERIES") || !strings.Contains(lines[0], "DEATHS") {
+		t.Errorf("header %q", lines[0])
+	}
+	for i, m := range msgs {
+		if f := strings.Fields(lines[i+1]); len(f) < 5 || f[0] != m.ID || f[4] != strconv.FormatInt(m.Death.Count, 10) {
+			t.Errorf("row %d: got %q, want it to start with the full ID %s and show %d deaths", i, lines[i+1], m.ID, m.Death.Count)
+		}
 	}
 }
 
