@@ -173,6 +173,7 @@ func discardRun(ctx context.Context, o *discardOptions) error {
 	ro.Progress = bar.update
 	restore := oneProcessor(src)
 	sum, runErr := redrive.Discard(ctx, src, queue, arch, dest, ro)
+	runErr = suggestQueue(ctx, src, queue, runErr)
 	restore()
 	bar.finish()
 	if o.Force || o.DryRun {

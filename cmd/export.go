@@ -154,6 +154,7 @@ func exportRun(ctx context.Context, opts *exportOptions) error {
 	} else {
 		fmt.Fprintf(f.IO.Out, "exported %d messages from %s to %s\n", res.Exported, queue, opts.To)
 	}
+	err = suggestQueue(ctx, b, queue, err)
 	if err != nil && res.Exported > 0 {
 		return Partial(fmt.Errorf("export stopped after %d messages: %w", res.Exported, err))
 	}

@@ -281,7 +281,7 @@ func peekRun(ctx context.Context, opts *peekOptions) error {
 		f.IO.Statusf("%s", rep.Changed)
 	}
 	if err != nil {
-		return err
+		return suggestQueue(ctx, b, queue, err)
 	}
 	warnMissingPaths(f, "--filter", opts.filter)
 	if n == 0 {

@@ -469,6 +469,10 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	}
 	restore := oneProcessor(src)
 	sum, runErr := redrive.Run(ctx, src, queue, dst, ro)
+	runErr = suggestQueue(ctx, src, queue, runErr)
+	if dest.Kind == broker.ToQueue {
+		runErr = suggestQueue(ctx, dst, dest.Queue, runErr)
+	}
 	restore()
 	bar.finish()
 	sum.Source, sum.Destination = srcName, Redact(o.To)
@@ -530,6 +534,10 @@ func confirmRedrive(ctx context.Context, f *Factory, src broker.Broker, queue st
 	f.IO.Statusf("dlq: reading `%s` to preview the redrive (nothing is changed)…", ro.SourceName)
 	s, err := redrive.Run(ctx, src, queue, dst, pre)
 	if err != nil {
+		err = suggestQueue(ctx, src, queue, err)
+		if ro.Dest.Kind == broker.ToQueue {
+			err = suggestQueue(ctx, dst, ro.Dest.Queue, err)
+		}
 		return err
 	}
 	n := printPreview(f.IO.ErrOut, ro.SourceName, s)

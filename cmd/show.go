@@ -86,7 +86,7 @@ func showRun(ctx context.Context, o *showOptions) error {
 		f.IO.Statusf("%s", rep.Changed)
 	}
 	if err != nil {
-		return err
+		return suggestQueue(ctx, b, queue, err)
 	}
 	name := shownName(queue, o.Ref)
 	if found == nil {

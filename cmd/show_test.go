@@ -32,3 +32,21 @@ func TestShowOneMessageInFull(t *testing.T) {
 		t.Errorf("unknown ID: exit %d %s", code, stderr)
 	}
 }
+
+// A queue that does not exist is named with the nearest queue names.
+func TestQueueNotFoundSuggests(t *testing.T) {
+	for _, args := range [][]string{
+		{"peek", "ordrs.dlq"},
+		{"stats", "ordrs.dlq"},
+		{"show", "ordrs.dlq", "x"},
+	} {
+		_, stderr, code := runDLQ(t, append([]string{"--broker", "demo:"}, args...)...)
+		if code != ExitError || !strings.Contains(stderr, "did you mean `orders.dlq`?") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+	_, stderr, _ := runDLQ(t, "--broker", "demo:", "peek", "zzzz")
+	if strings.Contains(stderr, "did you mean") {
+		t.Errorf("nothing near zzzz, yet: %q", stderr)
+	}
+}

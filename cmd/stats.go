@@ -183,7 +183,7 @@ func statsRun(ctx context.Context, opts *statsOptions) error {
 		f.IO.Statusf("%s", rep.Changed)
 	}
 	if err != nil {
-		return err
+		return suggestQueue(ctx, b, queue, err)
 	}
 	res := s.Result()
 	switch opts.format {
