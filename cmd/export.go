@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -87,6 +88,13 @@ printed is what the file holds. An existing file is refused unless --append.`,
 	return cmd
 }
 
+// exportWalk is the walk of an export: the peek flags (window first: on an
+// archive it takes --since), the filter and the limit.
+func exportWalk(opts *exportOptions, b broker.Broker, now time.Time) inspect.WalkOptions {
+	win := opts.Peek.window(b, now)
+	return inspect.WalkOptions{Peek: opts.Peek.options(now, 0), Filter: opts.filter, Limit: opts.Limit, Window: win, Now: now}
+}
+
 // exportPeek reads the whole queue the way stats does, unless only the
 // first --limit messages are wanted (no filter).
 func exportPeek(ctx context.Context, b broker.Broker, queue string, opts *exportOptions) broker.PeekOptions {
@@ -134,7 +142,7 @@ func exportRun(ctx context.Context, opts *exportOptions) error {
 	dest := broker.Destination{Kind: broker.ToFile, Path: opts.path}
 	progress := newProgress(f, "exported")
 	res, err := inspect.Export(ctx, p, queue, pub, dest, inspect.ExportOptions{
-		Walk:     inspect.WalkOptions{Peek: opts.Peek.options(f.Now(), 0), Filter: opts.filter, Limit: opts.Limit},
+		Walk:     exportWalk(opts, b, f.Now()),
 		Progress: progress.set,
 	})
 	progress.done()

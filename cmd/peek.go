@@ -31,6 +31,8 @@ type peekFlags struct {
 	Since      string
 	Force      bool
 	MaxUnacked int
+	OlderThan  time.Duration
+	NewerThan  time.Duration
 }
 
 func (p *peekFlags) register(fs *pflag.FlagSet) {
@@ -39,6 +41,24 @@ func (p *peekFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&p.Since, "since", "", "stream read from this long ago (30m, 2h, 7d) or this RFC 3339 time")
 	fs.BoolVar(&p.Force, "force", false, "accept a peek that dlq refuses as unsafe (it never permits losing a message)")
 	fs.IntVar(&p.MaxUnacked, "max-unacked", 0, "most deliveries held unacknowledged at once in hold mode (default: the adapter's)")
+	fs.DurationVar(&p.OlderThan, "older-than", 0, "only messages dead-lettered longer ago than this (e.g. 1h)")
+	fs.DurationVar(&p.NewerThan, "newer-than", 0, "only messages dead-lettered within this (e.g. 30m)")
+}
+
+// window is the age window of --older-than and --newer-than. On an archive,
+// which has no time offsets, --since means --newer-than: it is taken out
+// of the read options and into the window.
+func (p *peekFlags) window(b broker.Broker, now time.Time) inspect.AgeWindow {
+	w := inspect.AgeWindow{OlderThan: p.OlderThan, NewerThan: p.NewerThan}
+	if p.Since != "" && b.System() == broker.Archive {
+		if t, err := parseSince(p.Since, now); err == nil {
+			if d := now.Sub(t); w.NewerThan == 0 || d < w.NewerThan {
+				w.NewerThan = d
+			}
+			p.Since = ""
+		}
+	}
+	return w
 }
 
 var peekModes = []string{"hold", "rotate", "stream", "receive", "requeue"}
@@ -58,6 +78,12 @@ func (p *peekFlags) validate() error {
 	}
 	if p.MaxUnacked < 0 {
 		return flagErrorf("`--max-unacked` must be positive")
+	}
+	if p.OlderThan < 0 || p.NewerThan < 0 {
+		return flagErrorf("`--older-than` and `--newer-than` take a positive duration such as 30m or 24h")
+	}
+	if p.OlderThan > 0 && p.NewerThan > 0 && p.NewerThan <= p.OlderThan {
+		return flagErrorf("`--newer-than %s` with `--older-than %s` selects nothing: the newer-than window must be longer", p.NewerThan, p.OlderThan)
 	}
 	return nil
 }
@@ -268,7 +294,8 @@ func peekRun(ctx context.Context, opts *peekOptions) error {
 
 	now := f.Now()
 	w := newPeekWriter(f, opts, now)
-	walk := inspect.WalkOptions{Peek: opts.Peek.options(now, 0), Filter: opts.filter, Limit: opts.Limit}
+	win := opts.Peek.window(b, now)
+	walk := inspect.WalkOptions{Peek: opts.Peek.options(now, 0), Filter: opts.filter, Limit: opts.Limit, Window: win, Now: now}
 	n := 0
 	rep, err := inspect.Walk(ctx, p, queue, walk, func(m *broker.Message) error {
 		n++
@@ -287,6 +314,8 @@ func peekRun(ctx context.Context, opts *peekOptions) error {
 	if n == 0 {
 		if opts.filter != nil {
 			f.IO.Statusf("no message matched `--filter` among %d read from %s", rep.Read, queue)
+		} else if !win.IsZero() {
+			f.IO.Statusf("no message in the age window (`--older-than`, `--newer-than`, `--since`) among %d read from %s", rep.Read, queue)
 		} else {
 			f.IO.Statusf("%s has no messages", queue)
 		}

@@ -70,7 +70,7 @@ func showRun(ctx context.Context, o *showOptions) error {
 	defer b.Close()
 	now := f.Now()
 	var found *broker.Message
-	rep, err := inspect.Walk(ctx, p, queue, inspect.WalkOptions{Peek: o.Peek.options(now, 0)}, func(m *broker.Message) error {
+	rep, err := inspect.Walk(ctx, p, queue, inspect.WalkOptions{Window: o.Peek.window(b, now), Peek: o.Peek.options(now, 0), Now: now}, func(m *broker.Message) error {
 		id := m.ID
 		if id == "" {
 			id = broker.Fingerprint(m)

@@ -50,3 +50,43 @@ func TestQueueNotFoundSuggests(t *testing.T) {
 		t.Errorf("nothing near zzzz, yet: %q", stderr)
 	}
 }
+
+// --older-than and --newer-than split a queue on peek, stats and export,
+// archives included, and --since on an archive is --newer-than.
+func TestTimeWindowsOnEveryInspectCommand(t *testing.T) {
+	total := func(args ...string) int {
+		t.Helper()
+		stdout, stderr, code := runDLQ(t, append([]string{"--broker", "demo:", "-o", "json"}, args...)...)
+		if code != ExitOK {
+			t.Fatalf("%v: exit %d %s", args, code, stderr)
+		}
+		if args[0] == "peek" {
+			var docs []map[string]any
+			if err := json.Unmarshal([]byte(stdout), &docs); err != nil {
+				t.Fatalf("%v: %v", args, err)
+			}
+			return len(docs)
+		}
+		var res struct {
+			Total    int `json:"total"`
+			Exported int `json:"exported"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return res.Total + res.Exported
+	}
+	old, recent := total("stats", "orders.dlq", "--older-than", "6h"), total("stats", "orders.dlq", "--newer-than", "6h")
+	if old == 0 || recent == 0 || old+recent != 150 {
+		t.Fatalf("stats: older-than 6h %d + newer-than 6h %d, want both > 0 and 150 in all", old, recent)
+	}
+	if got := total("stats", "orders.dlq", "--since", "6h"); got != recent {
+		t.Errorf("stats --since 6h on an archive: %d, want %d (as --newer-than 6h)", got, recent)
+	}
+	if got := total("peek", "orders.dlq", "--older-than", "6h", "--limit", "0"); got != old {
+		t.Errorf("peek --older-than 6h: %d, want %d", got, old)
+	}
+	if got := total("export", "orders.dlq", "--newer-than", "6h", "--to", "file://"+t.TempDir()+"/x.jsonl"); got != recent {
+		t.Errorf("export --newer-than 6h: %d, want %d", got, recent)
+	}
+}

@@ -164,6 +164,7 @@ func statsRun(ctx context.Context, opts *statsOptions) error {
 	defer b.Close()
 	now := f.Now()
 	so := inspect.StatsOptions{
+		Window:       opts.Peek.window(b, now),
 		GroupBy:      opts.groupBy,
 		Filter:       opts.filter,
 		DupKey:       opts.dupKey,

@@ -130,6 +130,8 @@ type StatsOptions struct {
 	GroupBy []Grouping
 	// Filter selects the messages counted; the others are only read.
 	Filter *Query
+	// Window selects the messages counted by age, at Now.
+	Window AgeWindow
 	// Reason overrides Reason (`--reason 'JQ'`); nil uses Reason. Like
 	// Add, it must keep no part of the message but strings: messages may
 	// be lent (see Stats.Read).
@@ -287,6 +289,9 @@ func deadTime(m *broker.Message) time.Time {
 // (filter, duplicate key) fails or ctx ends.
 func (s *Stats) Add(ctx context.Context, m *broker.Message) error {
 	s.res.Read++
+	if !s.opts.Window.Admits(m, s.opts.Now) {
+		return nil
+	}
 	var doc map[string]any
 	getDoc := func() map[string]any {
 		if doc == nil {
