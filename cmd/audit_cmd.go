@@ -120,6 +120,7 @@ func auditRun(ctx context.Context, o *auditOptions) error {
 		f.IO.Statusf("no audit records since %s", o.since.Local().Format(time.RFC3339))
 		return nil
 	}
+	t.Width = terminalWidth(f)
 	return t.Render(f.IO.Out, f.IO.ColorEnabled())
 }
 

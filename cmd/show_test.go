@@ -90,3 +90,26 @@ func TestTimeWindowsOnEveryInspectCommand(t *testing.T) {
 		t.Errorf("export --newer-than 6h: %d, want %d", got, recent)
 	}
 }
+
+// Styled headers do not push columns apart, and a terminal's table is cut
+// to its width.
+func TestTableAlignsStyledHeadersAndFitsTheTerminal(t *testing.T) {
+	tb := NewTable("REASON", "COUNT", "EXAMPLES")
+	tb.Row("rejected", 12, strings.Repeat("6400749a-e48d-448b-8e67-c8cab29a1f63 ", 5))
+	tb.Row("expired", 3, "x")
+	tb.Width = 60
+	var b strings.Builder
+	if err := tb.Render(&b, true); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	plain := func(s string) string { return strings.NewReplacer("\x1b[1m", "", "\x1b[0m", "").Replace(s) }
+	if h, r := strings.Index(plain(lines[0]), "COUNT"), strings.Index(lines[1], "12"); h != r {
+		t.Errorf("COUNT header at column %d, its values at %d:\n%s\n%s", h, r, plain(lines[0]), lines[1])
+	}
+	for _, l := range lines {
+		if n := len([]rune(plain(l))); n > 60 {
+			t.Errorf("line of %d columns on a 60-column terminal: %q", n, plain(l))
+		}
+	}
+}

@@ -204,7 +204,9 @@ func statsRun(ctx context.Context, opts *statsOptions) error {
 		}
 		return nil
 	}
-	if err := statsTable(res, true).Render(f.IO.Out, f.IO.ColorEnabled()); err != nil {
+	t := statsTable(res, true)
+	t.Width = terminalWidth(f)
+	if err := t.Render(f.IO.Out, f.IO.ColorEnabled()); err != nil {
 		return err
 	}
 	f.IO.Statusf("%s", statsSummary(res))
