@@ -277,7 +277,7 @@ separated by NUL bytes instead, for bodies that contain newlines).`,
 	}
 	fl := cmd.Flags()
 	fl.IntVarP(&opts.Limit, "limit", "n", 20, "most messages to show (0: all)")
-	fl.StringVarP(&opts.Filter, "filter", "q", "", "show only messages for which this jq expression is true (see dlq peek --help)")
+	fl.StringVarP(&opts.Filter, "filter", "q", "", "show only messages for which this jq expression is true, over each message's document ({id, reason, headers, properties, attributes, death, body, …}: see it with --output json)")
 	fl.StringVar(&opts.Reason, "reason", "", "jq expression that computes the failure reason (default: framework headers, body fields, death reason)")
 	fl.BoolVarP(&opts.Null, "null", "0", false, "with --output raw: end each body with a NUL byte instead of a newline")
 	opts.Peek.register(fl)

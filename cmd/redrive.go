@@ -141,7 +141,7 @@ moved); 3 partly done (some moved, then an error, or some could not be
 moved: unroutable, refused); 4 read-only.`,
 		Example: `  dlq redrive orders.dlq --dry-run
   dlq redrive orders.dlq
-  dlq redrive orders.dlq --filter '.reason == "rejected"' --transform '.body.retry = 0'
+  dlq redrive orders.dlq --filter '.death.reason == "rejected"' --transform '.body.retry = 0'
   dlq redrive orders.dlq --to queue:orders.retry --rate 200/s --ramp 30s
   dlq redrive https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq --server-side --rate 100
   dlq redrive orders.dlq --resume

@@ -35,7 +35,7 @@ in full: its properties or attributes, every header, its death history and
 its whole body (JSON pretty-printed). The queue is read under the peek
 rules (` + "`dlq help peek-safety`" + `) until the message is found; nothing is removed.
 --output json prints the document --filter sees.`,
-		Example: `  dlq show orders.dlq 6400749a-e48d-448b-8e67-c0ffee000001
+		Example: `  dlq show orders.dlq 6400749a-e48d-448b-8e67-c8cab29a1f63
   dlq show file://evidence.jsonl.gz 7f3c2a91 -o json`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {

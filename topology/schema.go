@@ -456,6 +456,17 @@ func closest(s string, names []string) string {
 	return best
 }
 
+// plural is the English plural of a schema object's name.
+func plural(s string) string {
+	switch {
+	case strings.HasSuffix(s, "y") && !strings.HasSuffix(s, "ey"):
+		return strings.TrimSuffix(s, "y") + "ies"
+	case strings.HasSuffix(s, "s"):
+		return s
+	}
+	return s + "s"
+}
+
 // SchemaReference renders every field of the spec format, indented by
 // nesting, with its type and meaning.
 func SchemaReference() string {
@@ -465,7 +476,7 @@ func SchemaReference() string {
 		for _, f := range o.fields {
 			t := f.kind.String()
 			if f.kind == kList {
-				t = "list of " + f.obj.what + "s"
+				t = "list of " + plural(f.obj.what)
 			}
 			if len(f.enum) > 0 {
 				t = strings.Join(f.enum, "|")
