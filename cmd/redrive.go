@@ -24,6 +24,7 @@ import (
 type selectFlags struct {
 	Filter    string
 	IDs       []string
+	Exclude   []string
 	Limit     int64
 	OlderThan time.Duration
 	NewerThan time.Duration
@@ -35,6 +36,7 @@ func (s *selectFlags) register(c *cobra.Command) {
 	fl := c.Flags()
 	fl.StringVar(&s.Filter, "filter", "", "jq expression selecting messages (same document as dlq peek --filter)")
 	fl.StringSliceVar(&s.IDs, "id", nil, "message IDs (fingerprints shown by peek and the TUI); repeat or separate with commas")
+	fl.StringSliceVar(&s.Exclude, "exclude-id", nil, "leave these message IDs in the source, whatever else selects them; repeat or separate with commas")
 	fl.Int64Var(&s.Limit, "limit", 0, "move at most this many messages (0: all)")
 	fl.DurationVar(&s.OlderThan, "older-than", 0, "only messages dead-lettered longer ago than this (e.g. 1h)")
 	fl.DurationVar(&s.NewerThan, "newer-than", 0, "only messages dead-lettered within this (e.g. 30m)")
@@ -56,6 +58,12 @@ func (s *selectFlags) validate() error {
 			return flagErrorf("empty `--id`: pass the message IDs shown by `dlq peek`")
 		}
 	}
+	for i, id := range s.Exclude {
+		s.Exclude[i] = strings.TrimSpace(id)
+		if s.Exclude[i] == "" {
+			return flagErrorf("empty `--exclude-id`: pass the message IDs shown by `dlq peek`")
+		}
+	}
 	var err error
 	s.filter, err = compileFlag("--filter", s.Filter)
 	return err
@@ -66,6 +74,7 @@ func (s *selectFlags) apply(o *redrive.Options) {
 		o.Filter = s.filter
 	}
 	o.IDs, o.Limit, o.OlderThan, o.NewerThan = s.IDs, s.Limit, s.OlderThan, s.NewerThan
+	o.ExcludeIDs = s.Exclude
 }
 
 func (s *selectFlags) any() bool {
@@ -317,6 +326,7 @@ func (o *redriveOptions) plan() map[string]string {
 	}
 	add("filter", o.Select.Filter)
 	add("id", strings.Join(o.Select.IDs, ","))
+	add("exclude-id", strings.Join(o.Select.Exclude, ","))
 	if o.Select.Limit > 0 {
 		p["limit"] = strconv.FormatInt(o.Select.Limit, 10)
 	}
@@ -357,6 +367,7 @@ func (o *redriveOptions) adoptPlan(p map[string]string) error {
 		set("to", func(v string) error { o.To = v; return nil }),
 		set("filter", func(v string) error { o.Select.Filter = v; return nil }),
 		set("id", func(v string) error { o.Select.IDs = strings.Split(v, ","); return nil }),
+		set("exclude-id", func(v string) error { o.Select.Exclude = strings.Split(v, ","); return nil }),
 		set("limit", func(v string) (err error) { o.Select.Limit, err = strconv.ParseInt(v, 10, 64); return }),
 		set("older-than", func(v string) (err error) { o.Select.OlderThan, err = time.ParseDuration(v); return }),
 		set("newer-than", func(v string) (err error) { o.Select.NewerThan, err = time.ParseDuration(v); return }),

@@ -126,6 +126,7 @@ type engine struct {
 	holdMax  int
 	fifo     bool
 	ids      map[string]bool
+	excluded map[string]bool // --exclude-id
 	limiter  *limiter
 	total    int64
 	selected atomic.Int64
@@ -215,6 +216,12 @@ func newEngine(src broker.Broker, queue string, dst broker.Broker, opts Options,
 		e.ids = make(map[string]bool, len(opts.IDs))
 		for _, id := range opts.IDs {
 			e.ids[id] = true
+		}
+	}
+	if len(opts.ExcludeIDs) > 0 {
+		e.excluded = make(map[string]bool, len(opts.ExcludeIDs))
+		for _, id := range opts.ExcludeIDs {
+			e.excluded[id] = true
 		}
 	}
 	if dst != nil {
@@ -492,7 +499,7 @@ func (e *engine) run(ctx context.Context) (Summary, error) {
 
 // selective reports whether some deliveries may be left in the source.
 func (e *engine) selective() bool {
-	return e.opts.Filter != nil || e.ids != nil || e.opts.OlderThan > 0 || e.opts.NewerThan > 0
+	return e.opts.Filter != nil || e.ids != nil || e.excluded != nil || e.opts.OlderThan > 0 || e.opts.NewerThan > 0
 }
 
 func (e *engine) failed() bool {
@@ -747,6 +754,9 @@ func (e *engine) holdForGroup(it *item, st groupStop) {
 func (e *engine) selectReason(ctx context.Context, m *broker.Message) string {
 	if e.ids != nil && !e.ids[m.ID] {
 		return ReasonNotSelected
+	}
+	if e.excluded[m.ID] {
+		return ReasonExcluded
 	}
 	if e.opts.OlderThan > 0 || e.opts.NewerThan > 0 {
 		age := m.Age(e.now())

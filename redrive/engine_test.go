@@ -116,6 +116,31 @@ func TestRunStripsFailureHeaders(t *testing.T) {
 	}
 }
 
+// --exclude-id leaves the listed messages in the source, in a run and in a
+// dry run alike.
+func TestRunExcludeIDs(t *testing.T) {
+	for _, dry := range []bool{true, false} {
+		f := rabbitFake(t, broker.KindClassic, 0)
+		f.put("orders.dlq", dead("a", "x"), dead("b", "x"), dead("c", "x"))
+		s, err := Run(context.Background(), f, "orders.dlq", f, Options{DryRun: dry, ExcludeIDs: []string{"b"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sum(s.Destinations); got != 2 || s.Skipped[ReasonExcluded] != 1 {
+			t.Errorf("dry=%v: %d to move, excluded %d; want 2 and 1", dry, got, s.Skipped[ReasonExcluded])
+		}
+		if !dry {
+			var left []string
+			for _, m := range f.ready("orders.dlq") {
+				left = append(left, m.Properties.MessageID)
+			}
+			if strings.Join(left, " ") != "b" {
+				t.Errorf("left in the dlq %q, want b", left)
+			}
+		}
+	}
+}
+
 func TestUnroutableStaysInDLQAndIsReported(t *testing.T) {
 	f := rabbitFake(t, broker.KindQuorum, 0)
 	lost := dead("nowhere", "x")

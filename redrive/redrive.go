@@ -43,11 +43,13 @@ type Options struct {
 	Dest broker.Destination
 
 	// Selection: a message is moved only when it passes all of these.
-	Filter    Filter
-	IDs       []string      // stable fingerprints (broker.Fingerprint)
-	Limit     int64         // most messages to move; 0 = no limit
-	OlderThan time.Duration // only messages older than this (Message.Age)
-	NewerThan time.Duration // only messages newer than this
+	Filter Filter
+	IDs    []string // stable fingerprints (broker.Fingerprint)
+	// ExcludeIDs are left in the source whatever else selects them.
+	ExcludeIDs []string
+	Limit      int64         // most messages to move; 0 = no limit
+	OlderThan  time.Duration // only messages older than this (Message.Age)
+	NewerThan  time.Duration // only messages newer than this
 
 	// Transform rewrites each selected message; see JQTransform.
 	Transform Transform
@@ -114,6 +116,7 @@ type Options struct {
 const (
 	ReasonFiltered         = "filtered"
 	ReasonNotSelected      = "not-selected" // --id given, this one not listed
+	ReasonExcluded         = "excluded"     // --exclude-id lists it
 	ReasonTooNew           = "too-new"
 	ReasonTooOld           = "too-old"
 	ReasonAmbiguousOrigin  = "ambiguous-origin"
