@@ -89,6 +89,7 @@ type redriveOptions struct {
 	To               string
 	Select           selectFlags
 	Transform        string
+	DedupeBy         string
 	SetHeaders       []string
 	KeepDeathHeaders bool
 	KeepFailure      bool
@@ -104,6 +105,7 @@ type redriveOptions struct {
 
 	format    string
 	transform *inspect.Query
+	dedupeBy  *inspect.Query
 	headers   map[string]string
 	changed   func(string) bool
 }
@@ -173,6 +175,7 @@ moved: unroutable, refused); 4 read-only.`,
 	fl.StringVar(&opts.To, "to", "origin", "destination: origin, queue:NAME, exchange:NAME[:KEY], file://PATH, BROKER#DEST")
 	opts.Select.register(cmd)
 	fl.StringVar(&opts.Transform, "transform", "", "jq expression rewriting each message document (body, headers, properties, attributes)")
+	fl.StringVar(&opts.DedupeBy, "dedupe-by", "", "jq key (e.g. '.properties.message_id'): move only the first message of each key; the others stay")
 	fl.StringArrayVar(&opts.SetHeaders, "set-header", nil, "set a header (SQS: attribute) KEY=VALUE on every moved message; repeatable")
 	fl.BoolVar(&opts.KeepDeathHeaders, "keep-death-headers", false, "keep x-death, x-first-death-*, x-last-death-*, x-delivery-count")
 	fl.BoolVar(&opts.KeepFailure, "keep-failure-headers", false, "keep the failure headers of Spring (x-exception-*), MassTransit (MT-Fault-*) and NServiceBus (NServiceBus.ExceptionInfo.*)")
@@ -230,6 +233,9 @@ func (o *redriveOptions) validate() error {
 		return err
 	}
 	if o.transform, err = compileFlag("--transform", o.Transform); err != nil {
+		return err
+	}
+	if o.dedupeBy, err = compileFlag("--dedupe-by", o.DedupeBy); err != nil {
 		return err
 	}
 	if o.headers, err = parseSetHeaders(o.SetHeaders); err != nil {
@@ -308,6 +314,12 @@ func (o *redriveOptions) libOptions(ro *redrive.Options) {
 		ro.Transform = redrive.JQTransform(o.transform, inspect.Document)
 	}
 	ro.SetHeaders = o.headers
+	if q := o.dedupeBy; q != nil {
+		ro.DedupeBy = func(ctx context.Context, m *broker.Message) (string, error) {
+			v, _, err := q.First(ctx, inspect.Document(m))
+			return inspect.ValueText(v), err
+		}
+	}
 	ro.KeepDeathHeaders = o.KeepDeathHeaders
 	ro.KeepFailureHeaders = o.KeepFailure
 	ro.NoRedriveHeader = o.NoRedriveHeader
@@ -337,6 +349,7 @@ func (o *redriveOptions) plan() map[string]string {
 		p["newer-than"] = o.Select.NewerThan.String()
 	}
 	add("transform", o.Transform)
+	add("dedupe-by", o.DedupeBy)
 	add("set-header", strings.Join(o.SetHeaders, "\x1f"))
 	if o.KeepDeathHeaders {
 		p["keep-death-headers"] = "true"
@@ -372,6 +385,7 @@ func (o *redriveOptions) adoptPlan(p map[string]string) error {
 		set("older-than", func(v string) (err error) { o.Select.OlderThan, err = time.ParseDuration(v); return }),
 		set("newer-than", func(v string) (err error) { o.Select.NewerThan, err = time.ParseDuration(v); return }),
 		set("transform", func(v string) error { o.Transform = v; return nil }),
+		set("dedupe-by", func(v string) error { o.DedupeBy = v; return nil }),
 		set("set-header", func(v string) error { o.SetHeaders = strings.Split(v, "\x1f"); return nil }),
 		set("keep-death-headers", func(v string) error { o.KeepDeathHeaders = v == "true"; return nil }),
 		set("keep-failure-headers", func(v string) error { o.KeepFailure = v == "true"; return nil }),

@@ -127,6 +127,8 @@ type engine struct {
 	fifo     bool
 	ids      map[string]bool
 	excluded map[string]bool // --exclude-id
+	dedupeMu sync.Mutex
+	dedupe   map[string]bool // --dedupe-by keys selected in this run
 	limiter  *limiter
 	total    int64
 	selected atomic.Int64
@@ -499,7 +501,7 @@ func (e *engine) run(ctx context.Context) (Summary, error) {
 
 // selective reports whether some deliveries may be left in the source.
 func (e *engine) selective() bool {
-	return e.opts.Filter != nil || e.ids != nil || e.excluded != nil || e.opts.OlderThan > 0 || e.opts.NewerThan > 0
+	return e.opts.Filter != nil || e.ids != nil || e.excluded != nil || e.opts.DedupeBy != nil || e.opts.OlderThan > 0 || e.opts.NewerThan > 0
 }
 
 func (e *engine) failed() bool {
@@ -775,6 +777,21 @@ func (e *engine) selectReason(ctx context.Context, m *broker.Message) string {
 		if !ok {
 			return ReasonFiltered
 		}
+	}
+	if e.opts.DedupeBy != nil {
+		k, err := e.opts.DedupeBy(ctx, m)
+		if err != nil {
+			return ReasonFilterError
+		}
+		e.dedupeMu.Lock()
+		defer e.dedupeMu.Unlock()
+		if e.dedupe == nil {
+			e.dedupe = map[string]bool{}
+		}
+		if e.dedupe[k] {
+			return ReasonDuplicate
+		}
+		e.dedupe[k] = true
 	}
 	return ""
 }

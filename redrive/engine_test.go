@@ -141,6 +141,24 @@ func TestRunExcludeIDs(t *testing.T) {
 	}
 }
 
+// DedupeBy moves the first message of each key and leaves the others.
+func TestRunDedupeBy(t *testing.T) {
+	f := rabbitFake(t, broker.KindClassic, 0)
+	f.put("orders.dlq", dead("a", `{"k":1}`), dead("b", `{"k":1}`), dead("c", `{"k":2}`))
+	byBody := func(ctx context.Context, m *broker.Message) (string, error) { return string(m.Body), nil }
+	s, err := Run(context.Background(), f, "orders.dlq", f, Options{DedupeBy: byBody})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, m := range f.ready("orders.dlq") {
+		left = append(left, m.Properties.MessageID)
+	}
+	if s.Moved != 2 || s.Skipped[ReasonDuplicate] != 1 || strings.Join(left, " ") != "b" {
+		t.Errorf("moved %d, duplicates %d, left %q; want 2, 1, b", s.Moved, s.Skipped[ReasonDuplicate], left)
+	}
+}
+
 func TestUnroutableStaysInDLQAndIsReported(t *testing.T) {
 	f := rabbitFake(t, broker.KindQuorum, 0)
 	lost := dead("nowhere", "x")

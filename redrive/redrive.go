@@ -47,9 +47,12 @@ type Options struct {
 	IDs    []string // stable fingerprints (broker.Fingerprint)
 	// ExcludeIDs are left in the source whatever else selects them.
 	ExcludeIDs []string
-	Limit      int64         // most messages to move; 0 = no limit
-	OlderThan  time.Duration // only messages older than this (Message.Age)
-	NewerThan  time.Duration // only messages newer than this
+	// DedupeBy keys each selected message; of the messages with one key
+	// only the first is moved, the others stay (ReasonDuplicate).
+	DedupeBy  func(ctx context.Context, m *broker.Message) (string, error)
+	Limit     int64         // most messages to move; 0 = no limit
+	OlderThan time.Duration // only messages older than this (Message.Age)
+	NewerThan time.Duration // only messages newer than this
 
 	// Transform rewrites each selected message; see JQTransform.
 	Transform Transform
@@ -117,6 +120,7 @@ const (
 	ReasonFiltered         = "filtered"
 	ReasonNotSelected      = "not-selected" // --id given, this one not listed
 	ReasonExcluded         = "excluded"     // --exclude-id lists it
+	ReasonDuplicate        = "duplicate"    // --dedupe-by: its key was moved already
 	ReasonTooNew           = "too-new"
 	ReasonTooOld           = "too-old"
 	ReasonAmbiguousOrigin  = "ambiguous-origin"
