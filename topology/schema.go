@@ -129,7 +129,7 @@ var specSchema = &object{what: "spec", fields: []field{
 				{name: "exchange_type", kind: kStr, enum: exchangeTypes, doc: "default topic"},
 				{name: "queue", kind: kStr, doc: "main queue (default NAME.main.q)"},
 				{name: "routing_keys", kind: kStrList, req: true, doc: "keys binding the main queue to the main exchange"},
-				{name: "return_routing_key", kind: kStr, doc: "key retried messages come back with (default: the first routing key)"},
+				{name: "return_routing_key", kind: kStr, doc: "key retried messages come back with (default: the first routing key with its wildcards removed: order.# gives order)"},
 				{name: "delivery_limit", kind: kInt, doc: "quorum x-delivery-limit of the main queue"},
 			}}},
 			{name: "retry_exchange", kind: kStr, doc: "retry exchange, direct (default NAME.retry.x)"},
