@@ -2,8 +2,10 @@ package cmd
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestShowOneMessageInFull(t *testing.T) {
@@ -110,6 +112,50 @@ func TestTableAlignsStyledHeadersAndFitsTheTerminal(t *testing.T) {
 	for _, l := range lines {
 		if n := len([]rune(plain(l))); n > 60 {
 			t.Errorf("line of %d columns on a 60-column terminal: %q", n, plain(l))
+		}
+	}
+}
+
+// dlq audit filters by broker, queue and command.
+func TestAuditFilters(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "a.jsonl")
+	ios, _, _, _ := Test()
+	f := &Factory{IO: ios, Options: &GlobalOptions{AuditLog: log}, Now: time.Now}
+	for _, r := range []AuditRecord{
+		{Action: "redrive", Broker: "amqp://ops@rabbit-a:5672/", Source: "orders.dlq", Destination: "origin", Outcome: "ok"},
+		{Action: "discard", Broker: "amqp://ops@rabbit-a:5672/", Source: "payments.dlq", Outcome: "ok"},
+		{Action: "tui-redrive", Broker: "amqp://ops@rabbit-b:5672/", Source: "orders.dlq", Outcome: "ok"},
+		{Action: "redrive", Broker: "amqp://ops@rabbit-b:5672/", Source: "billing-dlq", Destination: "queue:orders.dlq", Outcome: "ok"},
+	} {
+		if err := f.Audit(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(args ...string) string {
+		t.Helper()
+		stdout, stderr, code := runDLQ(t, append([]string{"--audit-log", log, "-o", "json", "audit"}, args...)...)
+		var recs []AuditRecord
+		if code != ExitOK || json.Unmarshal([]byte(stdout), &recs) != nil {
+			t.Fatalf("%v: exit %d %s", args, code, stderr)
+		}
+		var got []string
+		for _, r := range recs {
+			got = append(got, r.Action+"@"+r.Source)
+		}
+		return strings.Join(got, " ")
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--queue", "orders.dlq"}, "redrive@orders.dlq tui-redrive@orders.dlq redrive@billing-dlq"},
+		{[]string{"--command", "redrive"}, "redrive@orders.dlq redrive@billing-dlq"},
+		{[]string{"--command", "tui-"}, "tui-redrive@orders.dlq"},
+		{[]string{"--broker", "amqp://ops@rabbit-a:5672/"}, "redrive@orders.dlq discard@payments.dlq"},
+		{[]string{"--broker", "amqp://ops@rabbit-b:5672/", "--queue", "orders.dlq", "--command", "redrive"}, "redrive@billing-dlq"},
+	} {
+		if got := count(tc.args...); got != tc.want {
+			t.Errorf("audit %v:\n got %s\nwant %s", tc.args, got, tc.want)
 		}
 	}
 }
