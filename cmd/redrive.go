@@ -188,7 +188,7 @@ moved: unroutable, refused); 4 read-only.`,
 	fl.BoolVar(&opts.Resume, "resume", false, "finish an interrupted redrive of SOURCE from its journal")
 	fl.BoolVar(&opts.ServerSide, "server-side", false, "let the broker move every message itself (SQS move task, RabbitMQ shovel)")
 	fl.BoolVar(&opts.NoJournal, "no-journal", false, "keep no journal (an interrupted run cannot be resumed)")
-	cmd.AddCommand(newCmdRedriveStatus(f, nil), newCmdRedriveCancel(f, nil))
+	cmd.AddCommand(newCmdRedriveStatus(f, nil), newCmdRedriveCancel(f, nil), newCmdRedriveJournals(f, nil))
 	return cmd
 }
 
@@ -491,6 +491,10 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 		}
 		ro.Journal = j
 		defer j.Close()
+	}
+	if !o.DryRun {
+		// Housekeeping: finished journals are a record for a week.
+		_, _ = redrive.PruneJournals(jdir, redrive.JournalMaxAge, f.Now())
 	}
 	restore := oneProcessor(src)
 	sum, runErr := redrive.Run(ctx, src, queue, dst, ro)

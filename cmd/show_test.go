@@ -2,10 +2,13 @@ package cmd
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dlq-tools/dlq/redrive"
 )
 
 func TestShowOneMessageInFull(t *testing.T) {
@@ -157,5 +160,28 @@ func TestAuditFilters(t *testing.T) {
 		if got := count(tc.args...); got != tc.want {
 			t.Errorf("audit %v:\n got %s\nwant %s", tc.args, got, tc.want)
 		}
+	}
+}
+
+// dlq redrive journals lists the journals and --prune removes the
+// finished ones.
+func TestRedriveJournals(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	dir := redrive.JournalDir()
+	// A journal with a header and no end line: an interrupted run.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "k-1.journal"), []byte(`H {"v":1,"run_id":"1","key":"k","source":"orders.dlq","destination":"origin"}`+"\nP m1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runDLQ(t, "redrive", "journals", "-o", "json")
+	var js []redrive.JournalInfo
+	if code != ExitOK || json.Unmarshal([]byte(stdout), &js) != nil || len(js) != 1 || js[0].State != redrive.JournalInterrupted || js[0].Header.Source != "orders.dlq" {
+		t.Fatalf("journals: exit %d %s %s", code, stdout, stderr)
+	}
+	_, stderr, code = runDLQ(t, "redrive", "journals", "--prune")
+	if code != ExitOK || !strings.Contains(stderr, "removed 0 finished journals") {
+		t.Fatalf("prune: exit %d %s", code, stderr)
 	}
 }
