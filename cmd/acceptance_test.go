@@ -307,7 +307,8 @@ func TestAcceptanceBadInput(t *testing.T) {
 		code ExitCode
 		want string
 	}{
-		{"unreachable host", []string{"--broker", "amqp://" + user + "@127.0.0.1:" + freePort(t) + "/"}, nil, ExitError, "cannot reach"},
+		{"unreachable host", []string{"--broker", "amqp://" + user + ":" + rabbit.Password + "@127.0.0.1:" + freePort(t) + "/"}, nil, ExitError, "cannot reach"},
+		{"no password", []string{"--broker", "amqp://" + user + "@" + u.Host + "/"}, map[string]string{"DLQ_PASSWORD": ""}, ExitError, "no password given for " + user + ": set DLQ_PASSWORD"},
 		{"wrong password", []string{"--broker", wrongPW.String()}, nil, ExitDenied, "login refused"},
 		{"password from env, wrong", []string{"--broker", "amqp://" + user + "@" + u.Host + "/"}, map[string]string{"DLQ_PASSWORD": "nope-" + rabbit.Password}, ExitDenied, "login refused"},
 		{"nonexistent vhost", []string{"--broker", withPath("/no-such-vhost-for-dlq")}, nil, ExitError, "vhost `no-such-vhost-for-dlq` not found"},

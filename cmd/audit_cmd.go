@@ -15,9 +15,12 @@ import (
 )
 
 type auditOptions struct {
-	f     *Factory
-	Since string
-	Limit int
+	f       *Factory
+	Since   string
+	Limit   int
+	Queue   string
+	Command string
+	Broker  string // --broker, when given on the command line
 
 	since  time.Time
 	format string
@@ -26,16 +29,22 @@ type auditOptions struct {
 func newCmdAudit(f *Factory, runF func(*auditOptions) error) *cobra.Command {
 	opts := &auditOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "audit [--since DURATION|TIME]",
+		Use:   "audit [--since DURATION|TIME] [--broker B] [--queue Q] [--command C]",
 		Short: "List what mutating commands did (redrive, discard, purge, apply, TUI actions)",
 		Long: `Every command that changes a broker appends one JSON record to the audit log:
 time, OS user, host, the command line (secrets redacted), broker, source,
 destination, filter and transform, counts, message fingerprints and outcome.
 The log is $XDG_STATE_HOME/dlq/audit.jsonl (mode 0600) unless --audit-log,
-DLQ_AUDIT_LOG or the context's audit_log says otherwise.`,
+DLQ_AUDIT_LOG or the context's audit_log says otherwise.
+
+--broker (given here) keeps the records of that broker (its URL, without
+the password, or part of it), --queue those whose source or destination is
+that queue, --command those of that action (redrive, discard, purge,
+topology-apply, tui-…; a prefix such as tui- matches all of them).`,
 		Example: `  dlq audit
   dlq audit --since 24h
-  dlq audit --since 2024-06-01T00:00:00Z -o json`,
+  dlq audit --since 2024-06-01T00:00:00Z -o json
+  dlq audit --queue orders.dlq --command redrive`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			var err error
@@ -50,6 +59,9 @@ DLQ_AUDIT_LOG or the context's audit_log says otherwise.`,
 			if opts.Limit < 0 {
 				return flagErrorf("`--limit` must be 0 (all) or more")
 			}
+			if c.Flags().Changed("broker") {
+				opts.Broker = RedactURL(f.Options.Broker)
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -58,6 +70,8 @@ DLQ_AUDIT_LOG or the context's audit_log says otherwise.`,
 	}
 	cmd.Flags().StringVar(&opts.Since, "since", "", "only records newer than a duration ago (24h) or an RFC 3339 time")
 	cmd.Flags().IntVar(&opts.Limit, "limit", 0, "only the most recent N records (0: all)")
+	cmd.Flags().StringVar(&opts.Queue, "queue", "", "only records whose source or destination is this queue")
+	cmd.Flags().StringVar(&opts.Command, "command", "", "only records of this action (redrive, discard, purge, topology-apply…; a prefix ending in - matches several)")
 	return cmd
 }
 
@@ -89,7 +103,7 @@ func auditRun(ctx context.Context, o *auditOptions) error {
 			bad++
 			continue
 		}
-		if !o.since.IsZero() && r.Time.Before(o.since) {
+		if !o.since.IsZero() && r.Time.Before(o.since) || !o.matches(r) {
 			continue
 		}
 		recs = append(recs, r)
@@ -120,6 +134,7 @@ func auditRun(ctx context.Context, o *auditOptions) error {
 		f.IO.Statusf("no audit records since %s", o.since.Local().Format(time.RFC3339))
 		return nil
 	}
+	t.Width = terminalWidth(f)
 	return t.Render(f.IO.Out, f.IO.ColorEnabled())
 }
 
@@ -134,4 +149,17 @@ func countsText(c map[string]int64) string {
 		parts = append(parts, fmt.Sprintf("%s=%d", k, c[k]))
 	}
 	return strings.Join(parts, " ")
+}
+
+// matches applies --broker, --queue and --command.
+func (o *auditOptions) matches(r AuditRecord) bool {
+	switch {
+	case o.Broker != "" && !strings.Contains(RedactURL(r.Broker), o.Broker):
+		return false
+	case o.Queue != "" && r.Source != o.Queue && r.Destination != o.Queue && !strings.HasSuffix(r.Destination, ":"+o.Queue):
+		return false
+	case o.Command != "" && r.Action != o.Command && !(strings.HasSuffix(o.Command, "-") && strings.HasPrefix(r.Action, o.Command)):
+		return false
+	}
+	return true
 }

@@ -5,6 +5,7 @@ import "github.com/spf13/cobra"
 // addCommands registers every verb. One line per verb file.
 func addCommands(root *cobra.Command, f *Factory) {
 	root.AddCommand(newCmdPeek(f, nil))
+	root.AddCommand(newCmdShow(f, nil))
 	root.AddCommand(newCmdStats(f, nil))
 	root.AddCommand(newCmdExport(f, nil))
 	root.AddCommand(newHelpPeekSafety())

@@ -281,7 +281,16 @@ func (f *Factory) password(s brokerSpec) (string, error) {
 		}
 		return v, nil
 	}
-	return os.Getenv("DLQ_PASSWORD"), nil
+	pw := os.Getenv("DLQ_PASSWORD")
+	if pw == "" {
+		// Without a password the AMQP client would try "guest", and the
+		// broker's answer (wrong username or password) would hide that
+		// none was given. Only guest, or no user, gets that default.
+		if u, err := url.Parse(s.Ref); err == nil && u.User != nil && u.User.Username() != "" && u.User.Username() != "guest" {
+			return "", fmt.Errorf("no password given for %s: set DLQ_PASSWORD, a context's `password_env`, or put it in the URL", u.User.Username())
+		}
+	}
+	return pw, nil
 }
 
 var regionRE = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-\d+$`)

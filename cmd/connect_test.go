@@ -154,6 +154,26 @@ func TestPassword(t *testing.T) {
 	}
 }
 
+// Without any password only guest (or no user) gets the client's default;
+// another user is told that none was given, not "wrong password".
+func TestPasswordMissing(t *testing.T) {
+	f := testFactory(t, "")
+	t.Setenv("DLQ_PASSWORD", "")
+	for _, tt := range []struct {
+		ref, wantErr string
+	}{
+		{"amqp://ops@h/", "no password given for ops: set DLQ_PASSWORD, a context's `password_env`, or put it in the URL"},
+		{"amqp://guest@h/", ""},
+		{"amqp://h/", ""},
+		{"amqp://ops:pw@h/", ""},
+	} {
+		_, err := f.password(brokerSpec{Ref: tt.ref})
+		if got := errString(err); got != tt.wantErr {
+			t.Errorf("%s: error %q, want %q", tt.ref, got, tt.wantErr)
+		}
+	}
+}
+
 func TestSQSQueueRef(t *testing.T) {
 	tests := []struct {
 		ref, region, endpoint string

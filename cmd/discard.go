@@ -81,6 +81,7 @@ type discardOptions struct {
 	Select  selectFlags
 	Archive archiveFlags
 	DryRun  bool
+	Force   bool
 
 	format string
 }
@@ -126,6 +127,7 @@ first; without one it needs --yes. To remove everything, use ` + "`dlq purge`" +
 	opts.Select.register(cmd)
 	opts.Archive.register(cmd)
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "change nothing: count what would be removed")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "discard even when a path `--filter` reads is null in every message")
 	return cmd
 }
 
@@ -142,6 +144,11 @@ func discardRun(ctx context.Context, o *discardOptions) error {
 	}
 	defer src.Close()
 	name := shownName(queue, o.Queue)
+	if !o.DryRun && !o.Force {
+		if err := checkFilterPaths(ctx, f, src, queue, o.Select); err != nil {
+			return err
+		}
+	}
 	if !o.DryRun {
 		what := fmt.Sprintf("discard the messages of `%s` that %s", name, describeSelection(o.Select)) + o.Archive.clause()
 		if err := requireYes(f, what); err != nil {
@@ -166,14 +173,37 @@ func discardRun(ctx context.Context, o *discardOptions) error {
 	ro.Progress = bar.update
 	restore := oneProcessor(src)
 	sum, runErr := redrive.Discard(ctx, src, queue, arch, dest, ro)
+	runErr = suggestQueue(ctx, src, queue, runErr)
 	restore()
 	bar.finish()
+	if o.Force || o.DryRun {
+		warnMissingPaths(f, "--filter", o.Select.filter)
+	}
 	sum.Source = name
 	sum.Destination = o.Archive.ArchiveTo
 	if sum.Destination == "" {
 		sum.Destination = "discard"
 	}
 	return finishRemoval(f, o.format, "discard", src, name, o.Archive.ArchiveTo, o.Select.Filter, sum, runErr, o.DryRun)
+}
+
+// checkFilterPaths reads the queue without changing it (a dry run) and
+// refuses a filter that reads a path null in every message: `.body.ammount
+// == null` would select them all, `.body.ammount > 1` none, and either is
+// most likely a typo.
+func checkFilterPaths(ctx context.Context, f *Factory, src broker.Broker, queue string, s selectFlags) error {
+	if s.filter == nil {
+		return nil
+	}
+	ro := redrive.Options{DryRun: true, MaxIDs: 1}
+	s.apply(&ro)
+	if _, err := redrive.Discard(ctx, src, queue, nil, broker.Destination{}, ro); err != nil {
+		return err
+	}
+	if warnMissingPaths(f, "--filter", s.filter) {
+		return flagErrorf("`--filter` reads a path that is null in every message: nothing was removed; fix the filter, or pass `--force` if that is meant")
+	}
+	return nil
 }
 
 func describeSelection(s selectFlags) string {

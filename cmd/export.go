@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -87,6 +88,13 @@ printed is what the file holds. An existing file is refused unless --append.`,
 	return cmd
 }
 
+// exportWalk is the walk of an export: the peek flags (window first: on an
+// archive it takes --since), the filter and the limit.
+func exportWalk(opts *exportOptions, b broker.Broker, now time.Time) inspect.WalkOptions {
+	win := opts.Peek.window(b, now)
+	return inspect.WalkOptions{Peek: opts.Peek.options(now, 0), Filter: opts.filter, Limit: opts.Limit, Window: win, Now: now}
+}
+
 // exportPeek reads the whole queue the way stats does, unless only the
 // first --limit messages are wanted (no filter).
 func exportPeek(ctx context.Context, b broker.Broker, queue string, opts *exportOptions) broker.PeekOptions {
@@ -134,7 +142,7 @@ func exportRun(ctx context.Context, opts *exportOptions) error {
 	dest := broker.Destination{Kind: broker.ToFile, Path: opts.path}
 	progress := newProgress(f, "exported")
 	res, err := inspect.Export(ctx, p, queue, pub, dest, inspect.ExportOptions{
-		Walk:     inspect.WalkOptions{Peek: opts.Peek.options(f.Now(), 0), Filter: opts.filter, Limit: opts.Limit},
+		Walk:     exportWalk(opts, b, f.Now()),
 		Progress: progress.set,
 	})
 	progress.done()
@@ -144,6 +152,7 @@ func exportRun(ctx context.Context, opts *exportOptions) error {
 	if res.Peek.Changed != "" {
 		f.IO.Statusf("%s", res.Peek.Changed)
 	}
+	warnMissingPaths(f, "--filter", opts.filter)
 	if opts.format == OutputJSON {
 		if jerr := writeJSON(f.IO.Out, map[string]any{
 			"exported": res.Exported, "read": res.Peek.Read, "queue": queue, "to": opts.To, "mode": res.Peek.Mode,
@@ -153,6 +162,7 @@ func exportRun(ctx context.Context, opts *exportOptions) error {
 	} else {
 		fmt.Fprintf(f.IO.Out, "exported %d messages from %s to %s\n", res.Exported, queue, opts.To)
 	}
+	err = suggestQueue(ctx, b, queue, err)
 	if err != nil && res.Exported > 0 {
 		return Partial(fmt.Errorf("export stopped after %d messages: %w", res.Exported, err))
 	}

@@ -32,6 +32,7 @@ export use on classic and quorum queues, since they read everything)
   What changes: redelivered flags and x-delivery-count are reset, the
   delivery's exchange and routing key become "" and the queue name (x-death
   still records where the message came from), per-message TTLs start again.
+  The report on stderr says so for the messages it rotated, every time.
   A peek of --limit N rotates the rest of the queue unvisited to keep the
   order; when that would be more than 10,000 messages it is refused (with
   --force only the N visited messages are rotated, and so move to the back).

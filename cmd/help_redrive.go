@@ -81,7 +81,12 @@ Fidelity
   x-delivery-count) is stripped, because consumers that count x-death would
   dead-letter the message again at once; --keep-death-headers keeps it
   (as evidence: RabbitMQ 3.13 and later do not continue an x-death that a
-  client publishes, and start a new one at the message's next death). An
+  client publishes, and start a new one at the message's next death).
+  The failure headers that client frameworks add (Spring's x-exception-*,
+  MassTransit's MT-Fault-*, NServiceBus's NServiceBus.ExceptionInfo.*; on
+  SQS, attributes so named) describe the failure being redriven and are
+  stripped too; --keep-failure-headers keeps them. Discard and purge
+  archive messages exactly as they were, with every header. An
   x-dlq-redrive header (a table on RabbitMQ; a String attribute holding
   {"count","time","source","id"} as JSON on SQS) records how often, when
   and from where the message was redriven, and which publish it was (id:

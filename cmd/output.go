@@ -7,7 +7,8 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
+
+	"github.com/charmbracelet/x/ansi"
 )
 
 // Output formats a command may accept through the global `--output`.
@@ -43,6 +44,8 @@ func writeJSON(w io.Writer, v any) error {
 type Table struct {
 	header []string
 	rows   [][]string
+	// Width, when positive, is the terminal width lines are cut to.
+	Width int
 }
 
 // NewTable starts a table with the given column names.
@@ -60,18 +63,59 @@ func (t *Table) Row(cells ...any) {
 // Len is the number of rows.
 func (t *Table) Len() int { return len(t.rows) }
 
-// Render writes the table aligned with tabs; bold headers when color is on.
+// Render writes the table aligned, two spaces between columns; bold
+// headers when color is on. Widths are measured without escape codes (a
+// styled cell is as wide as its text). With a Width, each line is cut to
+// it, so that a long last column (examples, errors) never wraps.
 func (t *Table) Render(w io.Writer, color bool) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	h := strings.Join(t.header, "\t")
-	if color {
-		h = "\x1b[1m" + strings.Join(t.header, "\t") + "\x1b[0m"
+	widths := make([]int, len(t.header))
+	measure := func(r []string) {
+		for i, c := range r {
+			if i >= len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], ansi.StringWidth(c))
+		}
 	}
-	fmt.Fprintln(tw, h)
+	measure(t.header)
 	for _, r := range t.rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
+		measure(r)
 	}
-	return tw.Flush()
+	line := func(r []string, bold bool) string {
+		var b strings.Builder
+		for i, c := range r {
+			if bold {
+				c = "\x1b[1m" + c + "\x1b[0m"
+			}
+			b.WriteString(c)
+			if i < len(r)-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-ansi.StringWidth(c)+2))
+			}
+		}
+		out := strings.TrimRight(b.String(), " ")
+		if t.Width > 0 && ansi.StringWidth(out) > t.Width {
+			out = ansi.Truncate(out, t.Width, "…")
+		}
+		return out
+	}
+	if _, err := fmt.Fprintln(w, line(t.header, color)); err != nil {
+		return err
+	}
+	for _, r := range t.rows {
+		if _, err := fmt.Fprintln(w, line(r, false)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// terminalWidth is the width tables are cut to: the terminal's, or none
+// when stdout is not a terminal (a file or pipe gets whole lines).
+func terminalWidth(f *Factory) int {
+	if !f.IO.IsStdoutTTY() {
+		return 0
+	}
+	return f.IO.Width()
 }
 
 // RenderCSV writes the table as CSV with a header line.

@@ -31,6 +31,8 @@ type peekFlags struct {
 	Since      string
 	Force      bool
 	MaxUnacked int
+	OlderThan  time.Duration
+	NewerThan  time.Duration
 }
 
 func (p *peekFlags) register(fs *pflag.FlagSet) {
@@ -39,6 +41,24 @@ func (p *peekFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&p.Since, "since", "", "stream read from this long ago (30m, 2h, 7d) or this RFC 3339 time")
 	fs.BoolVar(&p.Force, "force", false, "accept a peek that dlq refuses as unsafe (it never permits losing a message)")
 	fs.IntVar(&p.MaxUnacked, "max-unacked", 0, "most deliveries held unacknowledged at once in hold mode (default: the adapter's)")
+	fs.DurationVar(&p.OlderThan, "older-than", 0, "only messages dead-lettered longer ago than this (e.g. 1h)")
+	fs.DurationVar(&p.NewerThan, "newer-than", 0, "only messages dead-lettered within this (e.g. 30m)")
+}
+
+// window is the age window of --older-than and --newer-than. On an archive,
+// which has no time offsets, --since means --newer-than: it is taken out
+// of the read options and into the window.
+func (p *peekFlags) window(b broker.Broker, now time.Time) inspect.AgeWindow {
+	w := inspect.AgeWindow{OlderThan: p.OlderThan, NewerThan: p.NewerThan}
+	if p.Since != "" && b.System() == broker.Archive {
+		if t, err := parseSince(p.Since, now); err == nil {
+			if d := now.Sub(t); w.NewerThan == 0 || d < w.NewerThan {
+				w.NewerThan = d
+			}
+			p.Since = ""
+		}
+	}
+	return w
 }
 
 var peekModes = []string{"hold", "rotate", "stream", "receive", "requeue"}
@@ -58,6 +78,12 @@ func (p *peekFlags) validate() error {
 	}
 	if p.MaxUnacked < 0 {
 		return flagErrorf("`--max-unacked` must be positive")
+	}
+	if p.OlderThan < 0 || p.NewerThan < 0 {
+		return flagErrorf("`--older-than` and `--newer-than` take a positive duration such as 30m or 24h")
+	}
+	if p.OlderThan > 0 && p.NewerThan > 0 && p.NewerThan <= p.OlderThan {
+		return flagErrorf("`--newer-than %s` with `--older-than %s` selects nothing: the newer-than window must be longer", p.NewerThan, p.OlderThan)
 	}
 	return nil
 }
@@ -156,6 +182,24 @@ func compileFlag(flag, expr string) (*inspect.Query, error) {
 	return q, nil
 }
 
+// warnMissingPaths says on stderr which paths a filter reads were null in
+// every message it saw, with the nearest paths that exist; it reports
+// whether there was one.
+func warnMissingPaths(f *Factory, flag string, q *inspect.Query) bool {
+	if q == nil {
+		return false
+	}
+	ms := q.MissingPaths()
+	for _, m := range ms {
+		hint := "check the path against `dlq peek -o json`"
+		if len(m.Nearest) > 0 {
+			hint = "did you mean `" + strings.Join(m.Nearest, "`, `") + "`?"
+		}
+		f.IO.Statusf("dlq: `%s`: `%s` is null in all %d messages examined; %s", flag, m.Path, m.Examined, hint)
+	}
+	return len(ms) > 0
+}
+
 type peekOptions struct {
 	f   *Factory
 	ctx context.Context
@@ -179,12 +223,15 @@ func newCmdPeek(f *Factory, runF func(*peekOptions) error) *cobra.Command {
 		Short: "Show the first messages of a queue without removing them",
 		Long: `Show the first messages of a dead-letter queue (default 20) with their ID,
 age, size, delivery or receive count, source queue, failure reason and a
-body preview. Nothing is removed; what a peek changes on each kind of queue
+body preview. DELIVERIES is the broker's delivery or receive count
+(x-delivery-count, ApproximateReceiveCount), DEATHS how often it was
+dead-lettered (x-death counts). Nothing is removed; what a peek changes on each kind of queue
 (redelivered flags, receive counts) is printed on stderr afterwards and
 explained in ` + "`dlq help peek-safety`" + `. A peek that could push a message over a
 delivery limit is refused (exit code 1) unless you pick a safe --mode.
 
-The ID is the stable fingerprint that redrive --id and the TUI use.
+The ID is the stable fingerprint that redrive --id, dlq show and the TUI
+use; it is always printed in full.
 
 Output: a table on a terminal (tab-separated without one); --output json
 writes a JSON array of full messages (headers, properties or attributes,
@@ -230,7 +277,7 @@ separated by NUL bytes instead, for bodies that contain newlines).`,
 	}
 	fl := cmd.Flags()
 	fl.IntVarP(&opts.Limit, "limit", "n", 20, "most messages to show (0: all)")
-	fl.StringVarP(&opts.Filter, "filter", "q", "", "show only messages for which this jq expression is true (see dlq peek --help)")
+	fl.StringVarP(&opts.Filter, "filter", "q", "", "show only messages for which this jq expression is true, over each message's document ({id, reason, headers, properties, attributes, death, body, …}: see it with --output json)")
 	fl.StringVar(&opts.Reason, "reason", "", "jq expression that computes the failure reason (default: framework headers, body fields, death reason)")
 	fl.BoolVarP(&opts.Null, "null", "0", false, "with --output raw: end each body with a NUL byte instead of a newline")
 	opts.Peek.register(fl)
@@ -247,7 +294,8 @@ func peekRun(ctx context.Context, opts *peekOptions) error {
 
 	now := f.Now()
 	w := newPeekWriter(f, opts, now)
-	walk := inspect.WalkOptions{Peek: opts.Peek.options(now, 0), Filter: opts.filter, Limit: opts.Limit}
+	win := opts.Peek.window(b, now)
+	walk := inspect.WalkOptions{Peek: opts.Peek.options(now, 0), Filter: opts.filter, Limit: opts.Limit, Window: win, Now: now}
 	n := 0
 	rep, err := inspect.Walk(ctx, p, queue, walk, func(m *broker.Message) error {
 		n++
@@ -260,11 +308,14 @@ func peekRun(ctx context.Context, opts *peekOptions) error {
 		f.IO.Statusf("%s", rep.Changed)
 	}
 	if err != nil {
-		return err
+		return suggestQueue(ctx, b, queue, err)
 	}
+	warnMissingPaths(f, "--filter", opts.filter)
 	if n == 0 {
 		if opts.filter != nil {
 			f.IO.Statusf("no message matched `--filter` among %d read from %s", rep.Read, queue)
+		} else if !win.IsZero() {
+			f.IO.Statusf("no message in the age window (`--older-than`, `--newer-than`, `--since`) among %d read from %s", rep.Read, queue)
 		} else {
 			f.IO.Statusf("%s has no messages", queue)
 		}
@@ -287,25 +338,32 @@ type peekWriter struct {
 
 func newPeekWriter(f *Factory, opts *peekOptions, now time.Time) *peekWriter {
 	w := &peekWriter{f: f, opts: opts, now: now, out: f.IO.Out, tty: f.IO.IsStdoutTTY(), color: f.IO.ColorEnabled()}
-	if w.tty {
-		w.layout = peekLayout(f.IO.Width())
-	}
 	return w
 }
 
-var peekHeader = []string{"ID", "AGE", "SIZE", "COUNT", "SOURCE", "REASON", "BODY"}
+var peekHeader = []string{"ID", "AGE", "SIZE", "DELIVERIES", "DEATHS", "SOURCE", "REASON", "BODY"}
 
-// peekLayout divides the terminal width among the columns: fixed widths
-// for age, size and count, shares of the rest for ID, source and reason,
-// and what remains for the body preview.
-func peekLayout(width int) []int {
-	const age, size, count, gaps = 5, 6, 5, 2 * 6
-	rest := max(width-age-size-count-gaps, 40)
-	id := clamp(rest*22/100, 8, 36)
-	src := clamp(rest*14/100, 6, 24)
-	reason := clamp(rest*28/100, 8, 48)
-	body := max(rest-id-src-reason, 10)
-	return []int{id, age, size, count, src, reason, body}
+// peekLayout divides the terminal width among the columns: the ID in full
+// (as wide as the first message's: IDs are what `redrive --id` and `dlq
+// show` take, so they are never cut), fixed widths for age, size and the
+// counts, shares of the rest for source and reason, and what remains for
+// the body preview.
+func peekLayout(width, idWidth int) []int {
+	const age, size, deliveries, deaths, gaps = 5, 6, 10, 6, 2 * 7
+	id := max(idWidth, 2)
+	rest := max(width-id-age-size-deliveries-deaths-gaps, 24)
+	src := clamp(rest*20/100, 6, 24)
+	reason := clamp(rest*35/100, 8, 48)
+	body := max(rest-src-reason, 10)
+	return []int{id, age, size, deliveries, deaths, src, reason, body}
+}
+
+// deaths is how often a message was dead-lettered (all death records).
+func deaths(m *broker.Message) int64 {
+	if m.Death == nil {
+		return 0
+	}
+	return m.Death.Count
 }
 
 func clamp(v, lo, hi int) int { return max(lo, min(v, hi)) }
@@ -356,6 +414,7 @@ func (w *peekWriter) write(ctx context.Context, m *broker.Message) error {
 		humanAge(m.Age(w.now)),
 		humanBytes(int64(m.Size())),
 		strconv.FormatInt(m.DeliveryCount, 10),
+		strconv.FormatInt(deaths(m), 10),
 		orDash(inspect.Source(m)),
 		orDash(w.reason(ctx, m)),
 	}
@@ -370,6 +429,9 @@ func (w *peekWriter) write(ctx context.Context, m *broker.Message) error {
 		}
 		_, err := fmt.Fprintln(w.out, strings.Join(cells, "\t"))
 		return err
+	}
+	if w.layout == nil {
+		w.layout = peekLayout(w.f.IO.Width(), utf8.RuneCountInString(m.ID))
 	}
 	cells = append(cells, d.Preview(w.layout[len(w.layout)-1]))
 	if w.n == 0 {
@@ -424,7 +486,13 @@ func fitRow(cells []string, widths []int) string {
 	var b strings.Builder
 	for i, c := range cells {
 		wd := widths[i]
-		c = truncate(c, wd)
+		if i == 0 {
+			// The ID is never cut: a longer one pushes its row right.
+			c = truncate(c, max(wd, utf8.RuneCountInString(c)))
+			wd = max(wd, utf8.RuneCountInString(c))
+		} else {
+			c = truncate(c, wd)
+		}
 		b.WriteString(c)
 		if i < len(cells)-1 {
 			b.WriteString(strings.Repeat(" ", wd-utf8.RuneCountInString(c)+2))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -106,10 +108,10 @@ func TestPeekTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 21 || lines[0] != "ID\tAGE\tSIZE\tCOUNT\tSOURCE\tREASON\tBODY" {
+	if len(lines) != 21 || lines[0] != "ID\tAGE\tSIZE\tDELIVERIES\tDEATHS\tSOURCE\tREASON\tBODY" {
 		t.Fatalf("want header + 20 rows, got %d:\n%s", len(lines), out)
 	}
-	if lines[3] != "id-002\t3m\t50B\t2\torders\ttimeout \"x\" line2\t{\"n\":2,\"tier\":\"t0\",\"error\":\"timeout \\\"x\\\"\\nline2\"}" {
+	if lines[3] != "id-002\t3m\t50B\t2\t1\torders\ttimeout \"x\" line2\t{\"n\":2,\"tier\":\"t0\",\"error\":\"timeout \\\"x\\\"\\nline2\"}" {
 		t.Errorf("row: %q", lines[3])
 	}
 	if b.peeks[0].Limit != 20 {
@@ -117,6 +119,29 @@ func TestPeekTable(t *testing.T) {
 	}
 	if errOut != "20 messages now carry the redelivered flag\n" {
 		t.Errorf("stderr %q", errOut)
+	}
+}
+
+// On a terminal IDs are printed in full (they are what `redrive --id`
+// takes), and both counts have their column.
+func TestPeekTableTTYFullIDs(t *testing.T) {
+	msgs := deadLetters(2)
+	msgs[0].ID = "6400749a-e48d-448b-8e67-c0ffee000001"
+	msgs[1].ID = "6400749a-e48d-448b-8e67-c0ffee000002-and-longer"
+	msgs[1].Death.Count = 3
+	b := &fakeQueueBroker{msgs: msgs}
+	out, _, err := runPeek(t, b, true, "", "orders.dlq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if !strings.Contains(lines[0], "DELIVERIES") || !strings.Contains(lines[0], "DEATHS") {
+		t.Errorf("header %q", lines[0])
+	}
+	for i, m := range msgs {
+		if f := strings.Fields(lines[i+1]); len(f) < 5 || f[0] != m.ID || f[4] != strconv.FormatInt(m.Death.Count, 10) {
+			t.Errorf("row %d: got %q, want it to start with the full ID %s and show %d deaths", i, lines[i+1], m.ID, m.Death.Count)
+		}
 	}
 }
 
@@ -219,5 +244,30 @@ func TestPeekDemoAcceptance(t *testing.T) {
 		if d["id"] == "" || d["reason"] == "" {
 			t.Errorf("demo message without id or reason: %v", d)
 		}
+	}
+}
+
+// A filter path that is null in every message is named on stderr with the
+// nearest path that exists; discard refuses it unless --force.
+func TestFilterPathNullEverywhere(t *testing.T) {
+	const warn = "`.body.totl` is null in all 150 messages examined; did you mean `.body.total`?"
+	for _, args := range [][]string{
+		{"peek", "orders.dlq", "--filter", ".body.totl > 100"},
+		{"stats", "orders.dlq", "--filter", ".body.totl > 100"},
+		{"redrive", "orders.dlq", "--dry-run", "--to", "file://" + filepath.Join(t.TempDir(), "x.jsonl"), "--filter", ".body.totl > 100"},
+	} {
+		_, stderr, code := runDLQ(t, append([]string{"--broker", "demo:"}, args...)...)
+		if code != ExitOK || !strings.Contains(stderr, warn) {
+			t.Errorf("%v: exit %d, stderr:\n%s", args, code, stderr)
+		}
+	}
+	_, stderr, code := runDLQ(t, "--broker", "demo:", "--yes", "discard", "orders.dlq", "--filter", ".body.totl == null", "--no-archive")
+	if code != ExitError || !strings.Contains(stderr, warn) || !strings.Contains(stderr, "pass `--force`") {
+		t.Errorf("discard: exit %d, stderr:\n%s", code, stderr)
+	}
+	// A path that exists in some message is no typo.
+	_, stderr, _ = runDLQ(t, "--broker", "demo:", "peek", "orders.dlq", "--filter", ".body.total == \"0\"")
+	if strings.Contains(stderr, "is null in all") {
+		t.Errorf("existing path reported: %s", stderr)
 	}
 }

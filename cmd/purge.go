@@ -85,6 +85,7 @@ func purgeRun(ctx context.Context, o *purgeOptions) error {
 	ro := redrive.Options{Progress: bar.update, Notice: func(s string) { f.IO.Statusf("dlq: %s", s) }}
 	restore := oneProcessor(src)
 	sum, runErr := redrive.Purge(ctx, src, queue, arch, dest, ro)
+	runErr = suggestQueue(ctx, src, queue, runErr)
 	restore()
 	bar.finish()
 	sum.Source = name

@@ -24,6 +24,7 @@ import (
 type selectFlags struct {
 	Filter    string
 	IDs       []string
+	Exclude   []string
 	Limit     int64
 	OlderThan time.Duration
 	NewerThan time.Duration
@@ -35,6 +36,7 @@ func (s *selectFlags) register(c *cobra.Command) {
 	fl := c.Flags()
 	fl.StringVar(&s.Filter, "filter", "", "jq expression selecting messages (same document as dlq peek --filter)")
 	fl.StringSliceVar(&s.IDs, "id", nil, "message IDs (fingerprints shown by peek and the TUI); repeat or separate with commas")
+	fl.StringSliceVar(&s.Exclude, "exclude-id", nil, "leave these message IDs in the source, whatever else selects them; repeat or separate with commas")
 	fl.Int64Var(&s.Limit, "limit", 0, "move at most this many messages (0: all)")
 	fl.DurationVar(&s.OlderThan, "older-than", 0, "only messages dead-lettered longer ago than this (e.g. 1h)")
 	fl.DurationVar(&s.NewerThan, "newer-than", 0, "only messages dead-lettered within this (e.g. 30m)")
@@ -56,6 +58,12 @@ func (s *selectFlags) validate() error {
 			return flagErrorf("empty `--id`: pass the message IDs shown by `dlq peek`")
 		}
 	}
+	for i, id := range s.Exclude {
+		s.Exclude[i] = strings.TrimSpace(id)
+		if s.Exclude[i] == "" {
+			return flagErrorf("empty `--exclude-id`: pass the message IDs shown by `dlq peek`")
+		}
+	}
 	var err error
 	s.filter, err = compileFlag("--filter", s.Filter)
 	return err
@@ -66,6 +74,7 @@ func (s *selectFlags) apply(o *redrive.Options) {
 		o.Filter = s.filter
 	}
 	o.IDs, o.Limit, o.OlderThan, o.NewerThan = s.IDs, s.Limit, s.OlderThan, s.NewerThan
+	o.ExcludeIDs = s.Exclude
 }
 
 func (s *selectFlags) any() bool {
@@ -80,8 +89,10 @@ type redriveOptions struct {
 	To               string
 	Select           selectFlags
 	Transform        string
+	DedupeBy         string
 	SetHeaders       []string
 	KeepDeathHeaders bool
+	KeepFailure      bool
 	NoRedriveHeader  bool
 	DryRun           bool
 	Rate             float64
@@ -94,6 +105,7 @@ type redriveOptions struct {
 
 	format    string
 	transform *inspect.Query
+	dedupeBy  *inspect.Query
 	headers   map[string]string
 	changed   func(string) bool
 }
@@ -119,8 +131,14 @@ Destinations (--to, default origin):
 Select with --filter, --id, --limit, --older-than, --newer-than; rewrite with
 --transform (jq over the same document as --filter, e.g. '.body.retry = 0')
 and --set-header. Death headers (x-death, x-first-death-*, x-last-death-*,
-x-delivery-count) are stripped unless --keep-death-headers, and an
+x-delivery-count) are stripped unless --keep-death-headers, and the failure
+headers of Spring (x-exception-*), MassTransit (MT-Fault-*) and NServiceBus
+(NServiceBus.ExceptionInfo.*) unless --keep-failure-headers; an
 x-dlq-redrive header (SQS: attribute) records count, time and source.
+
+On a terminal dlq first shows what the run would do (a dry run: counts per
+destination, a sample of IDs, what stays and why) and asks; --yes skips the
+question, and without a terminal none is asked. "no" exits 2, changing nothing.
 
 --dry-run reads under the peek-safety rules and changes nothing. A journal in
 $XDG_STATE_HOME/dlq/journal records each message's progress; --resume finishes
@@ -134,7 +152,7 @@ moved); 3 partly done (some moved, then an error, or some could not be
 moved: unroutable, refused); 4 read-only.`,
 		Example: `  dlq redrive orders.dlq --dry-run
   dlq redrive orders.dlq
-  dlq redrive orders.dlq --filter '.reason == "rejected"' --transform '.body.retry = 0'
+  dlq redrive orders.dlq --filter '.death.reason == "rejected"' --transform '.body.retry = 0'
   dlq redrive orders.dlq --to queue:orders.retry --rate 200/s --ramp 30s
   dlq redrive https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq --server-side --rate 100
   dlq redrive orders.dlq --resume
@@ -157,8 +175,10 @@ moved: unroutable, refused); 4 read-only.`,
 	fl.StringVar(&opts.To, "to", "origin", "destination: origin, queue:NAME, exchange:NAME[:KEY], file://PATH, BROKER#DEST")
 	opts.Select.register(cmd)
 	fl.StringVar(&opts.Transform, "transform", "", "jq expression rewriting each message document (body, headers, properties, attributes)")
+	fl.StringVar(&opts.DedupeBy, "dedupe-by", "", "jq key (e.g. '.properties.message_id'): move only the first message of each key; the others stay")
 	fl.StringArrayVar(&opts.SetHeaders, "set-header", nil, "set a header (SQS: attribute) KEY=VALUE on every moved message; repeatable")
 	fl.BoolVar(&opts.KeepDeathHeaders, "keep-death-headers", false, "keep x-death, x-first-death-*, x-last-death-*, x-delivery-count")
+	fl.BoolVar(&opts.KeepFailure, "keep-failure-headers", false, "keep the failure headers of Spring (x-exception-*), MassTransit (MT-Fault-*) and NServiceBus (NServiceBus.ExceptionInfo.*)")
 	fl.BoolVar(&opts.NoRedriveHeader, "no-redrive-header", false, "do not add the x-dlq-redrive header (SQS: attribute) recording the redrive; RabbitMQ 3.10 handles messages left with no string header faster")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "change nothing: show counts per destination, skips and diffs")
 	fl.Var((*rateValue)(&opts.Rate), "rate", "at most N messages per second (N or N/s; 0: unlimited)")
@@ -168,7 +188,7 @@ moved: unroutable, refused); 4 read-only.`,
 	fl.BoolVar(&opts.Resume, "resume", false, "finish an interrupted redrive of SOURCE from its journal")
 	fl.BoolVar(&opts.ServerSide, "server-side", false, "let the broker move every message itself (SQS move task, RabbitMQ shovel)")
 	fl.BoolVar(&opts.NoJournal, "no-journal", false, "keep no journal (an interrupted run cannot be resumed)")
-	cmd.AddCommand(newCmdRedriveStatus(f, nil), newCmdRedriveCancel(f, nil))
+	cmd.AddCommand(newCmdRedriveStatus(f, nil), newCmdRedriveCancel(f, nil), newCmdRedriveJournals(f, nil))
 	return cmd
 }
 
@@ -215,6 +235,9 @@ func (o *redriveOptions) validate() error {
 	if o.transform, err = compileFlag("--transform", o.Transform); err != nil {
 		return err
 	}
+	if o.dedupeBy, err = compileFlag("--dedupe-by", o.DedupeBy); err != nil {
+		return err
+	}
 	if o.headers, err = parseSetHeaders(o.SetHeaders); err != nil {
 		return err
 	}
@@ -240,8 +263,8 @@ func (o *redriveOptions) validate() error {
 		if o.Rate > redrive.MaxServerSideRate {
 			return flagErrorf("`--rate` %g is too high for `--server-side`: the broker accepts at most %d messages per second", o.Rate, redrive.MaxServerSideRate)
 		}
-		if o.Ramp > 0 || o.Concurrency > 0 || o.Window > 0 || o.KeepDeathHeaders || o.NoRedriveHeader {
-			return flagErrorf("`--ramp`, `--concurrency`, `--window`, `--keep-death-headers` and `--no-redrive-header` do not apply to `--server-side`: the broker moves messages as they are")
+		if o.Ramp > 0 || o.Concurrency > 0 || o.Window > 0 || o.KeepDeathHeaders || o.KeepFailure || o.NoRedriveHeader {
+			return flagErrorf("`--ramp`, `--concurrency`, `--window`, `--keep-death-headers`, `--keep-failure-headers` and `--no-redrive-header` do not apply to `--server-side`: the broker moves messages as they are")
 		}
 		var ro redrive.Options
 		o.libOptions(&ro)
@@ -291,7 +314,14 @@ func (o *redriveOptions) libOptions(ro *redrive.Options) {
 		ro.Transform = redrive.JQTransform(o.transform, inspect.Document)
 	}
 	ro.SetHeaders = o.headers
+	if q := o.dedupeBy; q != nil {
+		ro.DedupeBy = func(ctx context.Context, m *broker.Message) (string, error) {
+			v, _, err := q.First(ctx, inspect.Document(m))
+			return inspect.ValueText(v), err
+		}
+	}
 	ro.KeepDeathHeaders = o.KeepDeathHeaders
+	ro.KeepFailureHeaders = o.KeepFailure
 	ro.NoRedriveHeader = o.NoRedriveHeader
 	ro.DryRun = o.DryRun
 	ro.Rate, ro.Ramp = o.Rate, o.Ramp
@@ -308,6 +338,7 @@ func (o *redriveOptions) plan() map[string]string {
 	}
 	add("filter", o.Select.Filter)
 	add("id", strings.Join(o.Select.IDs, ","))
+	add("exclude-id", strings.Join(o.Select.Exclude, ","))
 	if o.Select.Limit > 0 {
 		p["limit"] = strconv.FormatInt(o.Select.Limit, 10)
 	}
@@ -318,9 +349,13 @@ func (o *redriveOptions) plan() map[string]string {
 		p["newer-than"] = o.Select.NewerThan.String()
 	}
 	add("transform", o.Transform)
+	add("dedupe-by", o.DedupeBy)
 	add("set-header", strings.Join(o.SetHeaders, "\x1f"))
 	if o.KeepDeathHeaders {
 		p["keep-death-headers"] = "true"
+	}
+	if o.KeepFailure {
+		p["keep-failure-headers"] = "true"
 	}
 	if o.NoRedriveHeader {
 		p["no-redrive-header"] = "true"
@@ -345,12 +380,15 @@ func (o *redriveOptions) adoptPlan(p map[string]string) error {
 		set("to", func(v string) error { o.To = v; return nil }),
 		set("filter", func(v string) error { o.Select.Filter = v; return nil }),
 		set("id", func(v string) error { o.Select.IDs = strings.Split(v, ","); return nil }),
+		set("exclude-id", func(v string) error { o.Select.Exclude = strings.Split(v, ","); return nil }),
 		set("limit", func(v string) (err error) { o.Select.Limit, err = strconv.ParseInt(v, 10, 64); return }),
 		set("older-than", func(v string) (err error) { o.Select.OlderThan, err = time.ParseDuration(v); return }),
 		set("newer-than", func(v string) (err error) { o.Select.NewerThan, err = time.ParseDuration(v); return }),
 		set("transform", func(v string) error { o.Transform = v; return nil }),
+		set("dedupe-by", func(v string) error { o.DedupeBy = v; return nil }),
 		set("set-header", func(v string) error { o.SetHeaders = strings.Split(v, "\x1f"); return nil }),
 		set("keep-death-headers", func(v string) error { o.KeepDeathHeaders = v == "true"; return nil }),
+		set("keep-failure-headers", func(v string) error { o.KeepFailure = v == "true"; return nil }),
 		set("no-redrive-header", func(v string) error { o.NoRedriveHeader = v == "true"; return nil }),
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -422,6 +460,9 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 		dst = b
 	}
 	if o.ServerSide {
+		if err := confirmOnTerminal(f, fmt.Sprintf("hand every message of `%s` to the broker to move to %s", srcName, Redact(o.To))); err != nil {
+			return err
+		}
 		return redriveServerSide(ctx, o, src, srcName, dest)
 	}
 
@@ -429,6 +470,16 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	o.libOptions(&ro)
 	ro.Resume = resume
 	ro.Notice = func(s string) { f.IO.Statusf("dlq: %s", s) }
+	previewed := false
+	if !o.DryRun {
+		previewed = !f.Options.Yes && f.IO.CanPrompt() && resume == nil
+		if err := confirmRedrive(ctx, f, src, queue, dst, ro, resume != nil); err != nil {
+			if errors.Is(err, errNothingToMove) {
+				return nil
+			}
+			return err
+		}
+	}
 	bar := newRedriveBar(f, "moved")
 	if !o.DryRun {
 		ro.Progress = bar.update
@@ -441,11 +492,22 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 		ro.Journal = j
 		defer j.Close()
 	}
+	if !o.DryRun {
+		// Housekeeping: finished journals are a record for a week.
+		_, _ = redrive.PruneJournals(jdir, redrive.JournalMaxAge, f.Now())
+	}
 	restore := oneProcessor(src)
 	sum, runErr := redrive.Run(ctx, src, queue, dst, ro)
+	runErr = suggestQueue(ctx, src, queue, runErr)
+	if dest.Kind == broker.ToQueue {
+		runErr = suggestQueue(ctx, dst, dest.Queue, runErr)
+	}
 	restore()
 	bar.finish()
 	sum.Source, sum.Destination = srcName, Redact(o.To)
+	if !previewed {
+		warnMissingPaths(f, "--filter", o.Select.filter)
+	}
 
 	outcome, exitErr := redriveOutcome(sum, runErr, o.DryRun)
 	if !o.DryRun {
@@ -462,6 +524,86 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 		return perr
 	}
 	return exitErr
+}
+
+// errNothingToMove ends a redrive whose preview found nothing to move.
+var errNothingToMove = errors.New("nothing to move")
+
+// confirmOnTerminal asks on a terminal, unless --yes; without a terminal it
+// lets the command go on (a redrive loses nothing).
+func confirmOnTerminal(f *Factory, what string) error {
+	if f.Options.Yes || !f.IO.CanPrompt() {
+		return nil
+	}
+	ok, err := f.IO.Confirm(what + "?")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return ErrCancelled
+	}
+	return nil
+}
+
+// confirmRedrive shows on a terminal what the run would do (a dry run:
+// counts per destination, a sample, what stays and why) and asks, as
+// `terraform apply` does. --yes, or no terminal, skips it.
+func confirmRedrive(ctx context.Context, f *Factory, src broker.Broker, queue string, dst broker.Broker, ro redrive.Options, resume bool) error {
+	if f.Options.Yes || !f.IO.CanPrompt() {
+		return nil
+	}
+	if resume {
+		// The preview would read the interrupted run's journal as its
+		// own; ask plainly.
+		return confirmOnTerminal(f, fmt.Sprintf("finish the interrupted redrive of `%s` to %s", ro.SourceName, ro.Dest))
+	}
+	pre := ro
+	pre.DryRun, pre.DiffLimit, pre.MaxIDs = true, 1, 5
+	pre.Progress, pre.Journal = nil, nil
+	f.IO.Statusf("dlq: reading `%s` to preview the redrive (nothing is changed)…", ro.SourceName)
+	s, err := redrive.Run(ctx, src, queue, dst, pre)
+	if err != nil {
+		err = suggestQueue(ctx, src, queue, err)
+		if ro.Dest.Kind == broker.ToQueue {
+			err = suggestQueue(ctx, dst, ro.Dest.Queue, err)
+		}
+		return err
+	}
+	n := printPreview(f.IO.ErrOut, ro.SourceName, s)
+	if q, ok := ro.Filter.(*inspect.Query); ok {
+		warnMissingPaths(f, "--filter", q)
+	}
+	if n == 0 {
+		f.IO.Statusf("nothing to move; nothing was changed")
+		return errNothingToMove
+	}
+	return confirmOnTerminal(f, fmt.Sprintf("move these %d messages", n))
+}
+
+// printPreview writes a dry run's plan for a confirmation and returns how
+// many messages would move.
+func printPreview(w io.Writer, source string, s redrive.Summary) int64 {
+	n := sum64(s.Destinations)
+	fmt.Fprintf(w, "redrive will move %d of %d messages in `%s`:\n", n, s.Examined, source)
+	printCounts(w, "", s.Destinations)
+	if len(s.IDs) > 0 {
+		more := ""
+		if s.IDsTruncated || int64(len(s.IDs)) < n {
+			more = " …"
+		}
+		fmt.Fprintf(w, "  sample: %s%s\n", strings.Join(s.IDs, " "), more)
+	}
+	for _, d := range s.Diffs {
+		fmt.Fprintf(w, "  first message, before and after:\n%s\n", d.Lines)
+	}
+	if k := s.TotalSkipped(); k > 0 {
+		fmt.Fprintf(w, "left in `%s` %d:\n", source, k)
+		printCounts(w, "", s.Skipped)
+		for _, e := range s.Errors {
+			fmt.Fprintf(w, "  %s\n", e)
+		}
+	}
+	return n
 }
 
 // failedToStart reports a run that failed before it examined a message (a

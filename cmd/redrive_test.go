@@ -246,6 +246,55 @@ func TestRedriveRun(t *testing.T) {
 	}
 }
 
+// On a terminal a redrive shows its preview and asks; "no" exits 2 and
+// leaves the queue as it was; --yes, or no terminal, asks nothing.
+func TestRedriveConfirmsOnTerminal(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		tty    bool
+		yes    bool
+		answer string
+		moved  int
+		code   ExitCode
+		asked  bool
+	}{
+		{"terminal, no", true, false, "n\n", 0, ExitCancelled, true},
+		{"terminal, yes", true, false, "y\n", 12, ExitOK, true},
+		{"terminal, --yes", true, true, "", 12, ExitOK, false},
+		{"no terminal", false, false, "", 12, ExitOK, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &moveFake{dlq: fakeDead(12)}
+			f, outs := moveFactory(t, b, tc.tty)
+			f.IO.In = strings.NewReader(tc.answer)
+			f.Options.Yes = tc.yes
+			o := &redriveOptions{f: f, Source: "orders.dlq", To: "origin", changed: func(string) bool { return false }}
+			if err := o.validate(); err != nil {
+				t.Fatal(err)
+			}
+			err := redriveRun(context.Background(), o)
+			_, stderr := outs()
+			if code := exitCodeFor(err); code != tc.code {
+				t.Fatalf("exit %d, want %d (%v); stderr:\n%s", code, tc.code, err, stderr)
+			}
+			if len(b.dest) != tc.moved || len(b.dlq) != 12-tc.moved {
+				t.Fatalf("moved %d, dlq %d; want %d moved", len(b.dest), len(b.dlq), tc.moved)
+			}
+			asked := strings.Contains(stderr, "move these 12 messages? [y/N]")
+			if asked != tc.asked {
+				t.Fatalf("asked %v, want %v; stderr:\n%s", asked, tc.asked, stderr)
+			}
+			if asked && (!strings.Contains(stderr, "redrive will move 12 of 12 messages in `orders.dlq`") ||
+				!strings.Contains(stderr, "queue:orders") || !strings.Contains(stderr, "sample: m00 m01 m02 m03 m04 …")) {
+				t.Errorf("preview missing; stderr:\n%s", stderr)
+			}
+			if tc.code == ExitCancelled && b.consumed {
+				t.Error("consumed after a no")
+			}
+		})
+	}
+}
+
 func TestRedriveRunPartialAndJSON(t *testing.T) {
 	b := &moveFake{dlq: fakeDead(4)}
 	f, outs := moveFactory(t, b, false)

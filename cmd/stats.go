@@ -164,6 +164,7 @@ func statsRun(ctx context.Context, opts *statsOptions) error {
 	defer b.Close()
 	now := f.Now()
 	so := inspect.StatsOptions{
+		Window:       opts.Peek.window(b, now),
 		GroupBy:      opts.groupBy,
 		Filter:       opts.filter,
 		DupKey:       opts.dupKey,
@@ -183,7 +184,7 @@ func statsRun(ctx context.Context, opts *statsOptions) error {
 		f.IO.Statusf("%s", rep.Changed)
 	}
 	if err != nil {
-		return err
+		return suggestQueue(ctx, b, queue, err)
 	}
 	res := s.Result()
 	switch opts.format {
@@ -194,6 +195,7 @@ func statsRun(ctx context.Context, opts *statsOptions) error {
 	case OutputProm:
 		return writeProm(f.IO.Out, res)
 	}
+	warnMissingPaths(f, "--filter", opts.filter)
 	if res.Total == 0 {
 		if opts.filter != nil {
 			f.IO.Statusf("no message matched `--filter` among %d read from %s", res.Read, queue)
@@ -202,7 +204,9 @@ func statsRun(ctx context.Context, opts *statsOptions) error {
 		}
 		return nil
 	}
-	if err := statsTable(res, true).Render(f.IO.Out, f.IO.ColorEnabled()); err != nil {
+	t := statsTable(res, true)
+	t.Width = terminalWidth(f)
+	if err := t.Render(f.IO.Out, f.IO.ColorEnabled()); err != nil {
 		return err
 	}
 	f.IO.Statusf("%s", statsSummary(res))

@@ -351,7 +351,7 @@ broker shows no changes.
 apply to them). --vhost reads another vhost of the same RabbitMQ server.`,
 		Example: `  dlq topology export --broker amqp://ops@rabbit/shop > shop.yaml
   dlq topology export --broker amqp://ops@rabbit/ --vhost shop --prefix orders.
-  dlq topology export --broker sqs://eu-west-1 --prefix payments- -o payments.yaml`,
+  dlq topology export --broker sqs://eu-west-1 --prefix payments- --file payments.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if opts.Vhost != "" {

@@ -313,3 +313,27 @@ func TestTUIEndToEndReadOnly(t *testing.T) {
 		t.Fatalf("read-only session wrote audit records: %s", b)
 	}
 }
+
+// On a terminal `dlq redrive` shows its preview and asks; "no" exits 2 and
+// leaves the DLQ and the origin as they were.
+func TestRedriveEndToEndConfirmNo(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil && os.Getenv("DLQ_TEST_REQUIRE_BROKERS") == "1" {
+		t.Fatal("tmux is not installed and DLQ_TEST_REQUIRE_BROKERS=1")
+	}
+	env := brokertest.RabbitMQ(t)
+	bin := tuiBinary(t)
+	ch, origin, dlq := deadLetterSetup(t)
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	s := startTmux(t, []string{"DLQ_AUDIT_LOG=" + audit, "NO_COLOR=1", "XDG_STATE_HOME=" + t.TempDir()},
+		bin, "redrive", dlq, "--broker", env.AMQPURL, "--management-url", env.MgmtURL)
+	s.waitFor("redrive will move 2 of 2 messages in `"+dlq+"`", "sample: ", "move these 2 messages? [y/N]")
+	s.text("n")
+	s.keys("Enter")
+	scr := s.waitFor("DLQ-EXITED=")
+	if !strings.Contains(scr, "DLQ-EXITED=2") {
+		t.Fatalf("want exit 2 after no; screen:\n%s", scr)
+	}
+	if d, o := depth(t, ch, dlq), depth(t, ch, origin); d != 2 || o != 0 {
+		t.Fatalf("after no: dlq %d origin %d, want 2 and 0", d, o)
+	}
+}

@@ -23,8 +23,9 @@ const DefaultEvalTimeout = 5 * time.Second
 // no access to the environment ($ENV and env are empty) or to other inputs
 // (input and inputs fail), so a filter sees exactly one message.
 type Query struct {
-	src  string
-	code *gojq.Code
+	src   string
+	code  *gojq.Code
+	watch *pathWatch
 }
 
 // Compile parses and compiles a jq expression. Its error is one line naming
@@ -41,7 +42,7 @@ func Compile(expr string) (*Query, error) {
 	if err != nil {
 		return nil, compileError(err)
 	}
-	return &Query{src: expr, code: code}, nil
+	return &Query{src: expr, code: code, watch: newPathWatch(docPaths(q))}, nil
 }
 
 // MustCompile is Compile for expressions known to be valid; it panics on an
@@ -190,6 +191,7 @@ func (q *Query) First(ctx context.Context, doc any) (v any, ok bool, err error) 
 // MatchDoc reports whether q's first output over doc is truthy (neither
 // false nor null). No output is no match.
 func (q *Query) MatchDoc(ctx context.Context, doc any) (bool, error) {
+	q.watch.observe(doc)
 	v, ok, err := q.First(ctx, doc)
 	if err != nil || !ok {
 		return false, err

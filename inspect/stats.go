@@ -130,6 +130,8 @@ type StatsOptions struct {
 	GroupBy []Grouping
 	// Filter selects the messages counted; the others are only read.
 	Filter *Query
+	// Window selects the messages counted by age, at Now.
+	Window AgeWindow
 	// Reason overrides Reason (`--reason 'JQ'`); nil uses Reason. Like
 	// Add, it must keep no part of the message but strings: messages may
 	// be lent (see Stats.Read).
@@ -186,6 +188,10 @@ type DuplicateStats struct {
 type DuplicateExample struct {
 	Key   string `json:"key"`
 	Count int64  `json:"count"`
+	// IDs are the message IDs of the copies seen after the first (at most
+	// ten): with a --dup-key other than the ID, what `--id` or
+	// `--exclude-id` takes; `dlq redrive --dedupe-by` moves one per key.
+	IDs []string `json:"ids"`
 }
 
 // StatsResult is the outcome of an aggregation.
@@ -235,6 +241,7 @@ type Stats struct {
 	res      StatsResult
 	bloom    *bloom
 	dupEx    map[string]int64
+	dupIDs   map[string][]string
 	dupOrder []string
 	keyBuf   []byte
 	needDoc  bool
@@ -266,6 +273,7 @@ func NewStats(queue string, opts StatsOptions) *Stats {
 	if !opts.NoDuplicates {
 		s.bloom = newBloom(1<<26, 6)
 		s.dupEx = make(map[string]int64)
+		s.dupIDs = make(map[string][]string)
 		key := "id"
 		if opts.DupKey != nil {
 			key = opts.DupKey.String()
@@ -287,6 +295,9 @@ func deadTime(m *broker.Message) time.Time {
 // (filter, duplicate key) fails or ctx ends.
 func (s *Stats) Add(ctx context.Context, m *broker.Message) error {
 	s.res.Read++
+	if !s.opts.Window.Admits(m, s.opts.Now) {
+		return nil
+	}
 	var doc map[string]any
 	getDoc := func() map[string]any {
 		if doc == nil {
@@ -381,16 +392,25 @@ func (s *Stats) Add(ctx context.Context, m *broker.Message) error {
 			if n, ok := s.dupEx[dk]; ok {
 				s.dupEx[dk] = n + 1
 				s.res.Duplicates.Messages++
+				s.dupID(dk, m.ID)
 			} else if s.bloom.addSeen(dk) {
 				s.res.Duplicates.Messages++
 				if len(s.dupOrder) < 10 {
 					s.dupEx[dk] = 2
 					s.dupOrder = append(s.dupOrder, dk)
+					s.dupID(dk, m.ID)
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// dupID records the ID of a duplicated copy of an example key.
+func (s *Stats) dupID(key, id string) {
+	if ids := s.dupIDs[key]; len(ids) < 10 {
+		s.dupIDs[key] = append(ids, id)
+	}
 }
 
 func (s *Stats) value(ctx context.Context, g Grouping, m *broker.Message, t time.Time, getDoc func() map[string]any) (string, error) {
@@ -578,7 +598,11 @@ func (s *Stats) Result() StatsResult {
 		d := *s.res.Duplicates
 		d.Examples = make([]DuplicateExample, 0, len(s.dupOrder))
 		for _, k := range s.dupOrder {
-			d.Examples = append(d.Examples, DuplicateExample{Key: k, Count: s.dupEx[k]})
+			ids := s.dupIDs[k]
+			if ids == nil {
+				ids = []string{}
+			}
+			d.Examples = append(d.Examples, DuplicateExample{Key: k, Count: s.dupEx[k], IDs: ids})
 		}
 		d.FalsePositiveRate = s.bloom.falsePositiveRate()
 		r.Duplicates = &d

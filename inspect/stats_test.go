@@ -121,8 +121,12 @@ func TestStatsDetails(t *testing.T) {
 func TestStatsDuplicates(t *testing.T) {
 	r := statsOf(t, "reason", StatsOptions{})
 	d := r.Duplicates
-	if d.Messages != 10 || len(d.Examples) != 5 || d.Examples[0] != (DuplicateExample{"m-0", 3}) {
+	if d.Messages != 10 || len(d.Examples) != 5 || d.Examples[0].Key != "m-0" || d.Examples[0].Count != 3 {
 		t.Errorf("duplicates %+v", d)
+	}
+	// The copies after the first are listed by ID, to act on.
+	if got := strings.Join(d.Examples[0].IDs, " "); got != "m-0 m-0" {
+		t.Errorf("IDs of the copies of m-0: %q, want \"m-0 m-0\"", got)
 	}
 	if d.FalsePositiveRate <= 0 || d.FalsePositiveRate > 1e-9 {
 		t.Errorf("fp rate %v", d.FalsePositiveRate)

@@ -3,6 +3,7 @@ package inspect
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/dlq-tools/dlq/broker"
 )
@@ -16,6 +17,9 @@ type WalkOptions struct {
 	Filter *Query
 	// Limit is the most messages handed to visit; 0 means no limit.
 	Limit int
+	// Window selects by age, at Now (default time.Now()).
+	Window AgeWindow
+	Now    time.Time
 }
 
 // Walk peeks at queue through p and calls visit for each message that
@@ -26,11 +30,18 @@ type WalkOptions struct {
 // to visit must be cloned to be kept.
 func Walk(ctx context.Context, p broker.Peeker, queue string, opts WalkOptions, visit func(*broker.Message) error) (broker.PeekReport, error) {
 	po := opts.Peek
-	if opts.Filter == nil && opts.Limit > 0 && (po.Limit == 0 || po.Limit > opts.Limit) {
+	if opts.Filter == nil && opts.Window.IsZero() && opts.Limit > 0 && (po.Limit == 0 || po.Limit > opts.Limit) {
 		po.Limit = opts.Limit
+	}
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
 	}
 	visited := 0
 	rep, err := p.Peek(ctx, queue, po, func(m *broker.Message) error {
+		if !opts.Window.Admits(m, now) {
+			return nil
+		}
 		if opts.Filter != nil {
 			ok, err := opts.Filter.Match(ctx, m)
 			if err != nil {

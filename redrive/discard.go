@@ -18,6 +18,7 @@ import (
 func Discard(ctx context.Context, src broker.Broker, queue string, archive broker.Publisher, archiveDest broker.Destination, opts Options) (Summary, error) {
 	opts.Dest = archiveDest
 	opts.KeepDeathHeaders = true
+	opts.KeepFailureHeaders = true
 	opts.NoRedriveHeader = true
 	opts.Transform = nil
 	opts.SetHeaders = nil

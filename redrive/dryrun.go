@@ -55,6 +55,7 @@ func (e *engine) dryRun(ctx context.Context) (Summary, error) {
 		if e.mode == modeDiscard {
 			e.sum.dest(e.sum.Destination, 1)
 			e.selected.Add(1)
+			e.sampleID(m.ID)
 			return e.stopAtLimit()
 		}
 		out, dest, reason, err := e.prepare(ctx, m)
@@ -82,6 +83,7 @@ func (e *engine) dryRun(ctx context.Context) (Summary, error) {
 		}
 		e.sum.dest(dest, 1)
 		e.selected.Add(1)
+		e.sampleID(m.ID)
 		if (e.opts.Transform != nil || len(e.opts.SetHeaders) > 0) && len(e.sum.Diffs) < e.opts.DiffLimit {
 			e.sum.Diffs = append(e.sum.Diffs, makeDiff(m, out.Message))
 		}
@@ -98,6 +100,16 @@ func (e *engine) dryRun(ctx context.Context) (Summary, error) {
 		return e.sum, fmt.Errorf("dry run: read `%s`: %w", e.queue, err)
 	}
 	return e.sum, nil
+}
+
+// sampleID records the ID of a message a dry run would move (at most
+// MaxIDs), so that a preview can name some.
+func (e *engine) sampleID(id string) {
+	if len(e.sum.IDs) < e.opts.MaxIDs {
+		e.sum.IDs = append(e.sum.IDs, id)
+	} else {
+		e.sum.IDsTruncated = true
+	}
 }
 
 func (e *engine) stopAtLimit() error {

@@ -49,11 +49,13 @@ func Run(ctx context.Context, src broker.Broker, queue string, dst broker.Broker
 	if err != nil {
 		return newSummary(queue, opts.Dest.String(), opts.DryRun), err
 	}
-	if opts.DryRun {
-		return e.dryRun(ctx)
-	}
+	// A dry run gives the real run's verdict on a destination that routes
+	// nowhere: the same refusal, the same exit code.
 	if err := e.checkDest(ctx); err != nil {
 		return e.sum, err
+	}
+	if opts.DryRun {
+		return e.dryRun(ctx)
 	}
 	return e.run(ctx)
 }
@@ -85,7 +87,15 @@ func (e *engine) checkDest(ctx context.Context) error {
 	case d.Kind == broker.ToExchange:
 		why = "routes to no queue on %s (the exchange is missing, or no queue is bound with that key): check the exchange and key, or bind a queue"
 	}
-	return broker.Errorf(broker.ErrNotFound, "redrive", "destination `%s` "+why+"; nothing was moved", d, e.dst)
+	return broker.Errorf(broker.ErrNotFound, "redrive", "destination `%s` "+why+"; "+e.nothingDone(), d, e.dst)
+}
+
+// nothingDone ends a refusal: a dry run changes nothing anyway.
+func (e *engine) nothingDone() string {
+	if e.opts.DryRun {
+		return "a real run would move nothing"
+	}
+	return "nothing was moved"
 }
 
 type runMode int
@@ -116,6 +126,9 @@ type engine struct {
 	holdMax  int
 	fifo     bool
 	ids      map[string]bool
+	excluded map[string]bool // --exclude-id
+	dedupeMu sync.Mutex
+	dedupe   map[string]bool // --dedupe-by keys selected in this run
 	limiter  *limiter
 	total    int64
 	selected atomic.Int64
@@ -205,6 +218,12 @@ func newEngine(src broker.Broker, queue string, dst broker.Broker, opts Options,
 		e.ids = make(map[string]bool, len(opts.IDs))
 		for _, id := range opts.IDs {
 			e.ids[id] = true
+		}
+	}
+	if len(opts.ExcludeIDs) > 0 {
+		e.excluded = make(map[string]bool, len(opts.ExcludeIDs))
+		for _, id := range opts.ExcludeIDs {
+			e.excluded[id] = true
 		}
 	}
 	if dst != nil {
@@ -482,7 +501,7 @@ func (e *engine) run(ctx context.Context) (Summary, error) {
 
 // selective reports whether some deliveries may be left in the source.
 func (e *engine) selective() bool {
-	return e.opts.Filter != nil || e.ids != nil || e.opts.OlderThan > 0 || e.opts.NewerThan > 0
+	return e.opts.Filter != nil || e.ids != nil || e.excluded != nil || e.opts.DedupeBy != nil || e.opts.OlderThan > 0 || e.opts.NewerThan > 0
 }
 
 func (e *engine) failed() bool {
@@ -738,6 +757,9 @@ func (e *engine) selectReason(ctx context.Context, m *broker.Message) string {
 	if e.ids != nil && !e.ids[m.ID] {
 		return ReasonNotSelected
 	}
+	if e.excluded[m.ID] {
+		return ReasonExcluded
+	}
 	if e.opts.OlderThan > 0 || e.opts.NewerThan > 0 {
 		age := m.Age(e.now())
 		if e.opts.OlderThan > 0 && age < e.opts.OlderThan {
@@ -755,6 +777,21 @@ func (e *engine) selectReason(ctx context.Context, m *broker.Message) string {
 		if !ok {
 			return ReasonFiltered
 		}
+	}
+	if e.opts.DedupeBy != nil {
+		k, err := e.opts.DedupeBy(ctx, m)
+		if err != nil {
+			return ReasonFilterError
+		}
+		e.dedupeMu.Lock()
+		defer e.dedupeMu.Unlock()
+		if e.dedupe == nil {
+			e.dedupe = map[string]bool{}
+		}
+		if e.dedupe[k] {
+			return ReasonDuplicate
+		}
+		e.dedupe[k] = true
 	}
 	return ""
 }

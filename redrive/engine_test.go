@@ -85,6 +85,80 @@ func TestRunKeepDeathHeadersAndCountsRedrives(t *testing.T) {
 	}
 }
 
+// Failure headers of client frameworks are stripped by default, with the
+// death headers; KeepFailureHeaders keeps them; other headers always stay.
+func TestRunStripsFailureHeaders(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		f := rabbitFake(t, broker.KindClassic, 0)
+		m := dead("a", "x")
+		for _, k := range []string{"x-exception-message", "x-exception-stacktrace", "MT-Fault-Message", "NServiceBus.ExceptionInfo.ExceptionType"} {
+			m.Headers[k] = "boom"
+		}
+		f.put("orders.dlq", m)
+		if _, err := Run(context.Background(), f, "orders.dlq", f, Options{KeepFailureHeaders: keep}); err != nil {
+			t.Fatal(err)
+		}
+		got := f.ready("orders")[0]
+		var kept []string
+		for k := range got.Headers {
+			if broker.IsFailureHeader(k) || broker.IsDeathHeader(k) {
+				kept = append(kept, k)
+			}
+		}
+		slices.Sort(kept)
+		want := ""
+		if keep {
+			want = "MT-Fault-Message NServiceBus.ExceptionInfo.ExceptionType x-exception-message x-exception-stacktrace"
+		}
+		if strings.Join(kept, " ") != want || got.Headers["app"] != "shop" {
+			t.Errorf("keep=%v: failure/death headers left %q, want %q; app=%v", keep, kept, want, got.Headers["app"])
+		}
+	}
+}
+
+// --exclude-id leaves the listed messages in the source, in a run and in a
+// dry run alike.
+func TestRunExcludeIDs(t *testing.T) {
+	for _, dry := range []bool{true, false} {
+		f := rabbitFake(t, broker.KindClassic, 0)
+		f.put("orders.dlq", dead("a", "x"), dead("b", "x"), dead("c", "x"))
+		s, err := Run(context.Background(), f, "orders.dlq", f, Options{DryRun: dry, ExcludeIDs: []string{"b"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sum(s.Destinations); got != 2 || s.Skipped[ReasonExcluded] != 1 {
+			t.Errorf("dry=%v: %d to move, excluded %d; want 2 and 1", dry, got, s.Skipped[ReasonExcluded])
+		}
+		if !dry {
+			var left []string
+			for _, m := range f.ready("orders.dlq") {
+				left = append(left, m.Properties.MessageID)
+			}
+			if strings.Join(left, " ") != "b" {
+				t.Errorf("left in the dlq %q, want b", left)
+			}
+		}
+	}
+}
+
+// DedupeBy moves the first message of each key and leaves the others.
+func TestRunDedupeBy(t *testing.T) {
+	f := rabbitFake(t, broker.KindClassic, 0)
+	f.put("orders.dlq", dead("a", `{"k":1}`), dead("b", `{"k":1}`), dead("c", `{"k":2}`))
+	byBody := func(ctx context.Context, m *broker.Message) (string, error) { return string(m.Body), nil }
+	s, err := Run(context.Background(), f, "orders.dlq", f, Options{DedupeBy: byBody})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, m := range f.ready("orders.dlq") {
+		left = append(left, m.Properties.MessageID)
+	}
+	if s.Moved != 2 || s.Skipped[ReasonDuplicate] != 1 || strings.Join(left, " ") != "b" {
+		t.Errorf("moved %d, duplicates %d, left %q; want 2, 1, b", s.Moved, s.Skipped[ReasonDuplicate], left)
+	}
+}
+
 func TestUnroutableStaysInDLQAndIsReported(t *testing.T) {
 	f := rabbitFake(t, broker.KindQuorum, 0)
 	lost := dead("nowhere", "x")
@@ -516,6 +590,21 @@ func TestRunRefusesADestinationThatRoutesNowhere(t *testing.T) {
 		if s.Examined != 0 || len(f.ready("orders.dlq")) != 5 || f.calls["consume"] != 0 {
 			t.Errorf("%s: examined %d, dlq %d, consumes %d", d, s.Examined, len(f.ready("orders.dlq")), f.calls["consume"])
 		}
+	}
+}
+
+// A dry run to a destination that routes nowhere gives the real run's
+// verdict (the same error), not a count of unroutable messages.
+func TestDryRunRefusesADestinationThatRoutesNowhere(t *testing.T) {
+	f := rabbitFake(t, broker.KindQuorum, 5)
+	rc := routeChecker{f}
+	d := broker.Destination{Kind: broker.ToQueue, Queue: "missing"}
+	s, err := Run(context.Background(), rc, "orders.dlq", rc, Options{Dest: d, DryRun: true})
+	if !errors.Is(err, broker.ErrNotFound) || !strings.Contains(err.Error(), "`queue:missing` does not exist") {
+		t.Fatalf("dry run: err %v, destinations %v skipped %v", err, s.Destinations, s.Skipped)
+	}
+	if len(f.ready("orders.dlq")) != 5 {
+		t.Fatalf("dlq has %d", len(f.ready("orders.dlq")))
 	}
 }
 

@@ -43,8 +43,13 @@ type Options struct {
 	Dest broker.Destination
 
 	// Selection: a message is moved only when it passes all of these.
-	Filter    Filter
-	IDs       []string      // stable fingerprints (broker.Fingerprint)
+	Filter Filter
+	IDs    []string // stable fingerprints (broker.Fingerprint)
+	// ExcludeIDs are left in the source whatever else selects them.
+	ExcludeIDs []string
+	// DedupeBy keys each selected message; of the messages with one key
+	// only the first is moved, the others stay (ReasonDuplicate).
+	DedupeBy  func(ctx context.Context, m *broker.Message) (string, error)
 	Limit     int64         // most messages to move; 0 = no limit
 	OlderThan time.Duration // only messages older than this (Message.Age)
 	NewerThan time.Duration // only messages newer than this
@@ -57,6 +62,11 @@ type Options struct {
 	// KeepDeathHeaders keeps x-death, x-first-death-*, x-last-death-* and
 	// x-delivery-count on the moved message; by default they are stripped.
 	KeepDeathHeaders bool
+	// KeepFailureHeaders keeps the failure headers of client frameworks
+	// (broker.IsFailureHeader: x-exception-*, MT-Fault-*,
+	// NServiceBus.ExceptionInfo.*; SQS: attributes so named); by default
+	// they are stripped, as they describe the failure being redriven.
+	KeepFailureHeaders bool
 	// NoRedriveHeader leaves out the x-dlq-redrive header/attribute.
 	NoRedriveHeader bool
 
@@ -109,6 +119,8 @@ type Options struct {
 const (
 	ReasonFiltered         = "filtered"
 	ReasonNotSelected      = "not-selected" // --id given, this one not listed
+	ReasonExcluded         = "excluded"     // --exclude-id lists it
+	ReasonDuplicate        = "duplicate"    // --dedupe-by: its key was moved already
 	ReasonTooNew           = "too-new"
 	ReasonTooOld           = "too-old"
 	ReasonAmbiguousOrigin  = "ambiguous-origin"
@@ -148,7 +160,8 @@ type Summary struct {
 	Destinations map[string]int64 `json:"destinations,omitempty"`
 	// Archived counts messages written to the archive (discard, purge).
 	Archived int64 `json:"archived,omitempty"`
-	// IDs are the fingerprints of the moved messages (at most MaxIDs).
+	// IDs are the fingerprints of the moved messages (a dry run: of the
+	// messages it would move), at most MaxIDs.
 	IDs          []string `json:"ids,omitempty"`
 	IDsTruncated bool     `json:"ids_truncated,omitempty"`
 	// Errors are examples of per-message failures (at most a few per

@@ -34,6 +34,12 @@ func ServerSideRefusal(o Options) error {
 	if len(o.IDs) > 0 {
 		what = append(what, "`--id`")
 	}
+	if o.DedupeBy != nil {
+		what = append(what, "`--dedupe-by`")
+	}
+	if len(o.ExcludeIDs) > 0 {
+		what = append(what, "`--exclude-id`")
+	}
 	if o.Transform != nil {
 		what = append(what, "`--transform`")
 	}

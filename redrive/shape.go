@@ -33,6 +33,18 @@ func (e *engine) shape(nm, orig *broker.Message, dsys broker.System) error {
 			}
 		}
 	}
+	if !e.opts.KeepFailureHeaders {
+		for k := range nm.Headers {
+			if broker.IsFailureHeader(k) {
+				delete(nm.Headers, k)
+			}
+		}
+		for k := range nm.Attributes {
+			if broker.IsFailureHeader(k) {
+				delete(nm.Attributes, k)
+			}
+		}
+	}
 	ssys := orig.System
 	if ssys == "" {
 		ssys = e.src.System()

@@ -66,7 +66,7 @@ RETRY LADDERS (RabbitMQ). A retry_ladders entry named NAME expands into:
   NAME.main.q dead-letters ──▶ NAME.retry.x (direct), key of the first tier
   NAME.retry.x ──tier key──▶ one queue per tier, x-message-ttl = delay,
                              dead-lettering back to NAME.main.x with
-                             return_routing_key (default: the first main key)
+                             return_routing_key (default: the first main key, wildcards removed)
   NAME.dead.x (fanout) ──▶ NAME.dead.q, the parking lot
 
 One tier is named NAME.retry.q with key NAME.retry; several are named

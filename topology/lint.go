@@ -368,6 +368,7 @@ func lintRabbit(m *RabbitModel, add addFunc) {
 			}
 		}
 	}
+	lintWildcardKeys(m, effs, add)
 }
 
 // cycles returns the strongly connected components of more than one queue

@@ -529,7 +529,9 @@ func (e *expander) ladder(l *RetryLadder) {
 	}
 	deadX := or(dead.Exchange, l.Name+".dead.x")
 	deadQ := or(dead.Queue, l.Name+".dead.q")
-	ret := or(l.Main.ReturnRoutingKey, l.Main.RoutingKeys[0])
+	// By default retried messages come back with a key the first binding
+	// matches, never the pattern itself (`order.#` gives `order`).
+	ret := or(l.Main.ReturnRoutingKey, concreteKey(l.Main.RoutingKeys[0], l.Name))
 	maxAttempts := l.MaxAttempts
 	if maxAttempts == 0 {
 		maxAttempts = len(l.Tiers) + 1

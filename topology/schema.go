@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/dlq-tools/dlq/broker"
 )
 
 // The schema of the spec file. check walks a parsed YAML document against
@@ -127,7 +129,7 @@ var specSchema = &object{what: "spec", fields: []field{
 				{name: "exchange_type", kind: kStr, enum: exchangeTypes, doc: "default topic"},
 				{name: "queue", kind: kStr, doc: "main queue (default NAME.main.q)"},
 				{name: "routing_keys", kind: kStrList, req: true, doc: "keys binding the main queue to the main exchange"},
-				{name: "return_routing_key", kind: kStr, doc: "key retried messages come back with (default: the first routing key)"},
+				{name: "return_routing_key", kind: kStr, doc: "key retried messages come back with (default: the first routing key with its wildcards removed: order.# gives order)"},
 				{name: "delivery_limit", kind: kInt, doc: "quorum x-delivery-limit of the main queue"},
 			}}},
 			{name: "retry_exchange", kind: kStr, doc: "retry exchange, direct (default NAME.retry.x)"},
@@ -447,34 +449,22 @@ func (c *checker) value(n *yaml.Node, f field, depth int) {
 func closest(s string, names []string) string {
 	best, bestD := "", 3
 	for _, n := range names {
-		if d := editDistance(s, n); d < bestD {
+		if d := broker.EditDistance(s, n); d < bestD {
 			best, bestD = n, d
 		}
 	}
 	return best
 }
 
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 99
+// plural is the English plural of a schema object's name.
+func plural(s string) string {
+	switch {
+	case strings.HasSuffix(s, "y") && !strings.HasSuffix(s, "ey"):
+		return strings.TrimSuffix(s, "y") + "ies"
+	case strings.HasSuffix(s, "s"):
+		return s
 	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return s + "s"
 }
 
 // SchemaReference renders every field of the spec format, indented by
@@ -486,7 +476,7 @@ func SchemaReference() string {
 		for _, f := range o.fields {
 			t := f.kind.String()
 			if f.kind == kList {
-				t = "list of " + f.obj.what + "s"
+				t = "list of " + plural(f.obj.what)
 			}
 			if len(f.enum) > 0 {
 				t = strings.Join(f.enum, "|")

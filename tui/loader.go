@@ -19,7 +19,8 @@ type row struct {
 	id      string
 	reason  string
 	source  string
-	count   int64
+	deliv   int64 // delivery or receive count
+	deaths  int64 // times dead-lettered
 	size    int
 	preview string
 	seq     int // position in the queue as read
@@ -119,7 +120,7 @@ func waitPage(ch <-chan pageMsg) tea.Cmd {
 }
 
 func newRow(m *broker.Message, seq int, reason func(*broker.Message) string, decode func(*broker.Message) ([]byte, string)) *row {
-	r := &row{msg: m, id: m.ID, size: m.Size(), seq: seq, count: m.DeliveryCount}
+	r := &row{msg: m, id: m.ID, size: m.Size(), seq: seq, deliv: m.DeliveryCount}
 	if r.id == "" {
 		r.id = broker.Fingerprint(m)
 		m.ID = r.id
@@ -127,9 +128,7 @@ func newRow(m *broker.Message, seq int, reason func(*broker.Message) string, dec
 	r.reason = reason(m)
 	if d := m.Death; d != nil {
 		r.source = d.Queue
-		if r.count == 0 || d.Count > 0 {
-			r.count = d.Count
-		}
+		r.deaths = d.Count
 	}
 	if r.source == "" {
 		r.source = m.SystemAttributes["DeadLetterQueueSourceArn"]

@@ -515,14 +515,19 @@ func (mv *messagesView) view(h, w int) []string {
 		out = append(out, line)
 	}
 
-	idW, ageW, reasonW, srcW, cntW, sizeW := 18, 5, 22, 18, 5, 7
-	previewW := w - (2 + idW + ageW + reasonW + srcW + cntW + sizeW + 7)
+	// IDs are shown in full (redrive --id and dlq show take them): the
+	// column is as wide as the widest ID of the first rows.
+	idW, ageW, reasonW, srcW, delivW, deathW, sizeW := 18, 5, 22, 18, 10, 6, 7
+	for i := 0; i < mv.length() && i < 64; i++ {
+		idW = max(idW, len([]rune(mv.at(i).id)))
+	}
+	previewW := w - (2 + idW + ageW + reasonW + srcW + delivW + deathW + sizeW + 8)
 	if previewW < 10 {
 		reasonW, srcW = 14, 10
-		previewW = max(0, w-(2+idW+ageW+reasonW+srcW+cntW+sizeW+7))
+		previewW = max(0, w-(2+idW+ageW+reasonW+srcW+delivW+deathW+sizeW+8))
 	}
 	hdr := "  " + fit("ID", idW) + " " + fitRight("AGE", ageW) + " " + fit("REASON", reasonW) + " " + fit("SOURCE", srcW) + " " +
-		fitRight("COUNT", cntW) + " " + fitRight("SIZE", sizeW) + " " + "BODY"
+		fitRight("DELIVERIES", delivW) + " " + fitRight("DEATHS", deathW) + " " + fitRight("SIZE", sizeW) + " " + "BODY"
 	out = append(out, st.header.Render(fit(hdr, w)))
 	rows := max(1, h-len(out))
 	n := mv.length()
@@ -554,7 +559,7 @@ func (mv *messagesView) view(h, w int) []string {
 			mark = "● "
 		}
 		line := mark + fit(r.id, idW) + " " + fitRight(humanAge(r.msg.Age(now)), ageW) + " " + fit(r.reason, reasonW) + " " +
-			fit(r.source, srcW) + " " + fitRight(strconv.FormatInt(r.count, 10), cntW) + " " + fitRight(humanBytes(int64(r.size)), sizeW) + " " +
+			fit(r.source, srcW) + " " + fitRight(strconv.FormatInt(r.deliv, 10), delivW) + " " + fitRight(strconv.FormatInt(r.deaths, 10), deathW) + " " + fitRight(humanBytes(int64(r.size)), sizeW) + " " +
 			fit(r.preview, previewW)
 		switch {
 		case i == mv.cursor:

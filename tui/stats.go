@@ -212,7 +212,7 @@ func (s *statsView) view(h, w int) []string {
 	if s.typing {
 		out = append(out, s.input.View())
 	} else {
-		line := "group by " + st.header.Render(s.spec) + st.subtle.Render(fmt.Sprintf("  ·  %d messages, %d groups", s.total, len(s.groups)))
+		line := "group by " + st.header.Render(s.spec) + st.subtle.Render(fmt.Sprintf("  ·  %s, %s", countOf(s.total, "message"), countOf(len(s.groups), "group")))
 		if s.busy {
 			line += st.subtle.Render("  ·  counting…")
 		}
@@ -380,3 +380,11 @@ func deathTime(m *broker.Message) time.Time {
 }
 
 func stripStyles(s string) string { return ansi.Strip(s) }
+
+// countOf is "1 group", "2 groups".
+func countOf(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}

@@ -361,7 +361,7 @@ func TestStatsScreen(t *testing.T) {
 	h.waitFor("group by reason", "60 messages, 3 groups", "33.3%")
 	golden.RequireEqual(t, stripStyles(*h.frame.Load()))
 	h.key("tab")
-	h.waitFor("group by source", "1 groups")
+	h.waitFor("group by source", "1 group")
 	h.key("/")
 	h.typeText("body:.currency")
 	h.key("enter")

@@ -134,7 +134,7 @@ func (b *Broker) mgmtNetErr(ctx context.Context, n node, op string, err error) e
 	} else if errors.As(err, &ne) && ne.Timeout() {
 		msg = fmt.Sprintf("no answer from the management API at %s within %s: check `--management-url`, or raise `--timeout`", n.mgmt, b.timeout)
 	}
-	return &broker.Error{Kind: broker.ErrUnreachable, Op: op, Msg: msg}
+	return &broker.Error{Kind: broker.ErrUnreachable, Op: op, Msg: msg + n.guessHint()}
 }
 
 func (b *Broker) mgmtHTTPErr(n node, op string, status int, data []byte) error {
@@ -158,16 +158,16 @@ func (b *Broker) mgmtHTTPErr(n node, op string, status int, data []byte) error {
 		be.Msg = reason
 	case http.StatusUnauthorized:
 		be.Kind = broker.ErrAccessDenied
-		be.Msg = fmt.Sprintf("the management API refused the login of user `%s` (%s): check the password, and that the user has the `management` or `monitoring` tag", n.mgmtUser, reason)
+		be.Msg = fmt.Sprintf("the management API at %s refused the login of user `%s` (%s): check the password, and that the user has the `management` or `monitoring` tag", n.mgmt, n.mgmtUser, reason)
 	case http.StatusForbidden:
 		be.Kind = broker.ErrAccessDenied
-		be.Msg = fmt.Sprintf("user `%s` may not do this (%s): grant the permission or a management tag", n.mgmtUser, reason)
+		be.Msg = fmt.Sprintf("user `%s` may not do this at %s (%s): grant the permission or a management tag", n.mgmtUser, n.mgmt, reason)
 	case http.StatusBadRequest, http.StatusConflict:
 		be.Kind = broker.ErrConflict
 		be.Msg = reason
 	default:
 		be.Kind = broker.ErrUnreachable
-		be.Msg = fmt.Sprintf("the management API answered %d (%s)", status, reason)
+		be.Msg = fmt.Sprintf("the management API at %s answered %d (%s)%s", n.mgmt, status, reason, n.guessHint())
 	}
 	return be
 }

@@ -33,6 +33,20 @@ type node struct {
 	mgmt     *url.URL // management API base, without credentials
 	mgmtUser string
 	mgmtPass string
+	// mgmtGuessed: mgmt is the default port on the AMQP host, not a URL
+	// the user gave.
+	mgmtGuessed bool
+}
+
+// guessHint explains, for a management API dlq could not use, the address
+// it guessed when the AMQP port is not the default one either (so the
+// management port likely is not either), and how to give the real one.
+func (n node) guessHint() string {
+	_, port, _ := net.SplitHostPort(n.addr)
+	if !n.mgmtGuessed || port == "5672" || port == "5671" || port == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (dlq guessed %s, the default management port on the AMQP host, because no `--management-url` was given; AMQP is on port %s, so the management API is likely elsewhere: pass `--management-url http://HOST:PORT`)", n.mgmt, port)
 }
 
 // splitHosts splits a URL that lists several hosts after the user

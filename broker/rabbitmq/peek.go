@@ -562,6 +562,12 @@ func (r *rotator) waitAll(ctx context.Context) error {
 }
 
 // peekRotate implements rotate mode (see the package's peek-safety notes).
+// rotatedEnvelope says exactly what a rotation changed on each rotated
+// message (see `dlq help peek-safety`).
+func rotatedEnvelope(queue string) string {
+	return fmt.Sprintf("each now has exchange \"\" and routing key `%s` (x-death still records where it died), its redelivered flag and x-delivery-count cleared, and its per-message TTL started again", queue)
+}
+
 func (b *Broker) peekRotate(ctx context.Context, info peekInfo, opts broker.PeekOptions, visit func(*broker.Message) error) (broker.PeekReport, error) {
 	rep := broker.PeekReport{Mode: broker.PeekRotate}
 	op := "peek queue `" + info.name + "`"
@@ -695,13 +701,13 @@ func (b *Broker) peekRotate(ctx context.Context, info peekInfo, opts broker.Peek
 	})
 	switch {
 	case partial:
-		rep.Changed = fmt.Sprintf("rotated %s to the back of the queue (`--force`): they now come after the other %d; redelivered flags and delivery counts cleared", plural(rotated, "message", "messages"), info.depth-rotated)
+		rep.Changed = fmt.Sprintf("rotated %s to the back of the queue (`--force`): they now come after the other %d; %s", plural(rotated, "message", "messages"), info.depth-rotated, rotatedEnvelope(info.name))
 	case cancelled || err != nil:
 		if rotated > 0 {
-			rep.Changed = fmt.Sprintf("interrupted: rotated %s to the back of the queue before stopping, so they now come after the rest; none lost", plural(rotated, "message", "messages"))
+			rep.Changed = fmt.Sprintf("interrupted: rotated %s to the back of the queue before stopping, so they now come after the rest; none lost; %s", plural(rotated, "message", "messages"), rotatedEnvelope(info.name))
 		}
 	case rotated > 0:
-		rep.Changed = fmt.Sprintf("rotated %s to the back of the queue; order kept; redelivered flags and delivery counts cleared", plural(rotated, "message", "messages"))
+		rep.Changed = fmt.Sprintf("rotated %s to the back of the queue; order kept; %s", plural(rotated, "message", "messages"), rotatedEnvelope(info.name))
 	}
 	if err != nil {
 		return rep, translateErr(op, err)

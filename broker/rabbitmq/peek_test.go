@@ -122,7 +122,8 @@ func TestPeekRotateClassic(t *testing.T) {
 		changed   string
 	}{
 		{name: "all", opts: broker.PeekOptions{Mode: broker.PeekRotate}, visited: seq("m", 0, 40), order: seq("m", 0, 40),
-			changed: "rotated 40 messages to the back of the queue; order kept"},
+			changed: "rotated 40 messages to the back of the queue; order kept; each now has exchange \"\" and routing key `" + q +
+				"` (x-death still records where it died), its redelivered flag and x-delivery-count cleared, and its per-message TTL started again"},
 		{name: "limit keeps order", opts: broker.PeekOptions{Mode: broker.PeekRotate, Limit: 10}, visited: seq("m", 0, 10), order: seq("m", 0, 40),
 			changed: "rotated 40 messages to the back of the queue; order kept"},
 		{name: "stop keeps order", opts: broker.PeekOptions{Mode: broker.PeekRotate}, stopAfter: 3, visited: seq("m", 0, 3), order: seq("m", 0, 40),

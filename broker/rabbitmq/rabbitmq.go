@@ -231,6 +231,7 @@ func (b *Broker) setManagement(raw string) error {
 		host, _, _ := net.SplitHostPort(n.addr)
 		var u *url.URL
 		if mgmts[i] == "" {
+			n.mgmtGuessed = true
 			u = &url.URL{Scheme: "http", Host: net.JoinHostPort(host, "15672")}
 			if b.scheme == "amqps" {
 				u = &url.URL{Scheme: "https", Host: net.JoinHostPort(host, "15671")}
