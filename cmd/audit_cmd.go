@@ -58,6 +58,7 @@ DLQ_AUDIT_LOG or the context's audit_log says otherwise.`,
 	}
 	cmd.Flags().StringVar(&opts.Since, "since", "", "only records newer than a duration ago (24h) or an RFC 3339 time")
 	cmd.Flags().IntVar(&opts.Limit, "limit", 0, "only the most recent N records (0: all)")
+	addOutputFlags(cmd, f, OutputTable, OutputJSON, OutputCSV)
 	return cmd
 }
 

@@ -126,6 +126,7 @@ first; without one it needs --yes. To remove everything, use ` + "`dlq purge`" +
 	opts.Select.register(cmd)
 	opts.Archive.register(cmd)
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "change nothing: count what would be removed")
+	addOutputFlags(cmd, f, OutputTable, OutputJSON)
 	return cmd
 }
 

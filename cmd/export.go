@@ -84,6 +84,7 @@ printed is what the file holds. An existing file is refused unless --append.`,
 	fl.IntVarP(&opts.Limit, "limit", "n", 0, "most messages to export (0: all)")
 	fl.BoolVar(&opts.Append, "append", false, "append to an existing archive instead of refusing")
 	opts.Peek.register(fl)
+	addOutputFlags(cmd, f, OutputTable, OutputJSON)
 	return cmd
 }
 

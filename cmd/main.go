@@ -21,13 +21,21 @@ func Main() ExitCode {
 
 // Run runs dlq with args on the given streams; the acceptance tests call it.
 func Run(ctx context.Context, ios *IOStreams, args []string) ExitCode {
-	f := NewFactory(ios, args)
+	return execute(ctx, NewFactory(ios, args), args)
+}
+
+// execute runs the command tree on f; tests pass a factory with fakes.
+func execute(ctx context.Context, f *Factory, args []string) ExitCode {
+	ios := f.IO
 	root := NewRootCmd(f)
 	root.SetArgs(args)
 	root.SetIn(ios.In)
 	root.SetOut(ios.Out)
 	root.SetErr(ios.ErrOut)
 	err := root.ExecuteContext(ctx)
+	if jerr := f.finishJQ(ctx, err); jerr != nil {
+		err = errors.Join(err, jerr)
+	}
 	if err != nil && ctx.Err() != nil && !errors.Is(err, context.Canceled) {
 		err = errors.Join(err, context.Canceled)
 	}

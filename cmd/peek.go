@@ -234,6 +234,7 @@ separated by NUL bytes instead, for bodies that contain newlines).`,
 	fl.StringVar(&opts.Reason, "reason", "", "jq expression that computes the failure reason (default: framework headers, body fields, death reason)")
 	fl.BoolVarP(&opts.Null, "null", "0", false, "with --output raw: end each body with a NUL byte instead of a newline")
 	opts.Peek.register(fl)
+	addOutputFlags(cmd, f, OutputTable, OutputJSON, OutputJSONL, OutputRaw)
 	return cmd
 }
 

@@ -51,6 +51,7 @@ and asks; without one it needs --yes.`,
 		},
 	}
 	opts.Archive.register(cmd)
+	addOutputFlags(cmd, f, OutputTable, OutputJSON)
 	return cmd
 }
 

@@ -73,6 +73,7 @@ PATTERN filters by name: a glob (orders.*, *-dlq) or else a substring.`,
 	}
 	c.Flags().BoolVar(&opts.DLQOnly, "dlq-only", false, "show only dead-letter queues")
 	c.Flags().StringVar(&opts.Sort, "sort", sortAttention, "order: attention (DLQs with messages first), name, depth")
+	addOutputFlags(c, f, OutputTable, OutputJSON, OutputCSV)
 	return c
 }
 

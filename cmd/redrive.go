@@ -169,6 +169,7 @@ moved: unroutable, refused); 4 read-only.`,
 	fl.BoolVar(&opts.ServerSide, "server-side", false, "let the broker move every message itself (SQS move task, RabbitMQ shovel)")
 	fl.BoolVar(&opts.NoJournal, "no-journal", false, "keep no journal (an interrupted run cannot be resumed)")
 	cmd.AddCommand(newCmdRedriveStatus(f, nil), newCmdRedriveCancel(f, nil))
+	addOutputFlags(cmd, f, OutputTable, OutputJSON)
 	return cmd
 }
 
@@ -743,7 +744,7 @@ type redriveStatusOptions struct {
 
 func newCmdRedriveStatus(f *Factory, runF func(*redriveStatusOptions) error) *cobra.Command {
 	opts := &redriveStatusOptions{f: f}
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:     "status SOURCE",
 		Short:   "Show the server-side moves of a queue",
 		Example: "  dlq redrive status https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq\n  dlq redrive status orders.dlq -o json",
@@ -760,6 +761,8 @@ func newCmdRedriveStatus(f *Factory, runF func(*redriveStatusOptions) error) *co
 			return redriveStatusRun(c.Context(), opts)
 		},
 	}
+	addOutputFlags(c, f, OutputTable, OutputJSON)
+	return c
 }
 
 func openMover(ctx context.Context, f *Factory, ref string) (broker.Broker, broker.ServerSideMover, string, error) {
@@ -810,7 +813,7 @@ type redriveCancelOptions struct {
 
 func newCmdRedriveCancel(f *Factory, runF func(*redriveCancelOptions) error) *cobra.Command {
 	opts := &redriveCancelOptions{f: f}
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:   "cancel SOURCE [HANDLE]",
 		Short: "Stop a server-side move (messages already moved stay moved)",
 		Long: `Stop the running server-side move of SOURCE (or the one HANDLE names, as
@@ -833,6 +836,8 @@ the rest stay in SOURCE.`,
 			return redriveCancelRun(c.Context(), opts)
 		},
 	}
+	addOutputFlags(c, f, OutputTable, OutputJSON)
+	return c
 }
 
 func redriveCancelRun(ctx context.Context, o *redriveCancelOptions) error {

@@ -28,7 +28,7 @@ Brokers are named with --broker (or a context from the config file):
 				f.IO.SetColor(false)
 			}
 			f.applyContext()
-			return nil
+			return f.startJQ()
 		},
 	}
 	pf := root.PersistentFlags()

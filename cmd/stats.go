@@ -139,6 +139,7 @@ reason,source. Write it atomically: dlq stats … -o prom > f.tmp && mv f.tmp f.
 	fl.IntVar(&opts.MaxGroups, "max-groups", 10000, "most distinct groups; further ones are counted as (other)")
 	fl.IntVarP(&opts.Limit, "limit", "n", 0, "read only the first N messages (0: all)")
 	opts.Peek.register(fl)
+	addOutputFlags(cmd, f, OutputTable, OutputJSON, OutputCSV, OutputProm)
 	return cmd
 }
 

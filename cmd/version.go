@@ -90,7 +90,7 @@ type versionOptions struct {
 
 func newCmdVersion(f *Factory, runF func(*versionOptions) error) *cobra.Command {
 	opts := &versionOptions{f: f}
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:     "version",
 		Short:   "Print dlq's version, commit and build date",
 		Args:    cobra.NoArgs,
@@ -102,6 +102,8 @@ func newCmdVersion(f *Factory, runF func(*versionOptions) error) *cobra.Command 
 			return versionRun(opts)
 		},
 	}
+	addOutputFlags(c, f, OutputTable, OutputJSON)
+	return c
 }
 
 func versionRun(opts *versionOptions) error {
