@@ -32,6 +32,11 @@ func execute(ctx context.Context, f *Factory, args []string) ExitCode {
 	root.SetIn(ios.In)
 	root.SetOut(ios.Out)
 	root.SetErr(ios.ErrOut)
+	if completing(args) {
+		// The completion scripts ignore stderr; a person pressing tab must
+		// not see cobra's directive line or a broker error either.
+		root.SetErr(io.Discard)
+	}
 	err := root.ExecuteContext(ctx)
 	if jerr := f.finishJQ(ctx, err); jerr != nil {
 		err = errors.Join(err, jerr)
@@ -40,7 +45,7 @@ func execute(ctx context.Context, f *Factory, args []string) ExitCode {
 		err = errors.Join(err, context.Canceled)
 	}
 	code := exitCodeFor(err)
-	if err != nil {
+	if err != nil && !completing(args) {
 		if msg := err.Error(); msg != "" {
 			fmt.Fprintln(ios.ErrOut, "dlq: "+Redact(firstLine(msg)))
 		}

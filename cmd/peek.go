@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/inspect"
@@ -33,12 +32,14 @@ type peekFlags struct {
 	MaxUnacked int
 }
 
-func (p *peekFlags) register(fs *pflag.FlagSet) {
+func (p *peekFlags) register(c *cobra.Command) {
+	fs := c.Flags()
 	fs.StringVar(&p.Mode, "mode", "", "how to read without removing: hold, rotate, stream, receive, requeue (default: the safest for the queue kind; see dlq help peek-safety)")
 	fs.StringVar(&p.Offset, "offset", "", "where a stream (or archive) read starts: first, last, next, an offset number, or an RFC 3339 time")
 	fs.StringVar(&p.Since, "since", "", "stream read from this long ago (30m, 2h, 7d) or this RFC 3339 time")
 	fs.BoolVar(&p.Force, "force", false, "accept a peek that dlq refuses as unsafe (it never permits losing a message)")
 	fs.IntVar(&p.MaxUnacked, "max-unacked", 0, "most deliveries held unacknowledged at once in hold mode (default: the adapter's)")
+	_ = c.RegisterFlagCompletionFunc("mode", choices(peekModes...))
 }
 
 var peekModes = []string{"hold", "rotate", "stream", "receive", "requeue"}
@@ -197,7 +198,8 @@ separated by NUL bytes instead, for bodies that contain newlines).`,
   dlq peek orders.dlq --output raw -0 | xargs -0 -n1 echo
   dlq peek events.dlq --since 2h            # a stream, from two hours ago
   dlq peek file://dead-letters.jsonl.gz`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeQueueArg(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Ref = args[0]
 			opts.ctx = c.Context()
@@ -233,7 +235,7 @@ separated by NUL bytes instead, for bodies that contain newlines).`,
 	fl.StringVarP(&opts.Filter, "filter", "q", "", "show only messages for which this jq expression is true (see dlq peek --help)")
 	fl.StringVar(&opts.Reason, "reason", "", "jq expression that computes the failure reason (default: framework headers, body fields, death reason)")
 	fl.BoolVarP(&opts.Null, "null", "0", false, "with --output raw: end each body with a NUL byte instead of a newline")
-	opts.Peek.register(fl)
+	opts.Peek.register(cmd)
 	addOutputFlags(cmd, f, OutputTable, OutputJSON, OutputJSONL, OutputRaw)
 	return cmd
 }

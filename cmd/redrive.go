@@ -139,7 +139,8 @@ moved: unroutable, refused); 4 read-only.`,
   dlq redrive https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq --server-side --rate 100
   dlq redrive orders.dlq --resume
   dlq redrive file://evidence.jsonl --to 'amqp://ops@rabbit:5672/#exchange:orders'`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeQueueArg(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Source = args[0]
 			opts.ctx = c.Context()
@@ -155,6 +156,7 @@ moved: unroutable, refused); 4 read-only.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.To, "to", "origin", "destination: origin, queue:NAME, exchange:NAME[:KEY], file://PATH, BROKER#DEST")
+	_ = cmd.RegisterFlagCompletionFunc("to", completeDestination(f))
 	opts.Select.register(cmd)
 	fl.StringVar(&opts.Transform, "transform", "", "jq expression rewriting each message document (body, headers, properties, attributes)")
 	fl.StringArrayVar(&opts.SetHeaders, "set-header", nil, "set a header (SQS: attribute) KEY=VALUE on every moved message; repeatable")
@@ -745,10 +747,11 @@ type redriveStatusOptions struct {
 func newCmdRedriveStatus(f *Factory, runF func(*redriveStatusOptions) error) *cobra.Command {
 	opts := &redriveStatusOptions{f: f}
 	c := &cobra.Command{
-		Use:     "status SOURCE",
-		Short:   "Show the server-side moves of a queue",
-		Example: "  dlq redrive status https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq\n  dlq redrive status orders.dlq -o json",
-		Args:    cobra.ExactArgs(1),
+		Use:               "status SOURCE",
+		Short:             "Show the server-side moves of a queue",
+		Example:           "  dlq redrive status https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq\n  dlq redrive status orders.dlq -o json",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeQueueArg(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Source = args[0]
 			var err error
@@ -819,8 +822,9 @@ func newCmdRedriveCancel(f *Factory, runF func(*redriveCancelOptions) error) *co
 		Long: `Stop the running server-side move of SOURCE (or the one HANDLE names, as
 ` + "`dlq redrive status`" + ` shows it). Messages already moved stay at the destination;
 the rest stay in SOURCE.`,
-		Example: "  dlq redrive cancel https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq\n  dlq redrive cancel orders.dlq dlq-move-orders.dlq-1a2b",
-		Args:    cobra.RangeArgs(1, 2),
+		Example:           "  dlq redrive cancel https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq\n  dlq redrive cancel orders.dlq dlq-move-orders.dlq-1a2b",
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: completeQueueArg(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Source = args[0]
 			if len(args) == 2 {

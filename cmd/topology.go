@@ -560,6 +560,7 @@ by --prefix).`,
 	}
 	c.Flags().StringVarP(&opts.File, "file", "f", "", "spec file (- for stdin); without it, the broker's topology")
 	c.Flags().StringVar(&opts.Format, "format", topology.GraphMermaid, "mermaid or dot")
+	_ = c.RegisterFlagCompletionFunc("format", choices(topology.GraphMermaid, topology.GraphDot))
 	c.Flags().StringVar(&opts.Prefix, "prefix", "", "with a broker: only objects whose names start with this")
 	return c
 }
