@@ -6,7 +6,7 @@ PKGS     := ./...
 # The test servers' addresses and the test password, from scripts/brokers.
 TESTENV   = eval "$$($(BROKERS) env)" && eval "$$(DLQ_BROKERS_INSTANCE=fault $(BROKERS) env)" && export DLQ_TEST_REQUIRE_BROKERS=1 DLQ_TEST_BIN=$(CURDIR)/$(BIN) AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 &&
 
-.PHONY: build test unit bench lint demo brokers-up brokers-down brokers-status fuzz clean
+.PHONY: build test unit bench lint demo docs brokers-up brokers-down brokers-status fuzz clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/dlq
@@ -39,6 +39,11 @@ fuzz:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+
+# Man pages (docs/man) and markdown (docs/cli) from the command tree; a test
+# in scripts/gendocs fails when the committed ones are stale.
+docs:
+	$(GO) run ./scripts/gendocs -out docs
 
 # dlq's main job on the embedded sample archive: no broker needed.
 demo: build
