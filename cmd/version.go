@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -36,6 +37,14 @@ func readBuildInfo() buildInfo {
 // `go install …@v1.2.0` build and the VCS revision, time and modified flag
 // of a build from a checkout. info may be nil.
 func buildInfoFrom(version, commit, date string, info *debug.BuildInfo) buildInfo {
+	// A release tool that cannot read the repository stamps placeholders
+	// (GoReleaser: commit "none", the zero time): they say nothing.
+	if commit == "none" || commit == "unknown" {
+		commit = ""
+	}
+	if strings.HasPrefix(date, "0001-01-01") {
+		date = ""
+	}
 	bi := buildInfo{Version: version, Commit: commit, Date: date, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if info != nil {
 		if bi.Version == "" && info.Main.Version != "" && info.Main.Version != "(devel)" {

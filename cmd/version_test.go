@@ -49,6 +49,12 @@ func TestBuildInfoFrom(t *testing.T) {
 			want: buildInfo{Version: "dev"},
 		},
 		{
+			name:    "placeholders of a release tool that could not read the repository say nothing",
+			version: "0.0.1-next", commit: "none", date: "0001-01-01T00:00:00Z",
+			info: &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("vcs.revision", "abc", "vcs.time", "2026-04-30T08:00:00Z")},
+			want: buildInfo{Version: "0.0.1-next", Commit: "abc", Date: "2026-04-30T08:00:00Z"},
+		},
+		{
 			name:    "a version that is not v-digit keeps its v",
 			version: "vnext",
 			want:    buildInfo{Version: "vnext"},
