@@ -6,7 +6,7 @@ PKGS     := ./...
 # The test servers' addresses and the test password, from scripts/brokers.
 TESTENV   = eval "$$($(BROKERS) env)" && eval "$$(DLQ_BROKERS_INSTANCE=fault $(BROKERS) env)" && export DLQ_TEST_REQUIRE_BROKERS=1 DLQ_TEST_BIN=$(CURDIR)/$(BIN) AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 &&
 
-.PHONY: build test unit bench lint demo docs brokers-up brokers-down brokers-status fuzz clean
+.PHONY: build test unit bench lint demo docs release-check release-snapshot brokers-up brokers-down brokers-status fuzz clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/dlq
@@ -44,6 +44,23 @@ lint:
 # in scripts/gendocs fails when the committed ones are stale.
 docs:
 	$(GO) run ./scripts/gendocs -out docs
+
+# GoReleaser from the Go module proxy (built once, then cached by go run).
+GORELEASER := $(GO) run github.com/goreleaser/goreleaser/v2@v2.15.1
+
+# Every archive (linux, darwin, windows on amd64 and arm64) and checksums
+# into dist/, without publishing anything.
+release-snapshot:
+	$(GORELEASER) release --snapshot --clean
+
+# CI: validate .goreleaser.yaml, then (unless RELEASE_CHECK_BUILD=0) build
+# the linux/amd64 snapshot and check that it reports its version.
+RELEASE_CHECK_BUILD ?= 1
+release-check:
+	$(GORELEASER) check
+	@if [ "$(RELEASE_CHECK_BUILD)" != 0 ]; then \
+	  GOOS=linux GOARCH=amd64 $(GORELEASER) build --snapshot --clean --single-target --output dist/dlq-snapshot && \
+	  dist/dlq-snapshot version; fi
 
 # dlq's main job on the embedded sample archive: no broker needed.
 demo: build
