@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dlq-tools/dlq/broker"
@@ -276,7 +277,7 @@ func (f *Factory) password(s brokerSpec) (string, error) {
 	return os.Getenv("DLQ_PASSWORD"), nil
 }
 
-var regionRE = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-\d+$`)
+var regionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-\d+$`) })
 
 // sqsRegion is the region of sqs://REGION, "" for sqs://.
 func sqsRegion(ref string) (string, error) {
@@ -285,7 +286,7 @@ func sqsRegion(ref string) (string, error) {
 	if rest == "" {
 		return "", nil
 	}
-	if !regionRE.MatchString(rest) {
+	if !regionRE().MatchString(rest) {
 		return "", fmt.Errorf("malformed SQS broker %q: want sqs:// or sqs://REGION (e.g. sqs://eu-west-1); give queues by name, URL or ARN as the argument", RedactURL(ref))
 	}
 	return rest, nil

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -280,12 +281,12 @@ func statsTable(r inspect.StatsResult, human bool) *Table {
 	return t
 }
 
-var promLabelInvalid = regexp.MustCompile(`[^a-zA-Z0-9_]+`)
+var promLabelInvalid = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^a-zA-Z0-9_]+`) })
 
 // promLabel turns a grouping name into a Prometheus label name:
 // routing-key → routing_key, header:x-tenant → header_x_tenant.
 func promLabel(g string) string {
-	l := strings.Trim(promLabelInvalid.ReplaceAllString(g, "_"), "_")
+	l := strings.Trim(promLabelInvalid().ReplaceAllString(g, "_"), "_")
 	if l == "" || (l[0] >= '0' && l[0] <= '9') {
 		l = "g_" + l
 	}

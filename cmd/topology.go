@@ -18,7 +18,7 @@ import (
 
 // addTopologyCommands registers `dlq topology` and `dlq help topology-spec`.
 func addTopologyCommands(root *cobra.Command, f *Factory) {
-	root.AddCommand(newCmdTopology(f), newHelpTopic("topology-spec", "The topology spec file format (dlq topology)", topologySpecHelp()))
+	root.AddCommand(newCmdTopology(f), newLazyHelpTopic("topology-spec", "The topology spec file format (dlq topology)", lazyTopics["topology-spec"]))
 }
 
 func newCmdTopology(f *Factory) *cobra.Command {

@@ -72,6 +72,7 @@ func root(forMan bool) *cobra.Command {
 	ios, _, _, _ := cmd.Test()
 	r := cmd.NewRootCmd(cmd.NewFactory(ios, nil))
 	r.InitDefaultCompletionCmd()
+	cmd.FillHelpTopics(r)
 	escaped := map[*pflag.Flag]bool{} // persistent flags are shared
 	escape := func(f *pflag.Flag) {
 		if !escaped[f] {
