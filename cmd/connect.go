@@ -154,17 +154,6 @@ func (f *Factory) contextReadOnly() bool {
 	return err == nil && s.ReadOnly
 }
 
-// applyContext takes settings other than the broker's from the context in
-// use (the audit log path). Errors surface when a broker is opened.
-func (f *Factory) applyContext() {
-	if f.Options.AuditLog != "" {
-		return
-	}
-	if s, err := f.resolveBroker(); err == nil && s.AuditLog != "" {
-		f.Options.AuditLog = s.AuditLog
-	}
-}
-
 // wireBrokers sets the factory's Open functions to the real adapters.
 func wireBrokers(f *Factory) {
 	f.OpenBroker = func(ctx context.Context) (broker.Broker, error) {

@@ -27,7 +27,6 @@ Brokers are named with --broker (or a context from the config file):
 			if o.NoColor {
 				f.IO.SetColor(false)
 			}
-			f.applyContext()
 			return f.startJQ()
 		},
 	}
