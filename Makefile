@@ -8,8 +8,9 @@ TESTENV   = eval "$$($(BROKERS) env)" && eval "$$(DLQ_BROKERS_INSTANCE=fault $(B
 
 .PHONY: build test unit bench lint demo docs release-check release-snapshot brokers-up brokers-down brokers-status fuzz clean
 
+# Static, as the releases are: no dynamic loader or cgo set-up at start.
 build:
-	$(GO) build -o $(BIN) ./cmd/dlq
+	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/dlq
 
 # Unit and integration tests against the real servers (started when missing),
 # then the redrive fault tests (kills, restarts, blocked brokers on the
@@ -25,7 +26,8 @@ test: brokers-up build
 unit:
 	$(GO) test -race -count=1 $(PKGS)
 
-# Go benchmarks, then the benchmark commands against the real servers.
+# Go benchmarks, then the benchmark commands against the real servers
+# (scripts/bench/startup.sh: start-up time of dlq --help and dlq version).
 bench: brokers-up build
 	$(TESTENV) $(GO) test -run '^$$' -bench . -benchmem -benchtime 1x $(PKGS)
 	$(TESTENV) for s in scripts/bench/*.sh; do [ -f "$$s" ] && bash "$$s" || exit 1; done
