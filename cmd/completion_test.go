@@ -393,9 +393,9 @@ func TestCompletionFish(t *testing.T) {
 	}
 }
 
-// TestCompletionZsh checks that the zsh script parses; zsh offers no way to
-// run a completion widget without a terminal, and its script asks
-// `dlq __complete` as TestCompleteDemo does.
+// TestCompletionZsh checks that the zsh script parses. Running one of zsh's
+// completion widgets needs a pseudo-terminal (zpty), which this test does
+// without: the script asks `dlq __complete` as TestCompleteDemo does.
 func TestCompletionZsh(t *testing.T) {
 	if _, err := exec.LookPath("zsh"); err != nil {
 		t.Skip("no zsh")
