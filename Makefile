@@ -14,10 +14,11 @@ TEST4ENV  = eval "$$(DLQ_BROKERS_INSTANCE=test4 $(BROKERS) env)" && eval "$$(DLQ
             eval "$$(DLQ_BROKERS_INSTANCE=cluster $(BROKERS) env)" && $(RUNENV)
 INSTANCES = test fault test4 fault4 cluster
 
-.PHONY: build test unit bench lint demo brokers-up brokers-down brokers-status fuzz clean
+.PHONY: build test unit bench lint demo docs release-check release-snapshot brokers-up brokers-down brokers-status fuzz clean
 
+# Static, as the releases are: no dynamic loader or cgo set-up at start.
 build:
-	$(GO) build -o $(BIN) ./cmd/dlq
+	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/dlq
 
 # Unit and integration tests against the real servers (started when missing):
 # once with RabbitMQ 3.10 and SQS, once more with RabbitMQ 4.0 (SQS tests
@@ -45,7 +46,8 @@ test: brokers-up build
 unit:
 	$(GO) test -race -count=1 $(PKGS)
 
-# Go benchmarks, then the benchmark commands against the real servers.
+# Go benchmarks, then the benchmark commands against the real servers
+# (scripts/bench/startup.sh: start-up time of dlq --help and dlq version).
 bench: brokers-up build
 	$(TESTENV) $(GO) test -run '^$$' -bench . -benchmem -benchtime 1x $(PKGS)
 	$(TESTENV) for s in scripts/bench/*.sh; do [ -f "$$s" ] && bash "$$s" || exit 1; done
@@ -59,6 +61,28 @@ fuzz:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+
+# Man pages (docs/man) and markdown (docs/cli) from the command tree; a test
+# in scripts/gendocs fails when the committed ones are stale.
+docs:
+	$(GO) run ./scripts/gendocs -out docs
+
+# GoReleaser from the Go module proxy (built once, then cached by go run).
+GORELEASER := $(GO) run github.com/goreleaser/goreleaser/v2@v2.15.1
+
+# Every archive (linux, darwin, windows on amd64 and arm64) and checksums
+# into dist/, without publishing anything.
+release-snapshot:
+	$(GORELEASER) release --snapshot --clean
+
+# CI: validate .goreleaser.yaml, then (unless RELEASE_CHECK_BUILD=0) build
+# the linux/amd64 snapshot and check that it reports its version.
+RELEASE_CHECK_BUILD ?= 1
+release-check:
+	$(GORELEASER) check
+	@if [ "$(RELEASE_CHECK_BUILD)" != 0 ]; then \
+	  GOOS=linux GOARCH=amd64 $(GORELEASER) build --snapshot --clean --single-target --output dist/dlq-snapshot && \
+	  dist/dlq-snapshot version; fi
 
 # dlq's main job on the embedded sample archive: no broker needed.
 demo: build

@@ -20,6 +20,19 @@ type QueueLister interface {
 	Queues(ctx context.Context) ([]Queue, error)
 }
 
+// Namer lists queue names cheaply, in one listing call without depths or
+// dead-letter relations: what shell completion asks for. Names start with
+// prefix ("" for all), sorted.
+type Namer interface {
+	QueueNames(ctx context.Context, prefix string) ([]string, error)
+}
+
+// ExchangeNamer lists exchange names (RabbitMQ), like Namer; the default
+// exchange, which has no name, is left out.
+type ExchangeNamer interface {
+	ExchangeNames(ctx context.Context, prefix string) ([]string, error)
+}
+
 // QueueInspector describes one queue. A missing queue is ErrNotFound.
 type QueueInspector interface {
 	Queue(ctx context.Context, name string) (Queue, error)

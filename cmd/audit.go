@@ -29,11 +29,16 @@ type AuditRecord struct {
 	Error       string           `json:"error,omitempty"`
 }
 
-// AuditPath is the audit log file: --audit-log, the context's audit_log, or
-// $XDG_STATE_HOME/dlq/audit.jsonl (~/.local/state/dlq/audit.jsonl).
+// AuditPath is the audit log file: --audit-log, the context's audit_log,
+// DLQ_AUDIT_LOG, or $XDG_STATE_HOME/dlq/audit.jsonl
+// (~/.local/state/dlq/audit.jsonl). The context is read only here, when a
+// command writes or reads the log, not each time dlq starts.
 func (f *Factory) AuditPath() string {
 	if f.Options.AuditLog != "" {
 		return f.Options.AuditLog
+	}
+	if s, err := f.resolveBroker(); err == nil && s.AuditLog != "" {
+		return s.AuditLog
 	}
 	if p := os.Getenv("DLQ_AUDIT_LOG"); p != "" {
 		return p

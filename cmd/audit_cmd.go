@@ -72,6 +72,7 @@ topology-apply, tui-…; a prefix such as tui- matches all of them).`,
 	cmd.Flags().IntVar(&opts.Limit, "limit", 0, "only the most recent N records (0: all)")
 	cmd.Flags().StringVar(&opts.Queue, "queue", "", "only records whose source or destination is this queue")
 	cmd.Flags().StringVar(&opts.Command, "command", "", "only records of this action (redrive, discard, purge, topology-apply…; a prefix ending in - matches several)")
+	addOutputFlags(cmd, f, OutputTable, OutputJSON, OutputCSV)
 	return cmd
 }
 

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -106,7 +107,7 @@ func pathErr(err error) error {
 	return err
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: (?:unmarshal errors:\s*)?`)
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: (?:unmarshal errors:\s*)?`) })
 
 // parseConfig decodes and checks a config file. Unknown keys are errors, so
 // that a misspelt `read_only` cannot silently leave a context writable.
@@ -115,7 +116,7 @@ func parseConfig(data []byte) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
-		msg := yamlLine.ReplaceAllString(err.Error(), "")
+		msg := yamlLine().ReplaceAllString(err.Error(), "")
 		msg = strings.Join(strings.Fields(msg), " ")
 		return nil, errors.New(msg)
 	}
@@ -139,7 +140,7 @@ func parseConfig(data []byte) (*Config, error) {
 			if _, ok := u.User.Password(); ok {
 				return nil, fmt.Errorf("context `%s`: the broker URL holds a password: remove it and set `password_env:` to the name of an environment variable that holds it", name)
 			}
-		} else if err != nil && userinfo.MatchString(ctx.Broker) {
+		} else if err != nil && userinfo().MatchString(ctx.Broker) {
 			return nil, fmt.Errorf("context `%s`: the broker URL holds a password: remove it and set `password_env:` to the name of an environment variable that holds it", name)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dlq-tools/dlq/broker"
@@ -158,17 +159,6 @@ func (f *Factory) contextReadOnly() bool {
 	return err == nil && s.ReadOnly
 }
 
-// applyContext takes settings other than the broker's from the context in
-// use (the audit log path). Errors surface when a broker is opened.
-func (f *Factory) applyContext() {
-	if f.Options.AuditLog != "" {
-		return
-	}
-	if s, err := f.resolveBroker(); err == nil && s.AuditLog != "" {
-		f.Options.AuditLog = s.AuditLog
-	}
-}
-
 // wireBrokers sets the factory's Open functions to the real adapters.
 func wireBrokers(f *Factory) {
 	f.OpenBroker = func(ctx context.Context) (broker.Broker, error) {
@@ -270,7 +260,7 @@ func (f *Factory) password(s brokerSpec) (string, error) {
 		if _, ok := u.User.Password(); ok {
 			return "", nil
 		}
-	} else if err != nil && userinfo.MatchString(s.Ref) {
+	} else if err != nil && userinfo().MatchString(s.Ref) {
 		// A list of hosts url.Parse refuses (amqp://u:p@[::1]:5672,h2/).
 		return "", nil
 	}
@@ -293,7 +283,7 @@ func (f *Factory) password(s brokerSpec) (string, error) {
 	return pw, nil
 }
 
-var regionRE = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-\d+$`)
+var regionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-\d+$`) })
 
 // sqsRegion is the region of sqs://REGION, "" for sqs://.
 func sqsRegion(ref string) (string, error) {
@@ -302,7 +292,7 @@ func sqsRegion(ref string) (string, error) {
 	if rest == "" {
 		return "", nil
 	}
-	if !regionRE.MatchString(rest) {
+	if !regionRE().MatchString(rest) {
 		return "", fmt.Errorf("malformed SQS broker %q: want sqs:// or sqs://REGION (e.g. sqs://eu-west-1); give queues by name, URL or ARN as the argument", RedactURL(ref))
 	}
 	return rest, nil

@@ -110,13 +110,12 @@ func TestReadOnlyAndAuditFromContext(t *testing.T) {
 	if !f.ReadOnly() {
 		t.Error("read_only context not read-only")
 	}
-	f.applyContext()
+	t.Setenv("DLQ_AUDIT_LOG", "/tmp/env.jsonl") // the context's audit_log wins over it
 	if f.AuditPath() != "/var/log/dlq.jsonl" {
 		t.Errorf("audit log = %q, want the context's", f.AuditPath())
 	}
 	f = testFactory(t, twoContexts)
 	f.Options.AuditLog = "/tmp/flag.jsonl"
-	f.applyContext()
 	if f.AuditPath() != "/tmp/flag.jsonl" {
 		t.Errorf("--audit-log lost to the context: %q", f.AuditPath())
 	}

@@ -10,7 +10,7 @@ type contextsOptions struct {
 
 func newCmdContexts(f *Factory, runF func(*contextsOptions) error) *cobra.Command {
 	opts := &contextsOptions{f: f}
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:   "contexts",
 		Short: "List the named brokers of the config file",
 		Long: `List the contexts of the config file ($XDG_CONFIG_HOME/dlq/config.yaml or
@@ -25,6 +25,8 @@ See ` + "`dlq help brokers`" + ` for the file's keys.`,
 			return contextsRun(opts)
 		},
 	}
+	addOutputFlags(c, f, OutputTable, OutputJSON, OutputCSV)
+	return c
 }
 
 type contextJSON struct {

@@ -20,6 +20,7 @@ type archiveFlags struct {
 func (a *archiveFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&a.ArchiveTo, "archive-to", "", "write every removed message to this archive (file://PATH.jsonl[.gz]) first, fsynced before anything is removed")
 	c.Flags().BoolVar(&a.NoArchive, "no-archive", false, "remove without keeping a copy")
+	_ = c.RegisterFlagCompletionFunc("archive-to", completeArchive)
 }
 
 // clause tells a confirmation where the removed messages go.
@@ -101,7 +102,8 @@ first; without one it needs --yes. To remove everything, use ` + "`dlq purge`" +
 		Example: `  dlq discard orders.dlq --filter '.reason == "expired"' --archive-to file://expired.jsonl.gz
   dlq discard orders.dlq --id 7f3c2a91,9d1e0b44 --no-archive --yes
   dlq discard orders.dlq --older-than 720h --archive-to file://old.jsonl --dry-run`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeQueueArg(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Queue = args[0]
 			opts.ctx = c.Context()
@@ -128,6 +130,7 @@ first; without one it needs --yes. To remove everything, use ` + "`dlq purge`" +
 	opts.Archive.register(cmd)
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "change nothing: count what would be removed")
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "discard even when a path `--filter` reads is null in every message")
+	addOutputFlags(cmd, f, OutputTable, OutputJSON)
 	return cmd
 }
 

@@ -49,7 +49,8 @@ printed is what the file holds. An existing file is refused unless --append.`,
 		Example: `  dlq export orders.dlq --to file://orders-dlq.jsonl.gz
   dlq export orders.dlq --to file://timeouts.jsonl --filter '.reason | test("timeout")'
   dlq export events.dlq --since 24h --to file://last-day.jsonl`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeQueueArg(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Ref = args[0]
 			opts.ctx = c.Context()
@@ -81,10 +82,12 @@ printed is what the file holds. An existing file is refused unless --append.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.To, "to", "", "archive to write: file://PATH.jsonl or file://PATH.jsonl.gz")
+	_ = cmd.RegisterFlagCompletionFunc("to", completeArchive)
 	fl.StringVarP(&opts.Filter, "filter", "q", "", "export only messages for which this jq expression is true")
 	fl.IntVarP(&opts.Limit, "limit", "n", 0, "most messages to export (0: all)")
 	fl.BoolVar(&opts.Append, "append", false, "append to an existing archive instead of refusing")
-	opts.Peek.register(fl)
+	opts.Peek.register(cmd)
+	addOutputFlags(cmd, f, OutputTable, OutputJSON)
 	return cmd
 }
 

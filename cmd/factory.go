@@ -14,6 +14,7 @@ type GlobalOptions struct {
 	Context    string        // --context / DLQ_CONTEXT
 	ConfigPath string        // --config
 	Output     string        // --output
+	JQ         string        // --jq, on commands that write JSON
 	ReadOnly   bool          // --read-only
 	Yes        bool          // --yes
 	NoColor    bool          // --no-color
@@ -51,6 +52,8 @@ type Factory struct {
 	OpenDestination func(ctx context.Context, ref string) (broker.Broker, string, error)
 	// ReadOnly reports whether mutations are refused (flag or context).
 	ReadOnly func() bool
+
+	jq *jqFilter // while `--jq` holds back the output
 }
 
 // CheckWritable returns an ErrReadOnly error naming op when dlq runs read-only.

@@ -16,6 +16,43 @@ func newHelpTopic(name, short, long string) *cobra.Command {
 	}
 }
 
+// newLazyHelpTopic is a help topic whose text is built only when it is
+// shown (`dlq help NAME`), not each time dlq starts. Until then Long is
+// empty; FillHelpTopics fills it in for the docs.
+func newLazyHelpTopic(name, short string, long func() string) *cobra.Command {
+	c := newHelpTopic(name, short, "")
+	c.SetHelpFunc(func(c *cobra.Command, args []string) {
+		fillHelpTopic(c, long)
+		c.HelpFunc()(c, args)
+	})
+	return c
+}
+
+func fillHelpTopic(c *cobra.Command, long func() string) {
+	c.Long = long()
+	c.SetHelpFunc(nil) // from now on, the help every command uses
+}
+
+// FillHelpTopics builds the text of every lazy help topic under root, for
+// a reader of Long (the docs generator) that does not print help.
+func FillHelpTopics(root *cobra.Command) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if long, ok := lazyTopics[c.Name()]; ok && c.Long == "" {
+			fillHelpTopic(c, long)
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(root)
+}
+
+// lazyTopics are the help topics built on first use, by name.
+var lazyTopics = map[string]func() string{
+	"topology-spec": topologySpecHelp,
+}
+
 func newHelpExitCodes() *cobra.Command {
 	return newHelpTopic("exit-codes", "Exit codes and what they mean", exitCodesHelp)
 }

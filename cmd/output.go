@@ -1,14 +1,21 @@
 package cmd
 
 import (
+	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 
 	"github.com/charmbracelet/x/ansi"
+	"github.com/itchyny/gojq"
+	"github.com/spf13/cobra"
+
+	"github.com/dlq-tools/dlq/inspect"
 )
 
 // Output formats a command may accept through the global `--output`.
@@ -18,10 +25,48 @@ const (
 	OutputCSV   = "csv"
 )
 
+// annotOutputs is the command annotation that lists the `--output` formats
+// a command supports, the default first, comma-separated.
+const annotOutputs = "dlq/outputs"
+
+// addOutputFlags declares the `--output` formats c supports (the global
+// flag's completion and the docs read them) and, when JSON is one of them,
+// adds `--jq`. c's run must validate with outputFormat and the same list.
+func addOutputFlags(c *cobra.Command, f *Factory, formats ...string) {
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[annotOutputs] = strings.Join(formats, ",")
+	if slices.Contains(formats, OutputJSON) {
+		c.Flags().StringVar(&f.Options.JQ, "jq", "", "filter the JSON output with a jq expression, as gh does; strings print raw (implies --output json)")
+	}
+}
+
+// outputFormats is what addOutputFlags declared for c (nil for none).
+func outputFormats(c *cobra.Command) []string {
+	if s := c.Annotations[annotOutputs]; s != "" {
+		return strings.Split(s, ",")
+	}
+	return nil
+}
+
 // outputFormat validates `--output` against the formats a command supports
-// (the first one is the default) and returns the one to use.
+// (the first one is the default) and returns the one to use. `--jq` implies
+// json (jsonl too, where a command has it: each line is filtered).
 func outputFormat(f *Factory, supported ...string) (string, error) {
 	o := f.Options.Output
+	if f.Options.JQ != "" {
+		switch {
+		case !slices.Contains(supported, OutputJSON):
+			return "", flagErrorf("`--jq` filters JSON output, which this command does not write")
+		case o == "" || o == OutputJSON:
+			return OutputJSON, nil
+		case o == OutputJSONL && slices.Contains(supported, OutputJSONL):
+			return OutputJSONL, nil
+		default:
+			return "", flagErrorf("`--jq` filters JSON output: drop `--output %s`, or use `--output json`", o)
+		}
+	}
 	if o == "" {
 		return supported[0], nil
 	}
@@ -29,6 +74,92 @@ func outputFormat(f *Factory, supported ...string) (string, error) {
 		return "", flagErrorf("unknown `--output` %q for this command: use one of %s", o, strings.Join(supported, ", "))
 	}
 	return o, nil
+}
+
+// jqFilter holds back a command's standard output and, when the command is
+// done, writes the `--jq` expression's results over the JSON it wrote:
+// strings as they are, other values as JSON (indented on a terminal, one
+// line each otherwise, as gh does).
+type jqFilter struct {
+	q   *inspect.Query
+	out io.Writer
+	tty bool
+	buf bytes.Buffer
+}
+
+// startJQ compiles `--jq` and diverts f.IO.Out into the filter.
+func (f *Factory) startJQ() error {
+	if f.Options.JQ == "" || f.jq != nil {
+		return nil
+	}
+	q, err := compileFlag("--jq", f.Options.JQ)
+	if err != nil {
+		return err
+	}
+	f.jq = &jqFilter{q: q, out: f.IO.Out, tty: f.IO.IsStdoutTTY()}
+	f.IO.Out = &f.jq.buf
+	return nil
+}
+
+// finishJQ filters what the command wrote. runErr is the command's error:
+// after one, output that is not whole JSON (a listing cut short) is
+// dropped without a second message.
+func (f *Factory) finishJQ(ctx context.Context, runErr error) error {
+	j := f.jq
+	if j == nil {
+		return nil
+	}
+	f.IO.Out, f.jq = j.out, nil
+	dec := json.NewDecoder(&j.buf)
+	dec.UseNumber()
+	var vals []any
+	for {
+		var v any
+		err := dec.Decode(&v)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if runErr != nil {
+				return nil
+			}
+			return fmt.Errorf("`--jq`: the command's output is not JSON (%v): report this as a bug", err)
+		}
+		vals = append(vals, v)
+	}
+	for _, v := range vals {
+		var werr error
+		err := j.q.Each(ctx, v, func(r any) bool {
+			werr = j.write(r)
+			return werr == nil
+		})
+		if err != nil {
+			return flagErrorf("`--jq`: %v", err)
+		}
+		if werr != nil {
+			return werr
+		}
+	}
+	return nil
+}
+
+func (j *jqFilter) write(v any) error {
+	if s, ok := v.(string); ok {
+		_, err := io.WriteString(j.out, s+"\n")
+		return err
+	}
+	b, err := gojq.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if j.tty {
+		var ind bytes.Buffer
+		if json.Indent(&ind, b, "", "  ") == nil {
+			b = ind.Bytes()
+		}
+	}
+	_, err = j.out.Write(append(b, '\n'))
+	return err
 }
 
 // writeJSON writes v as indented JSON followed by a newline.

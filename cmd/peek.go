@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/inspect"
@@ -35,7 +34,8 @@ type peekFlags struct {
 	NewerThan  time.Duration
 }
 
-func (p *peekFlags) register(fs *pflag.FlagSet) {
+func (p *peekFlags) register(c *cobra.Command) {
+	fs := c.Flags()
 	fs.StringVar(&p.Mode, "mode", "", "how to read without removing: hold, rotate, stream, receive, requeue (default: the safest for the queue kind; see dlq help peek-safety)")
 	fs.StringVar(&p.Offset, "offset", "", "where a stream (or archive) read starts: first, last, next, an offset number, or an RFC 3339 time")
 	fs.StringVar(&p.Since, "since", "", "stream read from this long ago (30m, 2h, 7d) or this RFC 3339 time")
@@ -43,6 +43,7 @@ func (p *peekFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&p.MaxUnacked, "max-unacked", 0, "most deliveries held unacknowledged at once in hold mode (default: the adapter's)")
 	fs.DurationVar(&p.OlderThan, "older-than", 0, "only messages dead-lettered longer ago than this (e.g. 1h)")
 	fs.DurationVar(&p.NewerThan, "newer-than", 0, "only messages dead-lettered within this (e.g. 30m)")
+	_ = c.RegisterFlagCompletionFunc("mode", choices(peekModes...))
 }
 
 // window is the age window of --older-than and --newer-than. On an archive,
@@ -244,7 +245,8 @@ separated by NUL bytes instead, for bodies that contain newlines).`,
   dlq peek orders.dlq --output raw -0 | xargs -0 -n1 echo
   dlq peek events.dlq --since 2h            # a stream, from two hours ago
   dlq peek file://dead-letters.jsonl.gz`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeQueueArg(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Ref = args[0]
 			opts.ctx = c.Context()
@@ -280,7 +282,8 @@ separated by NUL bytes instead, for bodies that contain newlines).`,
 	fl.StringVarP(&opts.Filter, "filter", "q", "", "show only messages for which this jq expression is true, over each message's document ({id, reason, headers, properties, attributes, death, body, …}: see it with --output json)")
 	fl.StringVar(&opts.Reason, "reason", "", "jq expression that computes the failure reason (default: framework headers, body fields, death reason)")
 	fl.BoolVarP(&opts.Null, "null", "0", false, "with --output raw: end each body with a NUL byte instead of a newline")
-	opts.Peek.register(fl)
+	opts.Peek.register(cmd)
+	addOutputFlags(cmd, f, OutputTable, OutputJSON, OutputJSONL, OutputRaw)
 	return cmd
 }
 

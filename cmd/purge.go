@@ -33,7 +33,8 @@ purge is used where there is one. On a terminal dlq shows the queue's depth
 and asks; without one it needs --yes.`,
 		Example: `  dlq purge orders.dlq --archive-to file://orders-dlq-2024-06-01.jsonl.gz
   dlq purge https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq --no-archive --yes`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeQueueArg(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Queue = args[0]
 			opts.ctx = c.Context()
@@ -51,6 +52,7 @@ and asks; without one it needs --yes.`,
 		},
 	}
 	opts.Archive.register(cmd)
+	addOutputFlags(cmd, f, OutputTable, OutputJSON)
 	return cmd
 }
 

@@ -51,7 +51,8 @@ PATTERN filters by name: a glob (orders.*, *-dlq) or else a substring.`,
   dlq queues --context prod-sqs --dlq-only
   dlq queues --broker demo: 'orders*'
   dlq queues --output json | jq '.[] | select(.is_dlq and .depth > 0) | .name'`,
-		Args: cobra.MaximumNArgs(1),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeQueueArg(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.Pattern = args[0]
@@ -74,6 +75,8 @@ PATTERN filters by name: a glob (orders.*, *-dlq) or else a substring.`,
 	}
 	c.Flags().BoolVar(&opts.DLQOnly, "dlq-only", false, "show only dead-letter queues")
 	c.Flags().StringVar(&opts.Sort, "sort", sortAttention, "order: attention (DLQs with messages first), name, depth")
+	_ = c.RegisterFlagCompletionFunc("sort", choices(sortAttention, sortName, sortDepth))
+	addOutputFlags(c, f, OutputTable, OutputJSON, OutputCSV)
 	return c
 }
 

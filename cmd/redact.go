@@ -3,14 +3,17 @@ package cmd
 import (
 	"net/url"
 	"regexp"
+	"sync"
 )
 
 // userinfo matches the credentials part of any URL in free text.
-var userinfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)([^/@\s:]*):([^/@\s]*)@`)
+var userinfo = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)([^/@\s:]*):([^/@\s]*)@`)
+})
 
 // Redact hides passwords in URLs inside s ("amqp://user:xxxxx@host").
 func Redact(s string) string {
-	return userinfo.ReplaceAllString(s, "${1}${2}:xxxxx@")
+	return userinfo().ReplaceAllString(s, "${1}${2}:xxxxx@")
 }
 
 // RedactURL returns a URL with its password hidden, or the input redacted as

@@ -157,7 +157,8 @@ moved: unroutable, refused); 4 read-only.`,
   dlq redrive https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq --server-side --rate 100
   dlq redrive orders.dlq --resume
   dlq redrive file://evidence.jsonl --to 'amqp://ops@rabbit:5672/#exchange:orders'`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeQueueArg(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Source = args[0]
 			opts.ctx = c.Context()
@@ -173,6 +174,7 @@ moved: unroutable, refused); 4 read-only.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.To, "to", "origin", "destination: origin, queue:NAME, exchange:NAME[:KEY], file://PATH, BROKER#DEST")
+	_ = cmd.RegisterFlagCompletionFunc("to", completeDestination(f))
 	opts.Select.register(cmd)
 	fl.StringVar(&opts.Transform, "transform", "", "jq expression rewriting each message document (body, headers, properties, attributes)")
 	fl.StringVar(&opts.DedupeBy, "dedupe-by", "", "jq key (e.g. '.properties.message_id'): move only the first message of each key; the others stay")
@@ -189,6 +191,7 @@ moved: unroutable, refused); 4 read-only.`,
 	fl.BoolVar(&opts.ServerSide, "server-side", false, "let the broker move every message itself (SQS move task, RabbitMQ shovel)")
 	fl.BoolVar(&opts.NoJournal, "no-journal", false, "keep no journal (an interrupted run cannot be resumed)")
 	cmd.AddCommand(newCmdRedriveStatus(f, nil), newCmdRedriveCancel(f, nil), newCmdRedriveJournals(f, nil))
+	addOutputFlags(cmd, f, OutputTable, OutputJSON)
 	return cmd
 }
 
@@ -892,11 +895,12 @@ type redriveStatusOptions struct {
 
 func newCmdRedriveStatus(f *Factory, runF func(*redriveStatusOptions) error) *cobra.Command {
 	opts := &redriveStatusOptions{f: f}
-	return &cobra.Command{
-		Use:     "status SOURCE",
-		Short:   "Show the server-side moves of a queue",
-		Example: "  dlq redrive status https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq\n  dlq redrive status orders.dlq -o json",
-		Args:    cobra.ExactArgs(1),
+	c := &cobra.Command{
+		Use:               "status SOURCE",
+		Short:             "Show the server-side moves of a queue",
+		Example:           "  dlq redrive status https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq\n  dlq redrive status orders.dlq -o json",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeQueueArg(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Source = args[0]
 			var err error
@@ -909,6 +913,8 @@ func newCmdRedriveStatus(f *Factory, runF func(*redriveStatusOptions) error) *co
 			return redriveStatusRun(c.Context(), opts)
 		},
 	}
+	addOutputFlags(c, f, OutputTable, OutputJSON)
+	return c
 }
 
 func openMover(ctx context.Context, f *Factory, ref string) (broker.Broker, broker.ServerSideMover, string, error) {
@@ -959,14 +965,15 @@ type redriveCancelOptions struct {
 
 func newCmdRedriveCancel(f *Factory, runF func(*redriveCancelOptions) error) *cobra.Command {
 	opts := &redriveCancelOptions{f: f}
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:   "cancel SOURCE [HANDLE]",
 		Short: "Stop a server-side move (messages already moved stay moved)",
 		Long: `Stop the running server-side move of SOURCE (or the one HANDLE names, as
 ` + "`dlq redrive status`" + ` shows it). Messages already moved stay at the destination;
 the rest stay in SOURCE.`,
-		Example: "  dlq redrive cancel https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq\n  dlq redrive cancel orders.dlq dlq-move-orders.dlq-1a2b",
-		Args:    cobra.RangeArgs(1, 2),
+		Example:           "  dlq redrive cancel https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq\n  dlq redrive cancel orders.dlq dlq-move-orders.dlq-1a2b",
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: completeQueueArg(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Source = args[0]
 			if len(args) == 2 {
@@ -982,6 +989,8 @@ the rest stay in SOURCE.`,
 			return redriveCancelRun(c.Context(), opts)
 		},
 	}
+	addOutputFlags(c, f, OutputTable, OutputJSON)
+	return c
 }
 
 func redriveCancelRun(ctx context.Context, o *redriveCancelOptions) error {

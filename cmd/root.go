@@ -27,8 +27,7 @@ Brokers are named with --broker (or a context from the config file):
 			if o.NoColor {
 				f.IO.SetColor(false)
 			}
-			f.applyContext()
-			return nil
+			return f.startJQ()
 		},
 	}
 	pf := root.PersistentFlags()
@@ -49,16 +48,9 @@ Brokers are named with --broker (or a context from the config file):
 	pf.BoolVar(&o.Insecure, "insecure-skip-verify", false, "do not verify TLS certificates (dangerous)")
 	pf.StringVar(&o.AuditLog, "audit-log", "", "audit log file (default $XDG_STATE_HOME/dlq/audit.jsonl)")
 
-	_ = root.RegisterFlagCompletionFunc("context", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		cfg, err := f.LoadConfig()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		return cfg.Names(), cobra.ShellCompDirectiveNoFileComp
-	})
-	_ = root.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return []string{"table", "json", "csv"}, cobra.ShellCompDirectiveNoFileComp
-	})
+	_ = root.RegisterFlagCompletionFunc("broker", completeBroker(f))
+	_ = root.RegisterFlagCompletionFunc("context", completeContext(f))
+	_ = root.RegisterFlagCompletionFunc("output", completeOutput)
 
 	addCommands(root, f)
 	return root

@@ -57,7 +57,7 @@ rules (` + "`dlq help peek-safety`" + `) until the message is found; nothing is 
 			return showRun(opts.ctx, opts)
 		},
 	}
-	opts.Peek.register(cmd.Flags())
+	opts.Peek.register(cmd)
 	return cmd
 }
 

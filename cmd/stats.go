@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -87,7 +88,8 @@ reason,source. Write it atomically: dlq stats … -o prom > f.tmp && mv f.tmp f.
   dlq stats orders.dlq --reason '.headers["x-error-code"]' --dup-key '.body.order_id'
   dlq stats file://dump.jsonl.gz --group-by day --output csv
   dlq stats orders.dlq -o prom > /var/lib/node_exporter/dlq.prom.tmp && mv /var/lib/node_exporter/dlq.prom.tmp /var/lib/node_exporter/dlq.prom`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeQueueArg(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Ref = args[0]
 			opts.ctx = c.Context()
@@ -131,6 +133,7 @@ reason,source. Write it atomically: dlq stats … -o prom > f.tmp && mv f.tmp f.
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&opts.GroupBy, "group-by", "g", "reason", "comma list of: "+inspect.GroupKinds)
+	_ = cmd.RegisterFlagCompletionFunc("group-by", completeGroupBy)
 	fl.StringVarP(&opts.Filter, "filter", "q", "", "count only messages for which this jq expression is true")
 	fl.StringVar(&opts.Reason, "reason", "", "jq expression that computes the failure reason (default: framework headers, body fields, death reason)")
 	fl.StringVar(&opts.DupKey, "dup-key", "", "jq expression of the idempotency key for duplicates (default: the message ID)")
@@ -138,7 +141,8 @@ reason,source. Write it atomically: dlq stats … -o prom > f.tmp && mv f.tmp f.
 	fl.IntVar(&opts.Examples, "examples", 3, "example message IDs kept per group")
 	fl.IntVar(&opts.MaxGroups, "max-groups", 10000, "most distinct groups; further ones are counted as (other)")
 	fl.IntVarP(&opts.Limit, "limit", "n", 0, "read only the first N messages (0: all)")
-	opts.Peek.register(fl)
+	opts.Peek.register(cmd)
+	addOutputFlags(cmd, f, OutputTable, OutputJSON, OutputCSV, OutputProm)
 	return cmd
 }
 
@@ -281,12 +285,12 @@ func statsTable(r inspect.StatsResult, human bool) *Table {
 	return t
 }
 
-var promLabelInvalid = regexp.MustCompile(`[^a-zA-Z0-9_]+`)
+var promLabelInvalid = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^a-zA-Z0-9_]+`) })
 
 // promLabel turns a grouping name into a Prometheus label name:
 // routing-key → routing_key, header:x-tenant → header_x_tenant.
 func promLabel(g string) string {
-	l := strings.Trim(promLabelInvalid.ReplaceAllString(g, "_"), "_")
+	l := strings.Trim(promLabelInvalid().ReplaceAllString(g, "_"), "_")
 	if l == "" || (l[0] >= '0' && l[0] <= '9') {
 		l = "g_" + l
 	}

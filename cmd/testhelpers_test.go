@@ -16,7 +16,13 @@ import (
 
 // TestMain makes every test of package cmd hermetic: no config file, audit
 // log, context or broker of the person running the tests leaks in.
+//
+// With DLQ_TEST_RUN_MAIN=1 the test binary is dlq itself (cmd.Main), so
+// that tests can hand it to a shell or another process without a build.
 func TestMain(m *testing.M) {
+	if os.Getenv("DLQ_TEST_RUN_MAIN") == "1" {
+		os.Exit(int(Main()))
+	}
 	dir, err := os.MkdirTemp("", "dlq-cmd-test-")
 	if err != nil {
 		panic(err)

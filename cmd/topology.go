@@ -18,7 +18,7 @@ import (
 
 // addTopologyCommands registers `dlq topology` and `dlq help topology-spec`.
 func addTopologyCommands(root *cobra.Command, f *Factory) {
-	root.AddCommand(newCmdTopology(f), newHelpTopic("topology-spec", "The topology spec file format (dlq topology)", topologySpecHelp()))
+	root.AddCommand(newCmdTopology(f), newLazyHelpTopic("topology-spec", "The topology spec file format (dlq topology)", lazyTopics["topology-spec"]))
 }
 
 func newCmdTopology(f *Factory) *cobra.Command {
@@ -115,6 +115,7 @@ conflicts exits 0 when nothing would change and 5 when changes are pending.`,
 	c.Flags().StringVarP(&opts.File, "file", "f", "", "spec file (- for stdin)")
 	c.Flags().BoolVar(&opts.DetailedExitcode, "detailed-exitcode", false, "exit 0 when nothing would change, 5 when changes are pending")
 	c.Flags().BoolVar(&opts.Prune, "prune", false, "also plan deleting objects under the spec's name_prefix that the spec lacks")
+	addOutputFlags(c, f, OutputTable, OutputJSON)
 	return c
 }
 
@@ -217,6 +218,7 @@ under the spec's name_prefix, only empty queues, and only after confirmation
 	}
 	c.Flags().StringVarP(&opts.File, "file", "f", "", "spec file (- for stdin)")
 	c.Flags().BoolVar(&opts.Prune, "prune", false, "delete objects under the spec's name_prefix that the spec lacks (asks first)")
+	addOutputFlags(c, f, OutputTable, OutputJSON)
 	return c
 }
 
@@ -368,6 +370,7 @@ apply to them). --vhost reads another vhost of the same RabbitMQ server.`,
 	c.Flags().StringVar(&opts.Vhost, "vhost", "", "RabbitMQ vhost to export (default: the one in the broker URL)")
 	c.Flags().StringVar(&opts.Prefix, "prefix", "", "only objects whose names start with this")
 	c.Flags().StringVar(&opts.Out, "file", "", "write to this file instead of stdout")
+	addOutputFlags(c, f, "yaml", OutputJSON)
 	return c
 }
 
@@ -471,6 +474,7 @@ Rules (silence one with ` + "`lint: {ignore: [RULE]}`" + ` in the spec):
 	}
 	c.Flags().StringVarP(&opts.File, "file", "f", "", "spec file (- for stdin)")
 	c.Flags().BoolVar(&opts.Strict, "strict", false, "fail on warnings too")
+	addOutputFlags(c, f, OutputTable, OutputJSON)
 	return c
 }
 
@@ -556,6 +560,7 @@ by --prefix).`,
 	}
 	c.Flags().StringVarP(&opts.File, "file", "f", "", "spec file (- for stdin); without it, the broker's topology")
 	c.Flags().StringVar(&opts.Format, "format", topology.GraphMermaid, "mermaid or dot")
+	_ = c.RegisterFlagCompletionFunc("format", choices(topology.GraphMermaid, topology.GraphDot))
 	c.Flags().StringVar(&opts.Prefix, "prefix", "", "with a broker: only objects whose names start with this")
 	return c
 }

@@ -56,7 +56,8 @@ temporary directory) writes a debug log; nothing is printed while it runs.`,
   dlq tui --context prod --read-only orders.dlq
   dlq tui file://dead-letters.jsonl.gz
   dlq tui --broker demo:`,
-		Args: cobra.MaximumNArgs(1),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeQueueArg(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				o.Queue = args[0]
@@ -78,7 +79,7 @@ temporary directory) writes a debug log; nothing is printed while it runs.`,
 	}
 	c.Flags().IntVar(&o.Limit, "limit", 100_000, "most messages of a queue to read into the list")
 	c.Flags().DurationVar(&o.Refresh, "refresh", 2*time.Second, "how often queue depths are refreshed (0: never)")
-	o.Peek.register(c.Flags())
+	o.Peek.register(c)
 	return c
 }
 

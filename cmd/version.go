@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -27,8 +28,25 @@ type buildInfo struct {
 }
 
 func readBuildInfo() buildInfo {
+	info, _ := debug.ReadBuildInfo()
+	return buildInfoFrom(version, commit, date, info)
+}
+
+// buildInfoFrom combines the values a release stamps with -ldflags -X
+// (which win) with what Go embeds: the module version of a
+// `go install …@v1.2.0` build and the VCS revision, time and modified flag
+// of a build from a checkout. info may be nil.
+func buildInfoFrom(version, commit, date string, info *debug.BuildInfo) buildInfo {
+	// A release tool that cannot read the repository stamps placeholders
+	// (GoReleaser: commit "none", the zero time): they say nothing.
+	if commit == "none" || commit == "unknown" {
+		commit = ""
+	}
+	if strings.HasPrefix(date, "0001-01-01") {
+		date = ""
+	}
 	bi := buildInfo{Version: version, Commit: commit, Date: date, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
-	if info, ok := debug.ReadBuildInfo(); ok {
+	if info != nil {
 		if bi.Version == "" && info.Main.Version != "" && info.Main.Version != "(devel)" {
 			bi.Version = info.Main.Version
 		}
@@ -46,6 +64,10 @@ func readBuildInfo() buildInfo {
 				bi.Modified = s.Value == "true"
 			}
 		}
+	}
+	// A release stamps 1.2.0, `go install` reports v1.2.0: print one form.
+	if len(bi.Version) > 1 && bi.Version[0] == 'v' && bi.Version[1] >= '0' && bi.Version[1] <= '9' {
+		bi.Version = bi.Version[1:]
 	}
 	if bi.Version == "" {
 		bi.Version = "dev"
@@ -77,7 +99,7 @@ type versionOptions struct {
 
 func newCmdVersion(f *Factory, runF func(*versionOptions) error) *cobra.Command {
 	opts := &versionOptions{f: f}
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:     "version",
 		Short:   "Print dlq's version, commit and build date",
 		Args:    cobra.NoArgs,
@@ -89,6 +111,8 @@ func newCmdVersion(f *Factory, runF func(*versionOptions) error) *cobra.Command 
 			return versionRun(opts)
 		},
 	}
+	addOutputFlags(c, f, OutputTable, OutputJSON)
+	return c
 }
 
 func versionRun(opts *versionOptions) error {

@@ -134,6 +134,10 @@ func (q *Query) run(ctx context.Context, doc any, fn func(any) bool) error {
 		ctx, cancel = context.WithTimeout(ctx, DefaultEvalTimeout)
 		defer cancel()
 	}
+	return q.each(ctx, doc, fn)
+}
+
+func (q *Query) each(ctx context.Context, doc any, fn func(any) bool) error {
 	iter := q.code.RunWithContext(ctx, doc)
 	for {
 		v, ok := iter.Next()
@@ -156,6 +160,14 @@ func (q *Query) run(ctx context.Context, doc any, fn func(any) bool) error {
 			return nil
 		}
 	}
+}
+
+// Each evaluates q over any JSON value (maps, slices, strings, bool,
+// json.Number, float64, nil), calling fn for each output until fn returns
+// false. Unlike Eval it collects nothing and sets no time limit of its
+// own: it stops when ctx ends.
+func (q *Query) Each(ctx context.Context, doc any, fn func(any) bool) error {
+	return q.each(ctx, doc, fn)
 }
 
 // Eval evaluates q over doc and returns its outputs (at most MaxOutputs).

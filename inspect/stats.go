@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dlq-tools/dlq/broker"
@@ -36,7 +37,7 @@ func (g Grouping) Name() string {
 // GroupKinds lists what `--group-by` accepts.
 const GroupKinds = "reason, source, exchange, routing-key, header:NAME, attr:NAME, body:.json.path, age, day, hour"
 
-var simplePath = regexp.MustCompile(`^(\.[A-Za-z_][A-Za-z0-9_-]*)+$`)
+var simplePath = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\.[A-Za-z_][A-Za-z0-9_-]*)+$`) })
 
 // ParseGroupBy parses a comma-separated `--group-by` list.
 func ParseGroupBy(spec string) ([]Grouping, error) {
@@ -67,7 +68,7 @@ func ParseGroupBy(spec string) ([]Grouping, error) {
 			switch {
 			case arg == "":
 				return nil, fmt.Errorf("group %q needs a path: use body:.field.subfield", part)
-			case simplePath.MatchString(arg):
+			case simplePath().MatchString(arg):
 				g.path = strings.Split(arg[1:], ".")
 			default:
 				q, err := Compile(".body | (" + arg + ")")

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dlq-tools/dlq/broker"
@@ -603,7 +604,7 @@ func (e *expander) workQueue(w *WorkQueue) {
 
 // ---- SQS ----
 
-var sqsName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}$`)
+var sqsName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}$`) })
 
 func (e *expander) sqs(s *SQSSpec) {
 	e.m.SQS = &SQSModel{}
@@ -710,7 +711,7 @@ func (e *expander) sqsQueue(name string, s SQSSettings, dl *SQSDeadLetter, ra *S
 	base, fifo := strings.CutSuffix(full, ".fifo")
 	q.FIFO = fifo
 	what := fmt.Sprintf("sqs queue `%s`", full)
-	if !sqsName.MatchString(base) || len(full) > 80 {
+	if !sqsName().MatchString(base) || len(full) > 80 {
 		e.add(pos, "%s: SQS names are 1 to 80 letters, digits, - and _ (FIFO names end in .fifo)", what)
 	}
 	secs := func(field, attr string, d *Duration, lo, hi time.Duration) {

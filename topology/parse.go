@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -65,7 +66,7 @@ func Parse(file string, data []byte) (spec *Spec, err error) {
 		return fail(posOf(v), "spec version %s is not supported: this dlq reads `version: %d`", v.Value, SpecVersion)
 	}
 	c := &checker{file: file, budget: 200000}
-	c.object(root, specSchema, 0)
+	c.object(root, specSchemas().spec, 0)
 	if len(c.problems) > 0 {
 		return nil, &SpecError{Problems: c.problems}
 	}
@@ -78,7 +79,7 @@ func Parse(file string, data []byte) (spec *Spec, err error) {
 	return s, nil
 }
 
-var yamlLine = regexp.MustCompile(`line (\d+)`)
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`line (\d+)`) })
 
 // yamlError turns a yaml.v3 error into problems with positions. yaml.v3
 // names the line; the column is where that line's content starts.
@@ -93,7 +94,7 @@ func yamlError(file string, data []byte, err error) error {
 	for _, m := range msgs {
 		m = strings.TrimPrefix(m, "yaml: ")
 		p := Pos{File: file, Line: 1, Col: 1}
-		if sm := yamlLine.FindStringSubmatch(m); sm != nil {
+		if sm := yamlLine().FindStringSubmatch(m); sm != nil {
 			p.Line, _ = strconv.Atoi(sm[1])
 			p.Col = lineStart(data, p.Line)
 			m = strings.TrimSpace(strings.Replace(m, sm[0]+":", "", 1))

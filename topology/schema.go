@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 
@@ -104,144 +105,154 @@ func sqsSettingsFields() []field {
 	}
 }
 
-var sqsSettingsObj = &object{what: "sqs queue settings", fields: sqsSettingsFields()}
+// schemas is the spec format, built on first use (a spec read, the
+// reference printed) rather than when dlq starts. settings is the one
+// object of SQS queue settings that the reference prints once.
+type schemas struct{ spec, settings *object }
 
-var specSchema = &object{what: "spec", fields: []field{
-	{name: "version", kind: kInt, req: true, doc: "spec format version: 1"},
-	{name: "name_prefix", kind: kStr, doc: "prepended to every name the spec declares (not to raw policy patterns)"},
-	{name: "lint", kind: kObj, doc: "linter settings", obj: &object{what: "lint", fields: []field{
-		{name: "ignore", kind: kStrList, doc: "rule names to skip (see `dlq topology lint --help`)"},
-	}}},
-	{name: "rabbitmq", kind: kObj, doc: "RabbitMQ topology of one vhost", obj: &object{what: "rabbitmq", fields: []field{
-		{name: "vhost", kind: kStr, doc: "the vhost this spec is for (checked against the broker; default: the broker's)"},
-		{name: "defaults", kind: kObj, doc: "defaults for every queue and construct", obj: &object{what: "defaults", fields: []field{
-			{name: "queue_type", kind: kStr, enum: queueTypes[:2], doc: "classic or quorum: every queue needs a type, from here or its own"},
-			{name: "dead_letter_via", kind: kStr, enum: deadLetterVia, doc: "policy (default) or arguments: how DLX, TTL, delivery limit and max length are set"},
-			{name: "durable", kind: kBool, doc: "durable exchanges and queues (default true)"},
-			{name: "policy_priority", kind: kInt, doc: "priority of generated policies (default 10)"},
+var specSchemas = sync.OnceValue(func() schemas {
+	sqsSettingsObj := &object{what: "sqs queue settings", fields: sqsSettingsFields()}
+	return schemas{spec: newSpecSchema(sqsSettingsObj), settings: sqsSettingsObj}
+})
+
+func newSpecSchema(sqsSettingsObj *object) *object {
+	return &object{what: "spec", fields: []field{
+		{name: "version", kind: kInt, req: true, doc: "spec format version: 1"},
+		{name: "name_prefix", kind: kStr, doc: "prepended to every name the spec declares (not to raw policy patterns)"},
+		{name: "lint", kind: kObj, doc: "linter settings", obj: &object{what: "lint", fields: []field{
+			{name: "ignore", kind: kStrList, doc: "rule names to skip (see `dlq topology lint --help`)"},
 		}}},
-		{name: "retry_ladders", kind: kList, doc: "main → retry tiers (TTL) → back to main; after max attempts → dead", obj: &object{what: "retry ladder", fields: []field{
-			{name: "name", kind: kStr, req: true, doc: "base of the generated names (NAME.main.x, NAME.main.q, NAME.retry.x, NAME.retry.q, NAME.dead.x, NAME.dead.q)"},
-			{name: "queue_type", kind: kStr, enum: queueTypes[:2], doc: "classic or quorum (default: defaults.queue_type)"},
-			{name: "dead_letter_via", kind: kStr, enum: deadLetterVia, doc: "policy or arguments"},
-			{name: "main", kind: kObj, req: true, doc: "the main exchange and work queue", obj: &object{what: "ladder main", fields: []field{
-				{name: "exchange", kind: kStr, doc: "main exchange (default NAME.main.x)"},
+		{name: "rabbitmq", kind: kObj, doc: "RabbitMQ topology of one vhost", obj: &object{what: "rabbitmq", fields: []field{
+			{name: "vhost", kind: kStr, doc: "the vhost this spec is for (checked against the broker; default: the broker's)"},
+			{name: "defaults", kind: kObj, doc: "defaults for every queue and construct", obj: &object{what: "defaults", fields: []field{
+				{name: "queue_type", kind: kStr, enum: queueTypes[:2], doc: "classic or quorum: every queue needs a type, from here or its own"},
+				{name: "dead_letter_via", kind: kStr, enum: deadLetterVia, doc: "policy (default) or arguments: how DLX, TTL, delivery limit and max length are set"},
+				{name: "durable", kind: kBool, doc: "durable exchanges and queues (default true)"},
+				{name: "policy_priority", kind: kInt, doc: "priority of generated policies (default 10)"},
+			}}},
+			{name: "retry_ladders", kind: kList, doc: "main → retry tiers (TTL) → back to main; after max attempts → dead", obj: &object{what: "retry ladder", fields: []field{
+				{name: "name", kind: kStr, req: true, doc: "base of the generated names (NAME.main.x, NAME.main.q, NAME.retry.x, NAME.retry.q, NAME.dead.x, NAME.dead.q)"},
+				{name: "queue_type", kind: kStr, enum: queueTypes[:2], doc: "classic or quorum (default: defaults.queue_type)"},
+				{name: "dead_letter_via", kind: kStr, enum: deadLetterVia, doc: "policy or arguments"},
+				{name: "main", kind: kObj, req: true, doc: "the main exchange and work queue", obj: &object{what: "ladder main", fields: []field{
+					{name: "exchange", kind: kStr, doc: "main exchange (default NAME.main.x)"},
+					{name: "exchange_type", kind: kStr, enum: exchangeTypes, doc: "default topic"},
+					{name: "queue", kind: kStr, doc: "main queue (default NAME.main.q)"},
+					{name: "routing_keys", kind: kStrList, req: true, doc: "keys binding the main queue to the main exchange"},
+					{name: "return_routing_key", kind: kStr, doc: "key retried messages come back with (default: the first routing key with its wildcards removed: order.# gives order)"},
+					{name: "delivery_limit", kind: kInt, doc: "quorum x-delivery-limit of the main queue"},
+				}}},
+				{name: "retry_exchange", kind: kStr, doc: "retry exchange, direct (default NAME.retry.x)"},
+				{name: "tiers", kind: kList, req: true, doc: "delay tiers, shortest first", obj: &object{what: "tier", fields: []field{
+					{name: "delay", kind: kDur, req: true, doc: "x-message-ttl of the tier queue"},
+					{name: "queue", kind: kStr, doc: "tier queue (default NAME.retry.q for one tier, NAME.retry.DELAY.q for several)"},
+					{name: "routing_key", kind: kStr, doc: "tier key on the retry exchange (default NAME.retry or NAME.retry.DELAY)"},
+				}}},
+				{name: "max_attempts", kind: kInt, doc: "attempts before a message is parked in the dead queue (default: tiers + 1); enforced by the consumer from x-death"},
+				{name: "dead", kind: kObj, doc: "the parking lot", obj: &object{what: "ladder dead", fields: []field{
+					{name: "exchange", kind: kStr, doc: "dead exchange, fanout (default NAME.dead.x)"},
+					{name: "queue", kind: kStr, doc: "dead queue (default NAME.dead.q)"},
+				}}},
+			}}},
+			{name: "work_queues", kind: kList, doc: "a work queue with a dead-letter exchange and DLQ", obj: &object{what: "work queue", fields: []field{
+				{name: "exchange", kind: kStr, req: true, doc: "exchange the work is published to"},
 				{name: "exchange_type", kind: kStr, enum: exchangeTypes, doc: "default topic"},
-				{name: "queue", kind: kStr, doc: "main queue (default NAME.main.q)"},
-				{name: "routing_keys", kind: kStrList, req: true, doc: "keys binding the main queue to the main exchange"},
-				{name: "return_routing_key", kind: kStr, doc: "key retried messages come back with (default: the first routing key with its wildcards removed: order.# gives order)"},
-				{name: "delivery_limit", kind: kInt, doc: "quorum x-delivery-limit of the main queue"},
+				{name: "queue", kind: kStr, req: true, doc: "the work queue"},
+				{name: "routing_keys", kind: kStrList, req: true, doc: "binding keys of the work queue"},
+				{name: "queue_type", kind: kStr, enum: queueTypes[:2], doc: "classic or quorum"},
+				{name: "dead_letter_via", kind: kStr, enum: deadLetterVia, doc: "policy or arguments"},
+				{name: "delivery_limit", kind: kInt, doc: "quorum x-delivery-limit: poison messages leave after N deliveries"},
+				{name: "message_ttl", kind: kDur, doc: "x-message-ttl of the work queue"},
+				{name: "dead_letter", kind: kObj, req: true, doc: "where dead letters go", obj: &object{what: "work queue dead_letter", fields: []field{
+					{name: "exchange", kind: kStr, req: true, doc: "the dead-letter exchange"},
+					{name: "exchange_type", kind: kStr, enum: exchangeTypes, doc: "default topic"},
+					{name: "routing_key", kind: kStr, doc: "x-dead-letter-routing-key (default: keep the message's key)"},
+					{name: "queue", kind: kStr, req: true, doc: "the DLQ"},
+					{name: "binding_key", kind: kStr, doc: "key binding the DLQ to the dead-letter exchange (default #)"},
+					{name: "queue_type", kind: kStr, enum: queueTypes[:2], doc: "type of the DLQ (default: the work queue's)"},
+				}}},
 			}}},
-			{name: "retry_exchange", kind: kStr, doc: "retry exchange, direct (default NAME.retry.x)"},
-			{name: "tiers", kind: kList, req: true, doc: "delay tiers, shortest first", obj: &object{what: "tier", fields: []field{
-				{name: "delay", kind: kDur, req: true, doc: "x-message-ttl of the tier queue"},
-				{name: "queue", kind: kStr, doc: "tier queue (default NAME.retry.q for one tier, NAME.retry.DELAY.q for several)"},
-				{name: "routing_key", kind: kStr, doc: "tier key on the retry exchange (default NAME.retry or NAME.retry.DELAY)"},
+			{name: "exchanges", kind: kList, doc: "exchanges, declared as written", obj: &object{what: "exchange", fields: []field{
+				{name: "name", kind: kStr, req: true},
+				{name: "type", kind: kStr, req: true, doc: "direct, topic, fanout, headers or a plugin type (x-…)"},
+				{name: "durable", kind: kBool, doc: "default true"},
+				{name: "auto_delete", kind: kBool},
+				{name: "internal", kind: kBool},
+				{name: "arguments", kind: kArgs, doc: "for example alternate-exchange"},
 			}}},
-			{name: "max_attempts", kind: kInt, doc: "attempts before a message is parked in the dead queue (default: tiers + 1); enforced by the consumer from x-death"},
-			{name: "dead", kind: kObj, doc: "the parking lot", obj: &object{what: "ladder dead", fields: []field{
-				{name: "exchange", kind: kStr, doc: "dead exchange, fanout (default NAME.dead.x)"},
-				{name: "queue", kind: kStr, doc: "dead queue (default NAME.dead.q)"},
+			{name: "queues", kind: kList, doc: "queues, declared as written", obj: &object{what: "queue", fields: []field{
+				{name: "name", kind: kStr, req: true},
+				{name: "type", kind: kStr, enum: queueTypes, doc: "classic, quorum or stream (default: defaults.queue_type)"},
+				{name: "durable", kind: kBool, doc: "default true"},
+				{name: "auto_delete", kind: kBool},
+				{name: "dead_letter", kind: kObj, doc: "dead-letter exchange and key", obj: &object{what: "dead_letter", fields: []field{
+					{name: "exchange", kind: kStr, req: true, doc: "dead-letter exchange (\"\" for the default exchange)"},
+					{name: "routing_key", kind: kStr, doc: "dead-letter routing key (default: keep the message's key)"},
+				}}},
+				{name: "message_ttl", kind: kDur, doc: "message TTL"},
+				{name: "delivery_limit", kind: kInt, doc: "quorum delivery limit"},
+				{name: "max_length", kind: kInt, doc: "max messages"},
+				{name: "dead_letter_via", kind: kStr, enum: deadLetterVia, doc: "policy or arguments for the four settings above"},
+				{name: "policy", kind: kObj, doc: "the generated policy (dead_letter_via: policy)", obj: &object{what: "policy", fields: []field{
+					{name: "name", kind: kStr, doc: "default QUEUE.dlq-policy"},
+					{name: "priority", kind: kInt, doc: "default defaults.policy_priority"},
+					{name: "definition", kind: kArgs, doc: "extra definition keys"},
+				}}},
+				{name: "arguments", kind: kArgs, doc: "raw queue arguments (x-…), declared as written"},
+				{name: "bind", kind: kList, doc: "bindings of this queue", obj: &object{what: "bind", fields: []field{
+					{name: "exchange", kind: kStr, req: true},
+					{name: "routing_key", kind: kStr},
+					{name: "arguments", kind: kArgs},
+				}}},
 			}}},
-		}}},
-		{name: "work_queues", kind: kList, doc: "a work queue with a dead-letter exchange and DLQ", obj: &object{what: "work queue", fields: []field{
-			{name: "exchange", kind: kStr, req: true, doc: "exchange the work is published to"},
-			{name: "exchange_type", kind: kStr, enum: exchangeTypes, doc: "default topic"},
-			{name: "queue", kind: kStr, req: true, doc: "the work queue"},
-			{name: "routing_keys", kind: kStrList, req: true, doc: "binding keys of the work queue"},
-			{name: "queue_type", kind: kStr, enum: queueTypes[:2], doc: "classic or quorum"},
-			{name: "dead_letter_via", kind: kStr, enum: deadLetterVia, doc: "policy or arguments"},
-			{name: "delivery_limit", kind: kInt, doc: "quorum x-delivery-limit: poison messages leave after N deliveries"},
-			{name: "message_ttl", kind: kDur, doc: "x-message-ttl of the work queue"},
-			{name: "dead_letter", kind: kObj, req: true, doc: "where dead letters go", obj: &object{what: "work queue dead_letter", fields: []field{
-				{name: "exchange", kind: kStr, req: true, doc: "the dead-letter exchange"},
-				{name: "exchange_type", kind: kStr, enum: exchangeTypes, doc: "default topic"},
-				{name: "routing_key", kind: kStr, doc: "x-dead-letter-routing-key (default: keep the message's key)"},
-				{name: "queue", kind: kStr, req: true, doc: "the DLQ"},
-				{name: "binding_key", kind: kStr, doc: "key binding the DLQ to the dead-letter exchange (default #)"},
-				{name: "queue_type", kind: kStr, enum: queueTypes[:2], doc: "type of the DLQ (default: the work queue's)"},
-			}}},
-		}}},
-		{name: "exchanges", kind: kList, doc: "exchanges, declared as written", obj: &object{what: "exchange", fields: []field{
-			{name: "name", kind: kStr, req: true},
-			{name: "type", kind: kStr, req: true, doc: "direct, topic, fanout, headers or a plugin type (x-…)"},
-			{name: "durable", kind: kBool, doc: "default true"},
-			{name: "auto_delete", kind: kBool},
-			{name: "internal", kind: kBool},
-			{name: "arguments", kind: kArgs, doc: "for example alternate-exchange"},
-		}}},
-		{name: "queues", kind: kList, doc: "queues, declared as written", obj: &object{what: "queue", fields: []field{
-			{name: "name", kind: kStr, req: true},
-			{name: "type", kind: kStr, enum: queueTypes, doc: "classic, quorum or stream (default: defaults.queue_type)"},
-			{name: "durable", kind: kBool, doc: "default true"},
-			{name: "auto_delete", kind: kBool},
-			{name: "dead_letter", kind: kObj, doc: "dead-letter exchange and key", obj: &object{what: "dead_letter", fields: []field{
-				{name: "exchange", kind: kStr, req: true, doc: "dead-letter exchange (\"\" for the default exchange)"},
-				{name: "routing_key", kind: kStr, doc: "dead-letter routing key (default: keep the message's key)"},
-			}}},
-			{name: "message_ttl", kind: kDur, doc: "message TTL"},
-			{name: "delivery_limit", kind: kInt, doc: "quorum delivery limit"},
-			{name: "max_length", kind: kInt, doc: "max messages"},
-			{name: "dead_letter_via", kind: kStr, enum: deadLetterVia, doc: "policy or arguments for the four settings above"},
-			{name: "policy", kind: kObj, doc: "the generated policy (dead_letter_via: policy)", obj: &object{what: "policy", fields: []field{
-				{name: "name", kind: kStr, doc: "default QUEUE.dlq-policy"},
-				{name: "priority", kind: kInt, doc: "default defaults.policy_priority"},
-				{name: "definition", kind: kArgs, doc: "extra definition keys"},
-			}}},
-			{name: "arguments", kind: kArgs, doc: "raw queue arguments (x-…), declared as written"},
-			{name: "bind", kind: kList, doc: "bindings of this queue", obj: &object{what: "bind", fields: []field{
-				{name: "exchange", kind: kStr, req: true},
+			{name: "bindings", kind: kList, doc: "bindings", obj: &object{what: "binding", fields: []field{
+				{name: "exchange", kind: kStr, req: true, doc: "source exchange"},
+				{name: "queue", kind: kStr, doc: "destination queue"},
+				{name: "to_exchange", kind: kStr, doc: "destination exchange (instead of queue)"},
 				{name: "routing_key", kind: kStr},
+				{name: "routing_keys", kind: kStrList, doc: "one binding per key"},
 				{name: "arguments", kind: kArgs},
 			}}},
+			{name: "policies", kind: kList, doc: "policies", obj: &object{what: "policy", fields: []field{
+				{name: "name", kind: kStr, req: true},
+				{name: "pattern", kind: kStr, doc: "regular expression over names, as written"},
+				{name: "match", kind: kStrList, doc: "exact names instead of a pattern (name_prefix applies)"},
+				{name: "apply_to", kind: kStr, enum: []string{"queues", "exchanges", "all"}, doc: "default queues"},
+				{name: "priority", kind: kInt},
+				{name: "definition", kind: kArgs, req: true, doc: "dead-letter-exchange, dead-letter-routing-key, message-ttl, delivery-limit, …"},
+			}}},
 		}}},
-		{name: "bindings", kind: kList, doc: "bindings", obj: &object{what: "binding", fields: []field{
-			{name: "exchange", kind: kStr, req: true, doc: "source exchange"},
-			{name: "queue", kind: kStr, doc: "destination queue"},
-			{name: "to_exchange", kind: kStr, doc: "destination exchange (instead of queue)"},
-			{name: "routing_key", kind: kStr},
-			{name: "routing_keys", kind: kStrList, doc: "one binding per key"},
-			{name: "arguments", kind: kArgs},
+		{name: "sqs", kind: kObj, doc: "SQS queues of one account and region", obj: &object{what: "sqs", fields: []field{
+			{name: "pairs", kind: kList, doc: "a source queue and its DLQ with safe defaults", obj: &object{what: "sqs pair", fields: []field{
+				{name: "name", kind: kStr, req: true, doc: "source queue (NAME.fifo makes a FIFO pair)"},
+				{name: "dlq", kind: kStr, doc: "DLQ (default NAME-dlq, or NAME-dlq.fifo)"},
+				{name: "max_receive_count", kind: kInt, doc: "receives before a message moves to the DLQ (default 5)"},
+				{name: "source", kind: kObj, obj: sqsSettingsObj, doc: "source settings (defaults: visibility 30s, retention 4d, receive_wait 20s, delay 0s)"},
+				{name: "dead_letter_queue", kind: kObj, obj: sqsSettingsObj, doc: "DLQ settings (defaults: visibility 30s, retention 14d, receive_wait 20s)"},
+			}}},
+			{name: "retry_ladders", kind: kList, doc: "a main queue, one delay queue per tier and a DLQ", obj: &object{what: "sqs retry ladder", fields: []field{
+				{name: "name", kind: kStr, req: true, doc: "main queue; tiers are NAME-retry-DELAY"},
+				{name: "tiers", kind: kDurList, req: true, doc: "DelaySeconds of each delay queue, shortest first (≤ 15m)"},
+				{name: "max_receive_count", kind: kInt, doc: "default 5"},
+				{name: "dlq", kind: kStr, doc: "default NAME-dlq"},
+				{name: "source", kind: kObj, obj: sqsSettingsObj},
+				{name: "dead_letter_queue", kind: kObj, obj: sqsSettingsObj},
+			}}},
+			{name: "queues", kind: kList, doc: "queues with exactly the attributes written", obj: &object{what: "sqs queue", fields: append(
+				[]field{{name: "name", kind: kStr, req: true, doc: "queue name (.fifo for FIFO)"}},
+				append(sqsSettingsFields(),
+					field{name: "dead_letter", kind: kObj, doc: "RedrivePolicy", obj: &object{what: "dead_letter", fields: []field{
+						{name: "queue", kind: kStr, req: true, doc: "the DLQ's name"},
+						{name: "max_receive_count", kind: kInt, req: true},
+					}}},
+					field{name: "redrive_allow", kind: kObj, doc: "RedriveAllowPolicy of a DLQ", obj: &object{what: "redrive_allow", fields: []field{
+						{name: "permission", kind: kStr, req: true, enum: []string{"allowAll", "denyAll", "byQueue"}},
+						{name: "sources", kind: kStrList, doc: "source queue names (byQueue)"},
+					}}},
+				)...)}},
 		}}},
-		{name: "policies", kind: kList, doc: "policies", obj: &object{what: "policy", fields: []field{
-			{name: "name", kind: kStr, req: true},
-			{name: "pattern", kind: kStr, doc: "regular expression over names, as written"},
-			{name: "match", kind: kStrList, doc: "exact names instead of a pattern (name_prefix applies)"},
-			{name: "apply_to", kind: kStr, enum: []string{"queues", "exchanges", "all"}, doc: "default queues"},
-			{name: "priority", kind: kInt},
-			{name: "definition", kind: kArgs, req: true, doc: "dead-letter-exchange, dead-letter-routing-key, message-ttl, delivery-limit, …"},
-		}}},
-	}}},
-	{name: "sqs", kind: kObj, doc: "SQS queues of one account and region", obj: &object{what: "sqs", fields: []field{
-		{name: "pairs", kind: kList, doc: "a source queue and its DLQ with safe defaults", obj: &object{what: "sqs pair", fields: []field{
-			{name: "name", kind: kStr, req: true, doc: "source queue (NAME.fifo makes a FIFO pair)"},
-			{name: "dlq", kind: kStr, doc: "DLQ (default NAME-dlq, or NAME-dlq.fifo)"},
-			{name: "max_receive_count", kind: kInt, doc: "receives before a message moves to the DLQ (default 5)"},
-			{name: "source", kind: kObj, obj: sqsSettingsObj, doc: "source settings (defaults: visibility 30s, retention 4d, receive_wait 20s, delay 0s)"},
-			{name: "dead_letter_queue", kind: kObj, obj: sqsSettingsObj, doc: "DLQ settings (defaults: visibility 30s, retention 14d, receive_wait 20s)"},
-		}}},
-		{name: "retry_ladders", kind: kList, doc: "a main queue, one delay queue per tier and a DLQ", obj: &object{what: "sqs retry ladder", fields: []field{
-			{name: "name", kind: kStr, req: true, doc: "main queue; tiers are NAME-retry-DELAY"},
-			{name: "tiers", kind: kDurList, req: true, doc: "DelaySeconds of each delay queue, shortest first (≤ 15m)"},
-			{name: "max_receive_count", kind: kInt, doc: "default 5"},
-			{name: "dlq", kind: kStr, doc: "default NAME-dlq"},
-			{name: "source", kind: kObj, obj: sqsSettingsObj},
-			{name: "dead_letter_queue", kind: kObj, obj: sqsSettingsObj},
-		}}},
-		{name: "queues", kind: kList, doc: "queues with exactly the attributes written", obj: &object{what: "sqs queue", fields: append(
-			[]field{{name: "name", kind: kStr, req: true, doc: "queue name (.fifo for FIFO)"}},
-			append(sqsSettingsFields(),
-				field{name: "dead_letter", kind: kObj, doc: "RedrivePolicy", obj: &object{what: "dead_letter", fields: []field{
-					{name: "queue", kind: kStr, req: true, doc: "the DLQ's name"},
-					{name: "max_receive_count", kind: kInt, req: true},
-				}}},
-				field{name: "redrive_allow", kind: kObj, doc: "RedriveAllowPolicy of a DLQ", obj: &object{what: "redrive_allow", fields: []field{
-					{name: "permission", kind: kStr, req: true, enum: []string{"allowAll", "denyAll", "byQueue"}},
-					{name: "sources", kind: kStrList, doc: "source queue names (byQueue)"},
-				}}},
-			)...)}},
-	}}},
-}}
+	}}
+}
 
 // Problem is one thing wrong in a spec, at a place.
 type Problem struct {
@@ -470,6 +481,7 @@ func plural(s string) string {
 // SchemaReference renders every field of the spec format, indented by
 // nesting, with its type and meaning.
 func SchemaReference() string {
+	sch := specSchemas()
 	var b strings.Builder
 	var walk func(o *object, indent int)
 	walk = func(o *object, indent int) {
@@ -490,14 +502,14 @@ func SchemaReference() string {
 				fmt.Fprintf(&b, ": %s", f.doc)
 			}
 			b.WriteByte('\n')
-			if f.obj != nil && (f.kind == kObj || f.kind == kList) && f.obj != sqsSettingsObj {
+			if f.obj != nil && (f.kind == kObj || f.kind == kList) && f.obj != sch.settings {
 				walk(f.obj, indent+1)
 			}
-			if f.obj == sqsSettingsObj {
+			if f.obj == sch.settings {
 				fmt.Fprintf(&b, "%s(same fields as sqs.queues: visibility_timeout … attributes)\n", strings.Repeat("  ", indent+1))
 			}
 		}
 	}
-	walk(specSchema, 0)
+	walk(sch.spec, 0)
 	return b.String()
 }

@@ -248,7 +248,9 @@ func (l *metaLine) born() time.Time {
 	return l.Timestamp
 }
 
-var dlqName = regexp.MustCompile(`(?i)(^|[._-])(dlq|dead|deadletter|dead-letter|dlx|error|errors|failed|poison|parking(-lot)?)([._-]|$)`)
+var dlqName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(^|[._-])(dlq|dead|deadletter|dead-letter|dlx|error|errors|failed|poison|parking(-lot)?)([._-]|$)`)
+})
 
 type queueAcc struct {
 	q       broker.Queue
@@ -372,7 +374,7 @@ func (b *Broker) finish(a *queueAcc) broker.Queue {
 		q.DeadLetterSources = append(q.DeadLetterSources, s)
 	}
 	sort.Strings(q.DeadLetterSources)
-	q.IsDLQ = a.death || dlqName.MatchString(q.Name)
+	q.IsDLQ = a.death || dlqName().MatchString(q.Name)
 	return q
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -424,7 +425,9 @@ func Unmarshal(b []byte) (*broker.Message, error) {
 	return fromRecord(&l.record)
 }
 
-var urlPassword = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)([^/@\s:]*):([^/@\s]*)@`)
+var urlPassword = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)([^/@\s:]*):([^/@\s]*)@`)
+})
 
 // redactURL removes the password from a broker address, so that an archive
 // never holds one even when the caller forgot.
@@ -438,5 +441,5 @@ func redactURL(s string) string {
 		}
 		return s
 	}
-	return urlPassword.ReplaceAllString(s, "${1}${2}:xxxxx@")
+	return urlPassword().ReplaceAllString(s, "${1}${2}:xxxxx@")
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -61,7 +62,7 @@ func translateErr(op string, err error) error {
 }
 
 var (
-	reNoObject = regexp.MustCompile(`no (queue|exchange) '(.*)' in vhost '(.*)'`)
+	reNoObject = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`no (queue|exchange) '(.*)' in vhost '(.*)'`) })
 )
 
 func translateAMQP(op string, ae *amqp.Error) error {
@@ -70,7 +71,7 @@ func translateAMQP(op string, ae *amqp.Error) error {
 	switch ae.Code {
 	case amqp.NotFound:
 		e.Kind = broker.ErrNotFound
-		if m := reNoObject.FindStringSubmatch(reason); m != nil {
+		if m := reNoObject().FindStringSubmatch(reason); m != nil {
 			if m[1] == "queue" {
 				e.Msg = fmt.Sprintf("queue `%s` not found on vhost `%s`: check the queue name, or list queues with `dlq queues`", m[2], m[3])
 			} else {

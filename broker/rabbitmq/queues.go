@@ -576,9 +576,11 @@ func matchWords(p, k []string) bool {
 	return len(k) == 0
 }
 
-var dlqName = regexp.MustCompile(`(?i)([._-](dlq|dlx|dead|deadletter|dead[._-]letters?|error|errors|failed|parking[._-]?lot)|^dlq[._-].*|^dead[._-]?letters?)$`)
+var dlqName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)([._-](dlq|dlx|dead|deadletter|dead[._-]letters?|error|errors|failed|parking[._-]?lot)|^dlq[._-].*|^dead[._-]?letters?)$`)
+})
 
-func looksLikeDLQ(name string) bool { return dlqName.MatchString(name) }
+func looksLikeDLQ(name string) bool { return dlqName().MatchString(name) }
 
 // parallel runs the functions at once and returns the first error.
 func parallel(fns ...func() error) error {

@@ -1,0 +1,333 @@
+package cmd
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/inspect"
+)
+
+// Shell completion. The shell scripts of `dlq completion bash|zsh|fish|
+// powershell` call the hidden `dlq __complete ARGS… PARTIAL`, which runs the
+// functions below. They never prompt and never change anything: they only
+// list names, with every broker call bounded by completionTimeout, and
+// answer nothing (ShellCompDirectiveNoFileComp, no candidates) when
+// anything fails. Nothing is written to stderr while completing (see
+// execute).
+
+// completionTimeout bounds everything one completion asks of a broker,
+// connecting included.
+const completionTimeout = time.Second
+
+const noFile = cobra.ShellCompDirectiveNoFileComp
+
+// completing reports whether args ask cobra for completions.
+func completing(args []string) bool {
+	return len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd)
+}
+
+// completionContext bounds a completion and caps --timeout, which the
+// adapters also use for their own dials.
+func (f *Factory) completionContext(c *cobra.Command) (context.Context, context.CancelFunc) {
+	ctx := c.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if f.Options.Timeout <= 0 || f.Options.Timeout > completionTimeout {
+		f.Options.Timeout = completionTimeout
+	}
+	return context.WithTimeout(ctx, completionTimeout)
+}
+
+// queueNames lists the queues of b that start with prefix.
+func queueNames(ctx context.Context, b broker.Broker, prefix string) []string {
+	if n, ok := b.(broker.Namer); ok {
+		names, err := n.QueueNames(ctx, prefix)
+		if err != nil {
+			return nil
+		}
+		return names
+	}
+	l, ok := b.(broker.QueueLister)
+	if !ok {
+		return nil
+	}
+	qs, err := l.Queues(ctx)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, q := range qs {
+		if strings.HasPrefix(q.Name, prefix) {
+			names = append(names, q.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// exchangeNames lists the exchanges of b that start with prefix.
+func exchangeNames(ctx context.Context, b broker.Broker, prefix string) []string {
+	n, ok := b.(broker.ExchangeNamer)
+	if !ok {
+		return nil
+	}
+	names, err := n.ExchangeNames(ctx, prefix)
+	if err != nil {
+		return nil
+	}
+	return names
+}
+
+// completeQueueArg completes the QUEUE argument (the first one only):
+// queue names on the default broker, demo:NAME, and file://PATH.
+func completeQueueArg(f *Factory) cobra.CompletionFunc {
+	return func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, noFile
+		}
+		ctx, cancel := f.completionContext(c)
+		defer cancel()
+		switch {
+		case strings.HasPrefix(toComplete, "file://"):
+			return completeFileURL(toComplete)
+		case strings.HasPrefix(toComplete, "demo:"):
+			b, _, err := f.OpenQueue(ctx, "demo:")
+			if err != nil {
+				return nil, noFile
+			}
+			defer b.Close()
+			return prefixed("demo:", queueNames(ctx, b, strings.TrimPrefix(toComplete, "demo:"))), noFile
+		}
+		var out []string
+		if b, err := f.OpenBroker(ctx); err == nil {
+			out = queueNames(ctx, b, toComplete)
+			b.Close()
+		}
+		if toComplete != "" && strings.HasPrefix("file://", toComplete) {
+			return append(out, "file://"), noFile | cobra.ShellCompDirectiveNoSpace
+		}
+		return out, noFile
+	}
+}
+
+// destinationKinds are the forms of a redrive destination, as candidates
+// with a description.
+var destinationKinds = []string{
+	"origin\twhere each message was dead-lettered from",
+	"queue:\ta queue on the source's broker",
+	"exchange:\ta RabbitMQ exchange on the source's broker",
+	"file://\tan archive file",
+}
+
+// completeDestination completes `redrive --to`: origin, queue:NAME and
+// exchange:NAME on the source's broker, file://PATH.
+func completeDestination(f *Factory) cobra.CompletionFunc {
+	return func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		ctx, cancel := f.completionContext(c)
+		defer cancel()
+		kind, name, named := strings.Cut(toComplete, ":")
+		switch {
+		case strings.HasPrefix(toComplete, "file://"):
+			return completeFileURL(toComplete)
+		case named && (kind == "queue" || kind == "exchange"):
+			b, err := f.sourceBroker(ctx, args)
+			if err != nil {
+				return nil, noFile
+			}
+			defer b.Close()
+			if kind == "queue" {
+				return prefixed("queue:", queueNames(ctx, b, name)), noFile
+			}
+			return prefixed("exchange:", exchangeNames(ctx, b, name)), noFile
+		}
+		var out []string
+		for _, k := range destinationKinds {
+			if strings.HasPrefix(k, toComplete) {
+				out = append(out, k)
+			}
+		}
+		return out, continues(out)
+	}
+}
+
+// sourceBroker opens the broker of the command's QUEUE argument, or the
+// default broker before one is given.
+func (f *Factory) sourceBroker(ctx context.Context, args []string) (broker.Broker, error) {
+	if len(args) > 0 {
+		b, _, err := f.OpenQueue(ctx, args[0])
+		return b, err
+	}
+	return f.OpenBroker(ctx)
+}
+
+// completeArchive completes a flag that names an archive: file://PATH.
+func completeArchive(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	if strings.HasPrefix(toComplete, "file://") {
+		return completeFileURL(toComplete)
+	}
+	if strings.HasPrefix("file://", toComplete) {
+		return []string{"file://"}, noFile | cobra.ShellCompDirectiveNoSpace
+	}
+	return nil, noFile
+}
+
+// completeFileURL lists the entries of the directory that a partly typed
+// file://PATH names, as file:// URLs; directories end in a slash and keep
+// the cursor after it. Hidden entries show only once a dot is typed.
+func completeFileURL(toComplete string) ([]string, cobra.ShellCompDirective) {
+	typed := strings.TrimPrefix(toComplete, "file://")
+	dir, base := filepath.Split(typed)
+	read := dir
+	if read == "" {
+		read = "."
+	} else if strings.HasPrefix(read, "~/") {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return nil, noFile
+		}
+		read = filepath.Join(home, read[2:])
+	}
+	entries, err := os.ReadDir(read)
+	if err != nil {
+		return nil, noFile
+	}
+	var out []string
+	dirs := false
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasPrefix(name, base) || (strings.HasPrefix(name, ".") && !strings.HasPrefix(base, ".")) {
+			continue
+		}
+		isDir := e.IsDir()
+		if e.Type()&os.ModeSymlink != 0 {
+			if st, err := os.Stat(filepath.Join(read, name)); err == nil {
+				isDir = st.IsDir()
+			}
+		}
+		if isDir {
+			name += "/"
+			dirs = true
+		}
+		out = append(out, "file://"+dir+name)
+	}
+	if dirs {
+		return out, noFile | cobra.ShellCompDirectiveNoSpace
+	}
+	return out, noFile
+}
+
+// groupKeys are the `--group-by` keys, from inspect.GroupKinds; a key that
+// takes a name (header:NAME) is offered up to its colon.
+func groupKeys() []string {
+	var keys []string
+	for _, k := range strings.Split(inspect.GroupKinds, ", ") {
+		if i := strings.IndexByte(k, ':'); i >= 0 {
+			k = k[:i+1]
+		}
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// completeGroupBy completes the comma-separated `--group-by` list: the keys
+// not yet in it, after what is already typed.
+func completeGroupBy(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	done, last := "", toComplete
+	if i := strings.LastIndexByte(toComplete, ','); i >= 0 {
+		done, last = toComplete[:i+1], toComplete[i+1:]
+	}
+	have := map[string]bool{}
+	for _, k := range strings.Split(done, ",") {
+		have[k] = true
+	}
+	var out []string
+	for _, k := range groupKeys() {
+		if strings.HasPrefix(k, last) && !have[k] {
+			out = append(out, done+k)
+		}
+	}
+	return out, noFile | cobra.ShellCompDirectiveNoSpace
+}
+
+// completeOutput completes the global `--output` with the formats the
+// command declared (addOutputFlags).
+func completeOutput(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	return outputFormats(c), noFile
+}
+
+// completeBroker completes `--broker`: context names, then the URL schemes
+// (file:// with paths).
+func completeBroker(f *Factory) cobra.CompletionFunc {
+	return func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if strings.HasPrefix(toComplete, "file://") {
+			return completeFileURL(toComplete)
+		}
+		var out []string
+		if cfg, err := f.LoadConfig(); err == nil {
+			for _, n := range cfg.Names() {
+				if strings.HasPrefix(n, toComplete) {
+					out = append(out, n+"\tcontext")
+				}
+			}
+		}
+		for _, s := range []string{"amqp://\tRabbitMQ", "amqps://\tRabbitMQ over TLS", "sqs://\tAmazon SQS", "file://\tan archive file", "demo:\tthe embedded sample archive"} {
+			if strings.HasPrefix(s, toComplete) {
+				out = append(out, s)
+			}
+		}
+		return out, continues(out)
+	}
+}
+
+// completeContext completes `--context` with the config file's contexts.
+func completeContext(f *Factory) cobra.CompletionFunc {
+	return func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		cfg, err := f.LoadConfig()
+		if err != nil {
+			return nil, noFile
+		}
+		return cfg.Names(), noFile
+	}
+}
+
+// continues keeps the cursor after the word (no space) when a candidate is
+// only the start of one: a scheme such as sqs://, or queue:.
+func continues(candidates []string) cobra.ShellCompDirective {
+	for _, c := range candidates {
+		c, _, _ = strings.Cut(c, "\t")
+		if strings.HasSuffix(c, ":") || strings.HasSuffix(c, "/") {
+			return noFile | cobra.ShellCompDirectiveNoSpace
+		}
+	}
+	return noFile
+}
+
+// choices completes a flag with fixed values, those that start with what
+// is typed.
+func choices(values ...string) cobra.CompletionFunc {
+	return func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		var out []string
+		for _, v := range values {
+			if strings.HasPrefix(v, toComplete) {
+				out = append(out, v)
+			}
+		}
+		return out, noFile
+	}
+}
+
+func prefixed(prefix string, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = prefix + n
+	}
+	return out
+}
