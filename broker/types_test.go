@@ -38,3 +38,18 @@ func TestParseDestination(t *testing.T) {
 		t.Errorf("unknown form: %v is not ErrNotADestination", err)
 	}
 }
+
+func TestInt64(t *testing.T) {
+	for _, tc := range []struct {
+		in   any
+		want int64
+		ok   bool
+	}{
+		{int8(-3), -3, true}, {int32(7), 7, true}, {int64(1) << 40, 1 << 40, true}, {uint32(9), 9, true},
+		{float64(12), 12, true}, {1.5, 0, false}, {"3", 0, false}, {uint64(1), 0, false}, {nil, 0, false},
+	} {
+		if got, ok := Int64(tc.in); got != tc.want || ok != tc.ok {
+			t.Errorf("Int64(%#v) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -109,7 +108,7 @@ func previousRedrives(m *broker.Message) int64 {
 	if v, ok := m.Headers[RedriveHeader]; ok {
 		switch t := v.(type) {
 		case map[string]any:
-			if n, ok := toInt64(t["count"]); ok {
+			if n, ok := broker.Int64(t["count"]); ok {
 				return n
 			}
 		case string:
@@ -130,32 +129,6 @@ func previousRedrives(m *broker.Message) int64 {
 		}
 	}
 	return 0
-}
-
-func toInt64(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int:
-		return int64(n), true
-	case int8:
-		return int64(n), true
-	case int16:
-		return int64(n), true
-	case int32:
-		return int64(n), true
-	case int64:
-		return n, true
-	case uint8:
-		return int64(n), true
-	case uint16:
-		return int64(n), true
-	case uint32:
-		return int64(n), true
-	case float64:
-		if n == math.Trunc(n) {
-			return int64(n), true
-		}
-	}
-	return 0, false
 }
 
 // jsonable turns AMQP values into JSON-encodable ones ([]byte → base64).
@@ -205,7 +178,7 @@ func attributesToHeaders(m *broker.Message) {
 		case k == RedriveHeader:
 			var rec map[string]any
 			if json.Unmarshal([]byte(a.StringValue), &rec) == nil {
-				if n, ok := toInt64(rec["count"]); ok {
+				if n, ok := broker.Int64(rec["count"]); ok {
 					rec["count"] = n
 				}
 				m.Headers[k] = rec

@@ -313,7 +313,7 @@ func propertiesFrom(p *broker.Properties, v any) error {
 		case "app_id":
 			err = str(&np.AppID)
 		case "delivery_mode", "priority":
-			n, ok := toInt64(numberValue(x))
+			n, ok := broker.Int64(numberValue(x))
 			lo, hi := int64(0), int64(255)
 			if k == "delivery_mode" {
 				lo, hi = 1, 2

@@ -59,7 +59,7 @@ type Step struct {
 // broker.Death.History holds it).
 func (l Ladder) Attempt(headers map[string]any, history []broker.DeathEntry) int64 {
 	n := int64(1)
-	if v, ok := headerInt(headers[AttemptsHeader]); ok && v > 0 {
+	if v, ok := broker.Int64(headers[AttemptsHeader]); ok && v > 0 {
 		n = v
 	}
 	for _, d := range history {
@@ -98,28 +98,6 @@ func RetryHeaders(headers map[string]any, step Step) map[string]any {
 	}
 	out[AttemptsHeader] = step.Attempt
 	return out
-}
-
-func headerInt(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int:
-		return int64(n), true
-	case int8:
-		return int64(n), true
-	case int16:
-		return int64(n), true
-	case int32:
-		return int64(n), true
-	case int64:
-		return n, true
-	case uint8:
-		return int64(n), true
-	case uint16:
-		return int64(n), true
-	case uint32:
-		return int64(n), true
-	}
-	return 0, false
 }
 
 // Ladder returns the expanded retry ladder called name.
