@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -49,7 +48,7 @@ type peekInfo struct {
 func (b *Broker) peekInfo(ctx context.Context, queue string) (peekInfo, error) {
 	op := "peek queue `" + queue + "`"
 	var mq mgmtQueue
-	err := b.mgmtDo(ctx, "GET", "/queues/"+b.vhostPath()+"/"+url.PathEscape(queue)+"?columns=name,type,arguments,effective_policy_definition,messages,messages_ready", nil, &mq)
+	err := b.mgmtQueue(ctx, queue, "name,type,arguments,effective_policy_definition,messages,messages_ready", &mq)
 	if err != nil {
 		if errors.Is(err, broker.ErrNotFound) {
 			return peekInfo{}, b.notFoundQueue(op, queue)

@@ -188,7 +188,7 @@ func (b *Broker) Queue(ctx context.Context, name string) (broker.Queue, error) {
 	)
 	err := parallel(
 		func() error {
-			return b.mgmtDo(ctx, "GET", "/queues/"+b.vhostPath()+"/"+url.PathEscape(name)+"?columns="+queueStatColumns, nil, &mq)
+			return b.mgmtQueue(ctx, name, queueStatColumns, &mq)
 		},
 		func() error {
 			return b.mgmtDo(ctx, "GET", "/queues/"+b.vhostPath()+"?columns="+queueTopologyColumns, nil, &all)
@@ -223,6 +223,29 @@ func (b *Broker) Queue(ctx context.Context, name string) (broker.Queue, error) {
 	}
 	resolveDeadLetters(qs, dls, bindings, exchanges)
 	return qs[0], nil
+}
+
+// mgmtQueue reads one queue's columns from the management API. The API
+// learns of a new queue from statistics events, a moment after the queue
+// exists, and later still on a busy node: when it answers 404 for a queue
+// that a passive declare finds, it is asked again for up to 10 s.
+func (b *Broker) mgmtQueue(ctx context.Context, name, columns string, out *mgmtQueue) error {
+	path := "/queues/" + b.vhostPath() + "/" + url.PathEscape(name) + "?columns=" + columns
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := b.mgmtDo(ctx, "GET", path, nil, out)
+		if !errors.Is(err, broker.ErrNotFound) || time.Now().After(deadline) {
+			return err
+		}
+		if _, _, ierr := b.inspect(ctx, name); ierr != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // inspect is a passive declare on a fresh channel: the exact number of
