@@ -104,7 +104,9 @@ func (f *Factory) resolveBroker() (brokerSpec, error) {
 	}
 	if env := os.Getenv("DLQ_BROKER"); env != "" {
 		if knownScheme(env) {
-			return f.withFlags(brokerSpec{Ref: env, Via: "DLQ_BROKER"}), nil
+			s := brokerSpec{Ref: env, Via: "DLQ_BROKER"}
+			s.ManagementURL = os.Getenv("DLQ_MANAGEMENT_URL")
+			return f.withFlags(s), nil
 		}
 		return f.contextSpec(env, "DLQ_BROKER")
 	}

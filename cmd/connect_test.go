@@ -64,6 +64,19 @@ func TestResolveBroker(t *testing.T) {
 				}
 			}},
 		{name: "DLQ_BROKER last", env: map[string]string{"DLQ_BROKER": "file://x.jsonl"}, ref: "file://x.jsonl"},
+		{name: "DLQ_BROKER with DLQ_MANAGEMENT_URL", env: map[string]string{"DLQ_BROKER": "amqp://ops@h:5674/", "DLQ_MANAGEMENT_URL": "http://h:15674"}, ref: "amqp://ops@h:5674/",
+			check: func(t *testing.T, s brokerSpec) {
+				if s.ManagementURL != "http://h:15674" {
+					t.Errorf("management URL %q, want DLQ_MANAGEMENT_URL's", s.ManagementURL)
+				}
+			}},
+		{name: "--management-url beats DLQ_MANAGEMENT_URL", env: map[string]string{"DLQ_BROKER": "amqp://ops@h:5674/", "DLQ_MANAGEMENT_URL": "http://h:15674"},
+			opts: func(o *GlobalOptions) { o.MgmtURL = "http://other:1" }, ref: "amqp://ops@h:5674/",
+			check: func(t *testing.T, s brokerSpec) {
+				if s.ManagementURL != "http://other:1" {
+					t.Errorf("management URL %q, want the flag's", s.ManagementURL)
+				}
+			}},
 		{name: "DLQ_BROKER loses to current-context", config: twoContexts, env: map[string]string{"DLQ_BROKER": "demo:"}, ref: "amqps://ops@rabbit.example.com:5671/shop", context: "prod"},
 		{name: "nothing", wantErr: "no broker given: pass `--broker URL`"},
 		{name: "unknown context", config: twoContexts, opts: func(o *GlobalOptions) { o.Context = "nope" }, wantErr: "unknown context `nope`: known contexts are aws, prod"},

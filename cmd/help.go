@@ -96,8 +96,10 @@ that the context names in password_env, else from DLQ_PASSWORD. dlq never
 prints it.
 
 Without --broker, dlq uses --context NAME (or DLQ_CONTEXT), else the config
-file's current-context, else the DLQ_BROKER environment variable. A URL given
-with --broker is used on its own. Flags override a context's values.
+file's current-context, else the DLQ_BROKER environment variable (with
+DLQ_MANAGEMENT_URL for its management API, when that is not at the default
+address). A URL given with --broker is used on its own. Flags override a
+context's values.
 
 QUEUES. A command's QUEUE argument is a queue name on that broker, or:
 

@@ -287,7 +287,9 @@ func TestRecipesCI(t *testing.T) {
 					continue
 				}
 				work, dlq := riDeadLetters(t, r, "classic", 3)
-				env := append(os.Environ(), "DLQ_BROKER="+u.String(), "DLQ_PASSWORD="+rabbit.Password,
+				// The test servers' management APIs are not at the default
+				// address a job's broker would have.
+				env := append(os.Environ(), "DLQ_BROKER="+u.String(), "DLQ_PASSWORD="+rabbit.Password, "DLQ_MANAGEMENT_URL="+rabbit.MgmtURL,
 					"XDG_STATE_HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
 				for k, v := range s.env {
 					switch {
