@@ -231,7 +231,13 @@ func (b *Broker) Publish(ctx context.Context, msgs []broker.Outgoing) ([]error, 
 			break
 		}
 		select {
-		case r := <-returns:
+		case r, ok := <-returns:
+			if !ok {
+				// The channel closed: its returns channel gives zero
+				// values, which are no returns.
+				stop()
+				return results, translateErr("publish", closeErrOf(closed))
+			}
 			if !takeReturn(r) {
 				stop()
 				return results, unmatched(r)
@@ -244,7 +250,11 @@ func (b *Broker) Publish(ctx context.Context, msgs []broker.Outgoing) ([]error, 
 			// The return of this message, if any, arrived before its confirm.
 			for drained := false; !drained; {
 				select {
-				case r := <-returns:
+				case r, ok := <-returns:
+					if !ok {
+						stop()
+						return results, translateErr("publish", closeErrOf(closed))
+					}
 					if !takeReturn(r) {
 						stop()
 						return results, unmatched(r)
