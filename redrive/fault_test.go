@@ -894,8 +894,12 @@ func killTrials(t *testing.T, b backend, n int) {
 		// ones the dead process still hides; RabbitMQ returns them when it
 		// drops the consumer).
 		poll(t, 30*time.Second, "the killed consumer's messages back in the source", func() bool { return b.Settled(t, tr.src) })
-		if got := b.Count(t, tr.src) + b.Count(t, tr.dst); got < n {
-			t.Fatalf("trial %d (kill %s): %d messages in the source and the destination, want at least %d", tr.n, tr.at, got, n)
+		// A shortfall here fails the test, but the trial still goes on to
+		// its finishing run and the final count, which tell a message
+		// counted late from one lost.
+		if src, dst := b.Count(t, tr.src), b.Count(t, tr.dst); src+dst < n {
+			t.Errorf("trial %d (kill %s): right after the kill %d messages in the source and %d in the destination, %d in all, want at least %d",
+				tr.n, tr.at, src, dst, src+dst, n)
 		}
 	}
 
