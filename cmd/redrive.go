@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -1040,40 +1037,4 @@ func redriveCancelRun(ctx context.Context, o *redriveCancelOptions) error {
 	}
 	printTask(f.IO.Out, task)
 	return nil
-}
-
-// oneProcessor runs Go code on one processor while messages move between
-// brokers, unless GOMAXPROCS is set. The engine decides messages in one
-// goroutine and hands them between a few others that mostly wait on the
-// network; more processors only add wake-ups across threads, a quarter
-// more CPU per message (make bench), taken from a broker that may share
-// the machine. A source archive keeps every processor for its parallel
-// decoder. The returned func restores the setting once no move needs it.
-func oneProcessor(src broker.Broker) func() {
-	if os.Getenv("GOMAXPROCS") != "" || src.System() == broker.Archive {
-		return func() {}
-	}
-	procs.Lock()
-	defer procs.Unlock()
-	if procs.users == 0 {
-		procs.prev = runtime.GOMAXPROCS(1)
-	}
-	procs.users++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			procs.Lock()
-			defer procs.Unlock()
-			if procs.users--; procs.users == 0 {
-				runtime.GOMAXPROCS(procs.prev)
-			}
-		})
-	}
-}
-
-// procs counts the moves running on one processor (tests run several in
-// one process).
-var procs struct {
-	sync.Mutex
-	users, prev int
 }
