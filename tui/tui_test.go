@@ -350,6 +350,21 @@ func TestExport(t *testing.T) {
 	h.waitFor("exported 1 to dlq-export-orders.dlq-")
 	h.final()
 	f.verify(t)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.exports) != 1 {
+		t.Fatalf("%d export requests, want 1", len(f.exports))
+	}
+	req := f.exports[0]
+	var got []string
+	for _, m := range req.Messages {
+		got = append(got, m.ID)
+	}
+	if req.Queue != "orders.dlq" || !slices.Equal(req.IDs, []string{"msg-00000"}) || !slices.Equal(got, []string{"msg-00000"}) ||
+		!strings.HasPrefix(filepath.Base(req.Archive), "dlq-export-orders.dlq-") {
+		t.Errorf("export request: queue %q, ids %v, messages %v, archive %q; want orders.dlq, [msg-00000] twice, dlq-export-orders.dlq-…",
+			req.Queue, req.IDs, got, req.Archive)
+	}
 }
 
 func TestStatsScreen(t *testing.T) {

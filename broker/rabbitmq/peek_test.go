@@ -364,6 +364,9 @@ func TestPeekStream(t *testing.T) {
 	declareQueue(t, b, st, amqp.Table{"x-queue-type": "stream"})
 	before := time.Now().Add(-time.Second)
 	publishN(t, b, st, "m", 10, nil)
+	b.mu.Lock()
+	conn := b.conn
+	b.mu.Unlock()
 	// Wait for the statistics that give the stream's length.
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -424,9 +427,16 @@ func TestPeekStream(t *testing.T) {
 	if _, _, err := peekIDs(t, b, st, broker.PeekOptions{Offset: "yesterday"}, 0); err == nil || !strings.Contains(err.Error(), "`--offset`") {
 		t.Errorf("bad offset: %v", err)
 	}
-	// The connection survived everything (no basic.get on the stream).
-	if d := depth(t, b, st); d != 0 {
-		t.Logf("stream passive declare reports %d", d)
+	// The connection survived everything (a basic.get on a stream would
+	// have closed it), and the stream still holds every message.
+	b.mu.Lock()
+	closed := b.conn == nil || b.conn.IsClosed()
+	b.mu.Unlock()
+	if closed || conn != b.conn {
+		t.Errorf("the peeks closed or replaced the connection (closed %v)", closed)
+	}
+	if ids, _, err := peekIDs(t, b, st, broker.PeekOptions{Offset: "first"}, 0); err != nil || !reflect.DeepEqual(ids, seq("m", 0, 10)) {
+		t.Errorf("after the peeks the stream holds %v, %v; want m0…m9", ids, err)
 	}
 }
 
