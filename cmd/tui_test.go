@@ -123,16 +123,19 @@ func TestTUIBackendOverDemoArchive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	n, want := 0, 0
 	for _, m := range msgs {
 		if ok, err := match(m); err != nil {
 			t.Fatal(err)
 		} else if ok {
 			n++
 		}
+		if m.Death != nil && m.Death.Reason == "rejected" {
+			want++
+		}
 	}
-	if n == 0 || n == len(msgs) && len(msgs) > 100 {
-		t.Logf("%d of %d rejected", n, len(msgs))
+	if n != want || n == 0 || n == len(msgs) {
+		t.Errorf("the filter matched %d of %d messages; %d died rejected (the demo has rejected and other deaths)", n, len(msgs), want)
 	}
 	if _, err := tb.Compile(".body |||"); err == nil {
 		t.Fatal("invalid jq compiled")
