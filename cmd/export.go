@@ -163,7 +163,12 @@ func exportRun(ctx context.Context, opts *exportOptions) error {
 			err = jerr
 		}
 	} else {
-		fmt.Fprintf(f.IO.Out, "exported %d messages from %s to %s\n", res.Exported, queue, opts.To)
+		from := queue
+		if from == "" {
+			// An archive read whole: every queue it holds.
+			from = "every queue of " + b.String()
+		}
+		fmt.Fprintf(f.IO.Out, "exported %d messages from %s to %s\n", res.Exported, from, opts.To)
 	}
 	err = suggestQueue(ctx, b, queue, err)
 	if err != nil && res.Exported > 0 {

@@ -135,3 +135,12 @@ func TestExportDemoAcceptance(t *testing.T) {
 		t.Fatalf("stats of the export: exit %d: %s %s", code, stdout, stderr)
 	}
 }
+
+// An archive read whole names what it exported from: every queue in it.
+func TestExportWholeArchiveNamesItsSource(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "all.jsonl")
+	stdout, stderr, code := runDLQ(t, "export", "demo:", "--to", "file://"+path)
+	if code != ExitOK || !strings.Contains(stdout, "messages from every queue of demo: to file://") {
+		t.Fatalf("exit %d: %q %s", code, stdout, stderr)
+	}
+}
