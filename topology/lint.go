@@ -45,6 +45,7 @@ var Rules = []struct {
 	{"ladder-ttl-order", SevWarning, "retry ladder tiers whose delays do not increase"},
 	{"quorum-no-delivery-limit", SevWarning, "a quorum queue without a delivery limit: a poison message is redelivered forever (RabbitMQ 3.x; 4.x stops at 20)"},
 	{"quorum-silent-drop", SevWarning, "a quorum queue with no dead-letter exchange and no delivery limit: RabbitMQ 4.x applies its default limit of 20 and drops a message after 20 deliveries without a trace"},
+	{"limit-no-dlx", SevWarning, "a queue with a delivery limit and no dead-letter exchange: a message that reaches the limit is dropped without a trace"},
 	{"classic-queue", SevWarning, "a durable classic queue where a quorum queue would serve (replicated, delivery limit)"},
 	{"ttl-no-dlx", SevWarning, "a queue with a message TTL and no dead-letter exchange: expired messages vanish"},
 	{"sqs-dlq-retention", SevError, "an SQS DLQ keeps messages no longer than its source (SQS keeps the original enqueue time)"},
@@ -294,6 +295,10 @@ func lintRabbit(m *RabbitModel, add addFunc) {
 		} else if q.Kind == "quorum" && (e.limit == nil || *e.limit <= 0) && !delayQueue && !parked[q.Name] {
 			add(SevWarning, "quorum-no-delivery-limit", q.Pos, obj,
 				"quorum queue `%s` has no delivery limit: on RabbitMQ 3.x a message that always fails is redelivered forever (4.x dead-letters it after 20 deliveries); set `delivery_limit`", q.Name)
+		}
+		if e.limit != nil && *e.limit > 0 && e.dlx == nil {
+			add(SevWarning, "limit-no-dlx", q.Pos, obj,
+				"queue `%s` has a delivery limit of %d and no dead-letter exchange: a message delivered %d times is dropped without a trace; give it a `dead_letter` exchange (or a policy with dead-letter-exchange)", q.Name, *e.limit, *e.limit)
 		}
 		if q.Kind == "classic" && q.Durable && !q.AutoDelete && !e.hasMaxPrio {
 			add(SevWarning, "classic-queue", q.Pos, obj,

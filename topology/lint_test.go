@@ -59,6 +59,9 @@ func TestLintRules(t *testing.T) {
 		{"ttl without dlx", `rabbitmq:
   queues: [{name: q, type: quorum, delivery_limit: 3, message_ttl: 1m}]
 `, "ttl-no-dlx", SevWarning, 4},
+		{"limit without dlx", `rabbitmq:
+  queues: [{name: q, type: quorum, delivery_limit: 5}]
+`, "limit-no-dlx", SevWarning, 4},
 		{"undeclared dlx", `rabbitmq:
   queues: [{name: q, type: quorum, delivery_limit: 3, dead_letter: {exchange: elsewhere}}]
 `, "dlx-undeclared", SevWarning, 4},
