@@ -337,7 +337,7 @@ func TestAcceptanceQueuesCluster(t *testing.T) {
 	args := []string{"queues", "--broker", multi.String(), "--management-url", strings.Join(env.MgmtURLs, ","), qq}
 	var stdout, stderr string
 	var code ExitCode
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		stdout, stderr, code = runDLQ(t, append(args, "-o", "json")...)
 		qs := decodeQueues(t, stdout)

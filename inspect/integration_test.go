@@ -121,7 +121,7 @@ func openRabbit(t *testing.T, args amqp.Table) rabbitFixture {
 // the fixture's size, and returns whatever it last saw.
 func (f rabbitFixture) depth(t *testing.T) int {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		q, err := f.ch.QueueDeclarePassive(f.name, true, false, false, false, nil)
 		if err != nil {

@@ -304,7 +304,7 @@ func (h *harness) waitFor(want ...string) {
 			}
 		}
 		return true
-	}, teatest.WithDuration(15*time.Second), teatest.WithCheckInterval(5*time.Millisecond))
+	}, teatest.WithDuration(patience), teatest.WithCheckInterval(5*time.Millisecond))
 }
 
 func (h *harness) key(keys ...string) {
@@ -321,11 +321,15 @@ func (h *harness) final() Model {
 	if err := h.tm.Quit(); err != nil {
 		h.t.Fatal(err)
 	}
-	fm := h.tm.FinalModel(h.t, teatest.WithFinalTimeout(5*time.Second))
+	fm := h.tm.FinalModel(h.t, teatestFinalTimeout())
 	return fm.(probe).Model
 }
 
-func teatestFinalTimeout() teatest.FinalOpt { return teatest.WithFinalTimeout(5 * time.Second) }
+// patience is how long a test waits for the UI to show what it expects. A
+// wrong UI never shows it; a machine busy with other work can take long.
+const patience = 2 * time.Minute
+
+func teatestFinalTimeout() teatest.FinalOpt { return teatest.WithFinalTimeout(patience) }
 
 func keyMsg(k string) tea.KeyPressMsg {
 	switch k {

@@ -516,7 +516,7 @@ func TestResize(t *testing.T) {
 
 func teatestWaitLines(t *testing.T, h *harness, lines, width int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(patience)
 	for {
 		fr := *h.frame.Load()
 		ls := strings.Split(fr, "\n")

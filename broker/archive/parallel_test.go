@@ -292,7 +292,7 @@ func (e endless) Read(b []byte) (int, error) {
 // waitGoroutines fails unless the number of goroutines falls back to n.
 func waitGoroutines(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for runtime.NumGoroutine() > n {
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<20)

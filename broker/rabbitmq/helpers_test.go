@@ -112,7 +112,7 @@ func depth(t testing.TB, b *Broker, queue string) int64 {
 // waitDepth polls until queue holds want ready messages.
 func waitDepth(t testing.TB, b *Broker, queue string, want int64) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		got := depth(t, b, queue)
 		if got == want {

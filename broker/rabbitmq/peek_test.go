@@ -368,7 +368,7 @@ func TestPeekStream(t *testing.T) {
 	conn := b.conn
 	b.mu.Unlock()
 	// Wait for the statistics that give the stream's length.
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		info, err := b.peekInfo(context.Background(), st)
 		if err != nil {

@@ -111,7 +111,7 @@ func TestQueuesIntegration(t *testing.T) {
 
 	// The management API applies policies and statistics asynchronously.
 	var byName map[string]broker.Queue
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		qs, err := b.Queues(ctx)
 		if err != nil {
@@ -299,7 +299,7 @@ func TestQueuesQuorumMembership(t *testing.T) {
 	declareQueue(t, b, byPolicy, amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int64(5)})
 	setPolicy(t, b, byPolicy, byPolicy, map[string]any{"delivery-limit": 3, "dead-letter-exchange": dlx})
 	var byName map[string]broker.Queue
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		qs, err := b.Queues(ctx)
 		if err != nil {

@@ -94,7 +94,7 @@ func TestShovelCancelAndRefusals(t *testing.T) {
 	}
 	// Nothing lost either way. A shovel cancelled between a confirm and its
 	// ack leaves that message in both queues (at least once), never in none.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		d, o := depth(t, b, dlq), depth(t, b, other)
 		if d+o >= 3 && d <= 3 && o <= 3 {

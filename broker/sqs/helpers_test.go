@@ -118,7 +118,7 @@ func depth(t *testing.T, b *Broker, u string) (visible, inFlight int) {
 // flight, or fails after a deadline.
 func waitDepth(t *testing.T, b *Broker, u string, want int) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		v, f := depth(t, b, u)
 		if v == want && f == 0 {

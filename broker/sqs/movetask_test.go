@@ -25,7 +25,7 @@ func TestMoveTaskToOriginAndStatus(t *testing.T) {
 	if task.Handle == "" || task.State != broker.MoveRunning {
 		t.Fatalf("task %+v", task)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		tasks, err := b.MoveStatus(ctx, dlqURL)
 		if err != nil {
@@ -85,7 +85,7 @@ func TestMoveTaskCancelAndRefusals(t *testing.T) {
 		t.Fatalf("cancel came too late to test: moved %d", moved)
 	}
 	// Nothing is lost: every message is in one of the two queues.
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		v1, f1 := depth(t, b, srcURL)
 		v2, f2 := depth(t, b, dlqURL)
