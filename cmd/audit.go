@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/dlq-tools/dlq/redrive"
 )
 
 // AuditRecord is one line of the audit log: what a mutating command did.
@@ -43,15 +45,7 @@ func (f *Factory) AuditPath() string {
 	if p := os.Getenv("DLQ_AUDIT_LOG"); p != "" {
 		return p
 	}
-	dir := os.Getenv("XDG_STATE_HOME")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			home = os.TempDir()
-		}
-		dir = filepath.Join(home, ".local", "state")
-	}
-	return filepath.Join(dir, "dlq", "audit.jsonl")
+	return filepath.Join(redrive.StateDir(), "audit.jsonl")
 }
 
 // Audit appends rec to the audit log (mode 0600), filling in time, user,

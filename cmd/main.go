@@ -121,6 +121,11 @@ func requireYes(f *Factory, what string) error {
 	if !f.IO.CanPrompt() {
 		return flagErrorf("`--yes` required when not running interactively (%s)", what)
 	}
+	return ask(f, what)
+}
+
+// ask asks what on the terminal: ErrCancelled unless the answer is yes.
+func ask(f *Factory, what string) error {
 	ok, err := f.IO.Confirm(what + "?")
 	if err != nil {
 		return err

@@ -535,14 +535,7 @@ func confirmOnTerminal(f *Factory, what string) error {
 	if f.Options.Yes || !f.IO.CanPrompt() {
 		return nil
 	}
-	ok, err := f.IO.Confirm(what + "?")
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return ErrCancelled
-	}
-	return nil
+	return ask(f, what)
 }
 
 // confirmRedrive shows on a terminal what the run would do (a dry run:

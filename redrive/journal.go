@@ -77,8 +77,9 @@ func JournalKey(brokerAddr, queue string) string {
 	return hex.EncodeToString(h[:8])
 }
 
-// JournalDir is $XDG_STATE_HOME/dlq/journal (~/.local/state/dlq/journal).
-func JournalDir() string {
+// StateDir is where dlq keeps its state: $XDG_STATE_HOME/dlq
+// (~/.local/state/dlq).
+func StateDir() string {
 	dir := os.Getenv("XDG_STATE_HOME")
 	if dir == "" {
 		home, err := os.UserHomeDir()
@@ -87,8 +88,11 @@ func JournalDir() string {
 		}
 		dir = filepath.Join(home, ".local", "state")
 	}
-	return filepath.Join(dir, "dlq", "journal")
+	return filepath.Join(dir, "dlq")
 }
+
+// JournalDir is StateDir()/journal.
+func JournalDir() string { return filepath.Join(StateDir(), "journal") }
 
 // CreateJournal starts a journal for a new run in dir (mode 0600) and locks
 // it. hdr.Key must be set (JournalKey); RunID and Started are filled in.
