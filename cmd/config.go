@@ -143,6 +143,9 @@ func parseConfig(data []byte) (*Config, error) {
 		if strings.TrimSpace(ctx.Broker) == "" {
 			return nil, fmt.Errorf("context `%s` has no `broker:`: add a broker URL (amqp://, amqps://, sqs://, file://)", name)
 		}
+		if a := strings.ToLower(ctx.Auth); a != "" && a != "plain" && a != "external" {
+			return nil, fmt.Errorf("context `%s`: unknown `auth` %q: use plain (user and password) or external (the client certificate)", name, ctx.Auth)
+		}
 		if len(ctx.Nodes) > 0 && !strings.HasPrefix(ctx.Broker, "amqp://") && !strings.HasPrefix(ctx.Broker, "amqps://") {
 			return nil, fmt.Errorf("context `%s`: `nodes` lists RabbitMQ nodes, but its broker is not amqp:// or amqps://: remove `nodes`", name)
 		}

@@ -289,3 +289,95 @@ func TestTLSAcceptanceMistakes(t *testing.T) {
 		})
 	}
 }
+
+// The login and management flags reach the spec, and override a context's
+// keys.
+func TestResolveBrokerAuthFlags(t *testing.T) {
+	const config = `contexts:
+  cert:
+    broker: amqps://rabbit.example.com:5671/shop
+    auth: external
+    cert_file: /etc/dlq/client.pem
+    key_file: /etc/dlq/client.key
+    management_user: ops
+    management_password_env: MGMT_PW
+    management_ca_file: /etc/dlq/public-ca.pem
+    management_cert_file: /etc/dlq/proxy.pem
+    management_key_file: /etc/dlq/proxy.key
+`
+	tests := []struct {
+		name string
+		opts func(o *GlobalOptions)
+		want BrokerContext
+	}{
+		{name: "context keys", opts: func(o *GlobalOptions) { o.Context = "cert" },
+			want: BrokerContext{Broker: "amqps://rabbit.example.com:5671/shop", Auth: "external", CertFile: "/etc/dlq/client.pem", KeyFile: "/etc/dlq/client.key",
+				ManagementUser: "ops", ManagementPasswordEnv: "MGMT_PW", ManagementCAFile: "/etc/dlq/public-ca.pem",
+				ManagementCertFile: "/etc/dlq/proxy.pem", ManagementKeyFile: "/etc/dlq/proxy.key"}},
+		{name: "flags override them", opts: func(o *GlobalOptions) {
+			o.Context = "cert"
+			o.Auth, o.MgmtUser, o.MgmtCAFile, o.MgmtCertFile, o.MgmtKeyFile = "plain", "admin", "/ca2", "/c2", "/k2"
+		},
+			want: BrokerContext{Broker: "amqps://rabbit.example.com:5671/shop", Auth: "plain", CertFile: "/etc/dlq/client.pem", KeyFile: "/etc/dlq/client.key",
+				ManagementUser: "admin", ManagementPasswordEnv: "MGMT_PW", ManagementCAFile: "/ca2", ManagementCertFile: "/c2", ManagementKeyFile: "/k2"}},
+		{name: "flags with a URL", opts: func(o *GlobalOptions) {
+			o.Broker = "amqps://h/"
+			o.Auth, o.MgmtUser = "external", "admin"
+		},
+			want: BrokerContext{Auth: "external", ManagementUser: "admin"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := testFactory(t, config)
+			tt.opts(f.Options)
+			s, err := f.resolveBroker()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := diffJSON(t, tt.want, s.BrokerContext); d != "" {
+				t.Errorf("context values (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// The management password: the context's variable, else
+// DLQ_MANAGEMENT_PASSWORD; a management user needs one. An EXTERNAL login
+// asks for no AMQP password.
+func TestManagementPassword(t *testing.T) {
+	f := testFactory(t, "")
+	t.Setenv("MGMT_PW", "from-context")
+	tests := []struct {
+		name    string
+		env     string // DLQ_MANAGEMENT_PASSWORD
+		spec    brokerSpec
+		want    string
+		wantErr string
+	}{
+		{name: "from DLQ_MANAGEMENT_PASSWORD", env: "from-env", spec: brokerSpec{BrokerContext: BrokerContext{ManagementUser: "ops"}}, want: "from-env"},
+		{name: "from the context's variable", env: "from-env", spec: brokerSpec{BrokerContext: BrokerContext{ManagementUser: "ops", ManagementPasswordEnv: "MGMT_PW"}}, want: "from-context"},
+		{name: "context variable unset", spec: brokerSpec{Context: "c", BrokerContext: BrokerContext{ManagementUser: "ops", ManagementPasswordEnv: "DLQ_UNSET_VAR_Y"}},
+			wantErr: "context `c`: environment variable DLQ_UNSET_VAR_Y (its `management_password_env`) is not set: export it with the management API's password"},
+		{name: "user without a password", spec: brokerSpec{BrokerContext: BrokerContext{ManagementUser: "ops"}},
+			wantErr: "no password given for management user `ops`: set DLQ_MANAGEMENT_PASSWORD, or a context's `management_password_env`"},
+		{name: "neither", spec: brokerSpec{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("DLQ_MANAGEMENT_PASSWORD", tt.env)
+			got, err := f.managementPassword(tt.spec)
+			if errString(err) != tt.wantErr || got != tt.want {
+				t.Errorf("got %q, error %q; want %q, error %q", got, errString(err), tt.want, tt.wantErr)
+			}
+		})
+	}
+	t.Setenv("DLQ_PASSWORD", "")
+	for _, s := range []brokerSpec{
+		{Ref: "amqps://ops@h/", BrokerContext: BrokerContext{Auth: "external"}},
+		{Ref: "amqps://ops@h/?auth_mechanism=external"},
+	} {
+		if pw, err := f.password(s); pw != "" || err != nil {
+			t.Errorf("%s (auth %q): password %q, error %v; an EXTERNAL login needs none", s.Ref, s.Auth, pw, err)
+		}
+	}
+}

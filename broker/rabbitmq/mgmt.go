@@ -186,7 +186,7 @@ func (b *Broker) mgmtHTTPErr(n node, op string, status int, data []byte) error {
 		be.Msg = reason
 	case http.StatusUnauthorized:
 		be.Kind = broker.ErrAccessDenied
-		be.Msg = fmt.Sprintf("the management API at %s refused the login of user `%s` (%s): check the password, and that the user has the `management` or `monitoring` tag", n.mgmt, n.mgmtUser, reason)
+		be.Msg = fmt.Sprintf("the management API at %s refused the login of user `%s` (%s): check the password (the API's own login: `--management-user` and DLQ_MANAGEMENT_PASSWORD), and that the user has the `management` or `monitoring` tag", n.mgmt, n.mgmtUser, reason)
 	case http.StatusForbidden:
 		be.Kind = broker.ErrAccessDenied
 		be.Msg = fmt.Sprintf("user `%s` may not do this at %s (%s): grant the permission or a management tag", n.mgmtUser, n.mgmt, reason)
