@@ -296,11 +296,7 @@ func (f *Factory) password(s brokerSpec) (string, error) {
 		return "", nil
 	}
 	if s.PasswordEnv != "" {
-		v, ok := os.LookupEnv(s.PasswordEnv)
-		if !ok || v == "" {
-			return "", fmt.Errorf("context `%s`: environment variable %s (its `password_env`) is not set: export it with the broker's password", s.Context, s.PasswordEnv)
-		}
-		return v, nil
+		return contextSecret(s, s.PasswordEnv, "password_env", "the broker's password")
 	}
 	pw := os.Getenv("DLQ_PASSWORD")
 	if pw == "" {
@@ -320,17 +316,23 @@ func (f *Factory) password(s brokerSpec) (string, error) {
 // management user, it replaces the AMQP password for the API.
 func (f *Factory) managementPassword(s brokerSpec) (string, error) {
 	if s.ManagementPasswordEnv != "" {
-		v, ok := os.LookupEnv(s.ManagementPasswordEnv)
-		if !ok || v == "" {
-			return "", fmt.Errorf("context `%s`: environment variable %s (its `management_password_env`) is not set: export it with the management API's password", s.Context, s.ManagementPasswordEnv)
-		}
-		return v, nil
+		return contextSecret(s, s.ManagementPasswordEnv, "management_password_env", "the management API's password")
 	}
 	pw := os.Getenv("DLQ_MANAGEMENT_PASSWORD")
 	if pw == "" && s.ManagementUser != "" {
 		return "", fmt.Errorf("no password given for management user `%s`: set DLQ_MANAGEMENT_PASSWORD, or a context's `management_password_env`", s.ManagementUser)
 	}
 	return pw, nil
+}
+
+// contextSecret is the value of the environment variable env that a
+// context names in its key (password_env, management_password_env).
+func contextSecret(s brokerSpec, env, key, what string) (string, error) {
+	v, ok := os.LookupEnv(env)
+	if !ok || v == "" {
+		return "", fmt.Errorf("context `%s`: environment variable %s (its `%s`) is not set: export it with %s", s.Context, env, key, what)
+	}
+	return v, nil
 }
 
 // warnURLPassword warns, once, on a terminal and without `--quiet`, that a
