@@ -104,12 +104,12 @@ needs amqps:// and --cert-file/--key-file, sends no password, and the
 broker takes the user from the certificate (its CN with
 ssl_cert_login_from = common_name; that user must exist).
 
-MANAGEMENT API. dlq logs in to it with --management-user and the password in
-DLQ_MANAGEMENT_PASSWORD (a context: management_user, management_password_env),
-else with the AMQP user and password (DLQ_MANAGEMENT_PASSWORD alone replaces
-that password for the API), else with the user and password in
---management-url. An EXTERNAL login has no password: the management API
-then needs --management-user.
+MANAGEMENT API. dlq logs in to it as --management-user with the password in
+DLQ_MANAGEMENT_PASSWORD (a context: management_user, management_password_env);
+without a management user, as the AMQP user with the AMQP password (or with
+DLQ_MANAGEMENT_PASSWORD, when set). A user and password in --management-url
+win over both. An EXTERNAL login has no password: the management API then
+needs --management-user.
 
 TLS. amqps:// uses TLS, amqp:// never does (the TLS files then serve only an
 https:// management API). Certificates are verified unless you pass
@@ -120,8 +120,8 @@ https:// management API). Certificates are verified unless you pass
   --cert-file, --key-file         a client certificate and its key
   --management-ca-file, --management-cert-file, --management-key-file
                                   the same for the management API alone (a
-                                  proxy with a public certificate, or one
-                                  that wants a client certificate); each
+                                  proxy with a certificate of another CA, or
+                                  one that wants a client certificate); each
                                   defaults to the AMQP one
 
 Without --broker, dlq uses --context NAME (or DLQ_CONTEXT), else the config
