@@ -163,12 +163,16 @@ func newBroker(cfg Config) (*Broker, error) {
 		if uri == nil {
 			uri = u
 		}
-		if uri.Scheme == "amqps" {
-			tc, err := tlsConfig(amqpSide(cfg), cfg.InsecureSkipVerify, u.Host)
+		if uri.Scheme == "amqps" || b.amqpTLS.given() {
+			// Files given with amqp:// are read too: a wrong path is an
+			// error even where only an https:// management API uses them.
+			tc, err := tlsConfig(b.amqpTLS, cfg.InsecureSkipVerify, u.Host)
 			if err != nil {
 				return nil, err
 			}
-			n.tls = tc
+			if uri.Scheme == "amqps" {
+				n.tls = tc
+			}
 		}
 		b.nodes = append(b.nodes, n)
 	}
@@ -288,7 +292,7 @@ func (b *Broker) setManagement(cfg Config) error {
 	}
 	b.mgmtTLS = mgmtSide(cfg)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if https {
+	if https || b.mgmtTLS.given() {
 		// The server name is left to the transport, which takes it from
 		// each request's host.
 		tc, err := tlsConfig(b.mgmtTLS, cfg.InsecureSkipVerify, "")

@@ -34,6 +34,9 @@ type tlsSide struct {
 	plainFix string
 }
 
+// given reports whether any file is set.
+func (s tlsSide) given() bool { return s.ca != "" || s.cert != "" || s.key != "" }
+
 func amqpSide(cfg Config) tlsSide {
 	return tlsSide{ca: cfg.CAFile, cert: cfg.CertFile, key: cfg.KeyFile,
 		caFlag: "`--ca-file`", certFlag: "`--cert-file`", keyFlag: "`--key-file`",
