@@ -4,15 +4,18 @@ BIN      := bin/dlq
 BROKERS  := scripts/brokers
 PKGS     := ./...
 # The test servers' addresses and the test password, from scripts/brokers:
-# TESTENV is RabbitMQ 3.10 and the SQS emulators (main and fault servers),
-# TEST4ENV RabbitMQ 4.0 alone (where the SQS tests skip) and the three-node
-# 4.0 cluster, which only the 4.0 passes get.
+# TESTENV is RabbitMQ 3.10 and the SQS emulators (main and fault servers)
+# with the 3.10 TLS node, TEST4ENV RabbitMQ 4.0 alone (where the SQS tests
+# skip) with the 4.0 TLS node and the three-node 4.0 cluster, which only the
+# 4.0 passes get.
 RUNENV    = export DLQ_TEST_REQUIRE_BROKERS=1 DLQ_TEST_BIN=$(CURDIR)/$(BIN) AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 &&
 TESTENV   = eval "$$($(BROKERS) env)" && eval "$$(DLQ_BROKERS_INSTANCE=fault $(BROKERS) env)" && \
+            eval "$$(DLQ_BROKERS_INSTANCE=tls $(BROKERS) env)" && \
             export DLQ_CLUSTER_SKIP='the cluster tests run in the RabbitMQ 4.0 passes of make test' && $(RUNENV)
 TEST4ENV  = eval "$$(DLQ_BROKERS_INSTANCE=test4 $(BROKERS) env)" && eval "$$(DLQ_BROKERS_INSTANCE=fault4 $(BROKERS) env)" && \
+            eval "$$(DLQ_BROKERS_INSTANCE=tls4 $(BROKERS) env)" && \
             eval "$$(DLQ_BROKERS_INSTANCE=cluster $(BROKERS) env)" && $(RUNENV)
-INSTANCES = test fault test4 fault4 cluster
+INSTANCES = test fault test4 fault4 cluster tls tls4
 
 .PHONY: build test unit bench lint demo docs release-check release-snapshot brokers-up brokers-down brokers-status fuzz clean
 
@@ -92,8 +95,8 @@ demo: build
 
 # The main servers, a separate "fault" set that the fault tests kill,
 # restart and block without disturbing the rest of the suite, the same two
-# with RabbitMQ 4.0 (test4, fault4), and a three-node 4.0 cluster: all side
-# by side (installs take turns).
+# with RabbitMQ 4.0 (test4, fault4), a three-node 4.0 cluster, and a TLS
+# node of each version (tls, tls4): all side by side (installs take turns).
 brokers-up:
 	@pids=; for i in $(INSTANCES); do DLQ_BROKERS_INSTANCE=$$i $(BROKERS) up & pids="$$pids $$!"; done; \
 	  rc=0; for p in $$pids; do wait $$p || rc=1; done; exit $$rc

@@ -52,8 +52,18 @@ type BrokerContext struct {
 	InsecureSkipVerify bool   `yaml:"insecure_skip_verify,omitempty" json:"insecure_skip_verify,omitempty"`
 	// PasswordEnv names the environment variable holding the password.
 	PasswordEnv string `yaml:"password_env,omitempty" json:"password_env,omitempty"`
-	ReadOnly    bool   `yaml:"read_only,omitempty" json:"read_only,omitempty"`
-	AuditLog    string `yaml:"audit_log,omitempty" json:"audit_log,omitempty"`
+	// Auth is the RabbitMQ login: plain (default) or external.
+	Auth string `yaml:"auth,omitempty" json:"auth,omitempty"`
+	// ManagementUser logs in to the management API with the password in
+	// the variable ManagementPasswordEnv names (default
+	// DLQ_MANAGEMENT_PASSWORD).
+	ManagementUser        string `yaml:"management_user,omitempty" json:"management_user,omitempty"`
+	ManagementPasswordEnv string `yaml:"management_password_env,omitempty" json:"management_password_env,omitempty"`
+	ManagementCAFile      string `yaml:"management_ca_file,omitempty" json:"management_ca_file,omitempty"`
+	ManagementCertFile    string `yaml:"management_cert_file,omitempty" json:"management_cert_file,omitempty"`
+	ManagementKeyFile     string `yaml:"management_key_file,omitempty" json:"management_key_file,omitempty"`
+	ReadOnly              bool   `yaml:"read_only,omitempty" json:"read_only,omitempty"`
+	AuditLog              string `yaml:"audit_log,omitempty" json:"audit_log,omitempty"`
 
 	// Nodes are more addresses (HOST or HOST:PORT) of a RabbitMQ broker's
 	// nodes, tried after the broker URL's hosts when one does not answer.
@@ -132,6 +142,9 @@ func parseConfig(data []byte) (*Config, error) {
 		}
 		if strings.TrimSpace(ctx.Broker) == "" {
 			return nil, fmt.Errorf("context `%s` has no `broker:`: add a broker URL (amqp://, amqps://, sqs://, file://)", name)
+		}
+		if a := strings.ToLower(ctx.Auth); a != "" && a != "plain" && a != "external" {
+			return nil, fmt.Errorf("context `%s`: unknown `auth` %q: use plain (user and password) or external (the client certificate)", name, ctx.Auth)
 		}
 		if len(ctx.Nodes) > 0 && !strings.HasPrefix(ctx.Broker, "amqp://") && !strings.HasPrefix(ctx.Broker, "amqps://") {
 			return nil, fmt.Errorf("context `%s`: `nodes` lists RabbitMQ nodes, but its broker is not amqp:// or amqps://: remove `nodes`", name)

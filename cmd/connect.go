@@ -26,7 +26,11 @@ import (
 //	                               --cert-file, --key-file). The password
 //	                               comes from the URL, else the environment
 //	                               variable the context names (password_env),
-//	                               else DLQ_PASSWORD.
+//	                               else DLQ_PASSWORD. --auth external logs in
+//	                               with the client certificate instead. The
+//	                               management API takes --management-user
+//	                               (DLQ_MANAGEMENT_PASSWORD) and its own TLS
+//	                               files, else the AMQP ones.
 //	amqp://USER@H1:5672,H2:5672/VHOST
 //	                               several nodes of one broker (a cluster),
 //	                               tried in order; a context may list more
@@ -139,6 +143,11 @@ func (f *Factory) withFlags(s brokerSpec) brokerSpec {
 	set(&s.CAFile, o.CAFile)
 	set(&s.CertFile, o.CertFile)
 	set(&s.KeyFile, o.KeyFile)
+	set(&s.Auth, o.Auth)
+	set(&s.ManagementUser, o.MgmtUser)
+	set(&s.ManagementCAFile, o.MgmtCAFile)
+	set(&s.ManagementCertFile, o.MgmtCertFile)
+	set(&s.ManagementKeyFile, o.MgmtKeyFile)
 	if o.Insecure {
 		s.InsecureSkipVerify = true
 	}
@@ -203,13 +212,20 @@ func (f *Factory) openRef(ctx context.Context, s brokerSpec, ref string) (broker
 	scheme, rest, _ := strings.Cut(ref, ":")
 	switch strings.ToLower(scheme) {
 	case "amqp", "amqps":
+		f.warnURLPassword(s)
 		pw, err := f.password(s)
+		if err != nil {
+			return nil, err
+		}
+		mgmtPW, err := f.managementPassword(s)
 		if err != nil {
 			return nil, err
 		}
 		return rabbitmq.Open(ctx, rabbitmq.Config{
 			URL: ref, Nodes: s.Nodes, ManagementURL: s.ManagementURL, Password: pw,
+			Auth: s.Auth, ManagementUser: s.ManagementUser, ManagementPassword: mgmtPW,
 			CAFile: s.CAFile, CertFile: s.CertFile, KeyFile: s.KeyFile,
+			ManagementCAFile: s.ManagementCAFile, ManagementCertFile: s.ManagementCertFile, ManagementKeyFile: s.ManagementKeyFile,
 			InsecureSkipVerify: s.InsecureSkipVerify, Timeout: f.timeout(), Logger: f.Logger,
 		})
 	case "sqs":
@@ -255,9 +271,22 @@ func (f *Factory) openError(ctx context.Context, s brokerSpec, err error, took t
 	return err
 }
 
+// external reports an EXTERNAL login (the client certificate), by `auth`
+// or the URL's auth_mechanism=external.
+func (s brokerSpec) external() bool {
+	if strings.EqualFold(strings.TrimSpace(s.Auth), rabbitmq.AuthExternal) {
+		return true
+	}
+	return s.Auth == "" && strings.Contains(strings.ToLower(s.Ref), "auth_mechanism=external")
+}
+
 // password is the RabbitMQ password when the URL has none: from the
-// environment variable the context names, else DLQ_PASSWORD.
+// environment variable the context names, else DLQ_PASSWORD. An EXTERNAL
+// login has none.
 func (f *Factory) password(s brokerSpec) (string, error) {
+	if s.external() {
+		return "", nil
+	}
 	if u, err := url.Parse(s.Ref); err == nil && u.User != nil {
 		if _, ok := u.User.Password(); ok {
 			return "", nil
@@ -267,11 +296,7 @@ func (f *Factory) password(s brokerSpec) (string, error) {
 		return "", nil
 	}
 	if s.PasswordEnv != "" {
-		v, ok := os.LookupEnv(s.PasswordEnv)
-		if !ok || v == "" {
-			return "", fmt.Errorf("context `%s`: environment variable %s (its `password_env`) is not set: export it with the broker's password", s.Context, s.PasswordEnv)
-		}
-		return v, nil
+		return contextSecret(s, s.PasswordEnv, "password_env", "the broker's password")
 	}
 	pw := os.Getenv("DLQ_PASSWORD")
 	if pw == "" {
@@ -283,6 +308,65 @@ func (f *Factory) password(s brokerSpec) (string, error) {
 		}
 	}
 	return pw, nil
+}
+
+// managementPassword is the management API's own password: from the
+// environment variable the context names in management_password_env, else
+// DLQ_MANAGEMENT_PASSWORD. A management user needs one; without a
+// management user, it replaces the AMQP password for the API.
+func (f *Factory) managementPassword(s brokerSpec) (string, error) {
+	if s.ManagementPasswordEnv != "" {
+		return contextSecret(s, s.ManagementPasswordEnv, "management_password_env", "the management API's password")
+	}
+	pw := os.Getenv("DLQ_MANAGEMENT_PASSWORD")
+	if pw == "" && s.ManagementUser != "" {
+		return "", fmt.Errorf("no password given for management user `%s`: set DLQ_MANAGEMENT_PASSWORD, or a context's `management_password_env`", s.ManagementUser)
+	}
+	return pw, nil
+}
+
+// contextSecret is the value of the environment variable env that a
+// context names in its key (password_env, management_password_env).
+func contextSecret(s brokerSpec, env, key, what string) (string, error) {
+	v, ok := os.LookupEnv(env)
+	if !ok || v == "" {
+		return "", fmt.Errorf("context `%s`: environment variable %s (its `%s`) is not set: export it with %s", s.Context, env, key, what)
+	}
+	return v, nil
+}
+
+// warnURLPassword warns, once, on a terminal and without `--quiet`, that a
+// password in a URL on the command line shows in the process list.
+func (f *Factory) warnURLPassword(s brokerSpec) {
+	if f.Options.Quiet || !f.IO.IsStderrTTY() || f.urlPasswordWarned.Load() {
+		return
+	}
+	var flag string
+	switch {
+	case (s.Via == "--broker" || s.Via == "--to") && s.Context == "" && urlHasPassword(s.Ref):
+		flag = s.Via
+	case f.Options.MgmtURL != "" && urlHasPassword(f.Options.MgmtURL):
+		flag = "--management-url"
+	default:
+		return
+	}
+	if f.urlPasswordWarned.Swap(true) {
+		return
+	}
+	f.IO.Statusf("warning: the password in the `%s` URL shows in the process list and shell history: use DLQ_PASSWORD (DLQ_MANAGEMENT_PASSWORD) or a context's `password_env` instead; `--quiet` hides this", flag)
+}
+
+// urlHasPassword reports a URL (or a list of URLs) whose user information
+// holds a password.
+func urlHasPassword(ref string) bool {
+	for _, part := range strings.Split(ref, ",") {
+		if u, err := url.Parse(strings.TrimSpace(part)); err == nil && u.User != nil {
+			if _, ok := u.User.Password(); ok {
+				return true
+			}
+		}
+	}
+	return userinfo().MatchString(ref)
 }
 
 var regionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-\d+$`) })

@@ -336,6 +336,7 @@ func TestParseConfig(t *testing.T) {
 		"current-context: x\ncontexts:\n  a: {broker: demo:}\n": "current-context `x` is not among the contexts (a)",
 		"contexts:\n  a: {broker: 'amqp://u:secret@h/'}\n":      "holds a password",
 		"contexts: [1, 2]\n":                                    "cannot unmarshal",
+		"contexts:\n  a: {broker: 'amqps://h/', auth: x509}\n":  "context `a`: unknown `auth` \"x509\": use plain (user and password) or external",
 		"\tcontexts:\n":                                         "cannot start any token",
 	}
 	for in, want := range bad {

@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"strings"
+
 	"github.com/spf13/cobra"
 )
 
@@ -73,6 +75,8 @@ func contextsRun(opts *contextsOptions) error {
 		}
 		auth := ""
 		switch {
+		case strings.EqualFold(c.Auth, "external"):
+			auth = "certificate"
 		case c.PasswordEnv != "":
 			auth = "$" + c.PasswordEnv
 		case c.Profile != "":

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/dlq-tools/dlq/broker"
@@ -27,6 +28,13 @@ type GlobalOptions struct {
 	KeyFile    string        // --key-file
 	Insecure   bool          // --insecure-skip-verify
 	AuditLog   string        // --audit-log
+	Quiet      bool          // --quiet: no warnings about how dlq is used
+	// RabbitMQ login and management API credentials and TLS files.
+	Auth         string // --auth plain|external
+	MgmtUser     string // --management-user
+	MgmtCAFile   string // --management-ca-file
+	MgmtCertFile string // --management-cert-file
+	MgmtKeyFile  string // --management-key-file
 }
 
 // Factory holds what commands share: streams, global options, and the
@@ -54,6 +62,8 @@ type Factory struct {
 	ReadOnly func() bool
 
 	jq *jqFilter // while `--jq` holds back the output
+
+	urlPasswordWarned atomic.Bool // the password-in-URL warning was printed
 }
 
 // CheckWritable returns an ErrReadOnly error naming op when dlq runs read-only.

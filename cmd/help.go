@@ -69,11 +69,10 @@ const brokersHelp = `BROKERS. --broker takes a URL or the name of a context:
 
   amqp://USER@HOST:5672/VHOST     RabbitMQ (the path is the vhost; "/" or
   amqps://USER@HOST:5671/VHOST    nothing is the default vhost, %2F escaped)
-                                  TLS: --ca-file, --cert-file, --key-file;
-                                  certificates are verified unless you pass
-                                  --insecure-skip-verify. The management API
-                                  is http://HOST:15672 (https://HOST:15671
-                                  for amqps) unless --management-url says.
+                                  over plain AMQP or TLS (see TLS below).
+                                  The management API is http://HOST:15672
+                                  (https://HOST:15671 for amqps) unless
+                                  --management-url says.
   amqp://USER@H1:5672,H2:5672,H3/VHOST
                                   several nodes of one broker (a cluster):
                                   dlq connects to the first that answers and,
@@ -93,7 +92,37 @@ const brokersHelp = `BROKERS. --broker takes a URL or the name of a context:
 
 The RabbitMQ password comes from the URL, else from the environment variable
 that the context names in password_env, else from DLQ_PASSWORD. dlq never
-prints it.
+prints it. A password in a URL on the command line shows in the process
+list (ps) and the shell history: prefer DLQ_PASSWORD or a context with
+password_env. dlq warns on stderr when it sees one there (not with --quiet,
+nor without a terminal).
+
+LOGIN. --auth plain (the default) logs in with the user and password.
+--auth external (context key auth: external) logs in with the TLS client
+certificate (SASL EXTERNAL, the rabbitmq_auth_mechanism_ssl plugin): it
+needs amqps:// and --cert-file/--key-file, sends no password, and the
+broker takes the user from the certificate (its CN with
+ssl_cert_login_from = common_name; that user must exist).
+
+MANAGEMENT API. dlq logs in to it as --management-user with the password in
+DLQ_MANAGEMENT_PASSWORD (a context: management_user, management_password_env);
+without a management user, as the AMQP user with the AMQP password (or with
+DLQ_MANAGEMENT_PASSWORD, when set). A user and password in --management-url
+win over both. An EXTERNAL login has no password: the management API then
+needs --management-user.
+
+TLS. amqps:// uses TLS, amqp:// never does (the TLS files then serve only an
+https:// management API). Certificates are verified unless you pass
+--insecure-skip-verify.
+  --ca-file FILE                  a CA that signed the broker's certificate,
+                                  added to the system's roots (which honour
+                                  SSL_CERT_FILE and SSL_CERT_DIR)
+  --cert-file, --key-file         a client certificate and its key
+  --management-ca-file, --management-cert-file, --management-key-file
+                                  the same for the management API alone (a
+                                  proxy with a certificate of another CA, or
+                                  one that wants a client certificate); each
+                                  defaults to the AMQP one
 
 Without --broker, dlq uses --context NAME (or DLQ_CONTEXT), else the config
 file's current-context, else the DLQ_BROKER environment variable (with
@@ -137,6 +166,15 @@ or the file --config names. They hold no secrets:
       ca_file: /etc/ssl/certs/prod-ca.pem
       read_only: true                      # every mutation exits with code 4
       audit_log: /var/log/dlq/audit.jsonl
+    prod-rabbit-cert:
+      broker: amqps://rabbit.prod.example.com:5671/shop
+      auth: external                       # the client certificate's CN
+      cert_file: /etc/dlq/client.pem
+      key_file: /etc/dlq/client.key
+      ca_file: /etc/ssl/certs/prod-ca.pem
+      management_url: https://rabbit-admin.prod.example.com
+      management_user: dlq-ops
+      management_password_env: RABBIT_MGMT_PASSWORD
     prod-sqs:
       broker: sqs://eu-west-1
       profile: prod-admin
@@ -145,8 +183,10 @@ or the file --config names. They hold no secrets:
       endpoint: http://127.0.0.1:9324
 
 Keys: broker, nodes, management_url, region, endpoint, profile, ca_file,
-cert_file, key_file, insecure_skip_verify, password_env, read_only,
-audit_log. Unknown keys are errors. ` + "`dlq contexts`" + ` lists the contexts.
+cert_file, key_file, insecure_skip_verify, password_env, auth,
+management_user, management_password_env, management_ca_file,
+management_cert_file, management_key_file, read_only, audit_log. Unknown
+keys are errors. ` + "`dlq contexts`" + ` lists the contexts.
 nodes lists more nodes of a RabbitMQ broker (HOST or HOST:PORT), tried after
 the URL's hosts with the URL's user and vhost; management_url then holds one
 URL, or one per node (the URL's hosts first), comma-separated.

@@ -46,11 +46,18 @@ Brokers are named with --broker (or a context from the config file):
 	pf.StringVar(&o.CertFile, "cert-file", "", "client certificate for TLS (PEM)")
 	pf.StringVar(&o.KeyFile, "key-file", "", "client key for TLS (PEM)")
 	pf.BoolVar(&o.Insecure, "insecure-skip-verify", false, "do not verify TLS certificates (dangerous)")
+	pf.StringVar(&o.Auth, "auth", "", "RabbitMQ login: plain (user and password) or external (the --cert-file client certificate)")
+	pf.StringVar(&o.MgmtUser, "management-user", "", "RabbitMQ management API user (password from DLQ_MANAGEMENT_PASSWORD; default the AMQP user)")
+	pf.StringVar(&o.MgmtCAFile, "management-ca-file", "", "CA certificate file for the management API (PEM; default --ca-file)")
+	pf.StringVar(&o.MgmtCertFile, "management-cert-file", "", "client certificate for the management API (PEM; default --cert-file)")
+	pf.StringVar(&o.MgmtKeyFile, "management-key-file", "", "client key for the management API (PEM; default --key-file)")
+	pf.BoolVar(&o.Quiet, "quiet", false, "no warnings about how dlq is called (such as a password in a URL)")
 	pf.StringVar(&o.AuditLog, "audit-log", "", "audit log file (default $XDG_STATE_HOME/dlq/audit.jsonl)")
 
 	_ = root.RegisterFlagCompletionFunc("broker", completeBroker(f))
 	_ = root.RegisterFlagCompletionFunc("context", completeContext(f))
 	_ = root.RegisterFlagCompletionFunc("output", completeOutput)
+	_ = root.RegisterFlagCompletionFunc("auth", cobra.FixedCompletions([]string{"plain\tuser and password", "external\tTLS client certificate"}, cobra.ShellCompDirectiveNoFileComp))
 
 	addCommands(root, f)
 	return root

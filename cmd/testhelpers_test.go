@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
-	for _, k := range []string{"DLQ_CONTEXT", "DLQ_BROKER", "DLQ_PASSWORD", "DLQ_AUDIT_LOG", "DLQ_DEBUG_LOG", "NO_COLOR"} {
+	for _, k := range []string{"DLQ_CONTEXT", "DLQ_BROKER", "DLQ_PASSWORD", "DLQ_MANAGEMENT_PASSWORD", "DLQ_AUDIT_LOG", "DLQ_DEBUG_LOG", "NO_COLOR"} {
 		os.Unsetenv(k)
 	}
 	code := m.Run()
@@ -106,7 +106,7 @@ func runBinary(t testing.TB, env []string, args ...string) (stdout, stderr strin
 // passwords and any real-looking AWS secret key.
 func testSecrets() []string {
 	var s []string
-	for _, k := range []string{"DLQ_TEST_PASSWORD", "DLQ_FAULT_PASSWORD", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"} {
+	for _, k := range []string{"DLQ_TEST_PASSWORD", "DLQ_FAULT_PASSWORD", "DLQ_TLS_PASSWORD", "DLQ_TLS_MGMT_PASSWORD", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"} {
 		if v := os.Getenv(k); len(v) >= 6 {
 			s = append(s, v)
 		}

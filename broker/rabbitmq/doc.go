@@ -13,6 +13,21 @@
 // are printed without it and errors of the URL parser (which quote the whole
 // URL) are never passed on.
 //
+// # TLS and logins
+//
+// amqps:// dials TLS; amqp:// never does. A CA file is added to the
+// system's roots rather than replacing them. The AMQP login is PLAIN (user
+// and password) or EXTERNAL (Config.Auth: the client certificate, no
+// password; the user is the certificate's CN). The management API has no
+// certificate login: it takes basic auth from Config.ManagementUser and
+// ManagementPassword, else from a PLAIN login, and with neither it is not
+// called at all (the error names the settings). It has TLS files of its
+// own, defaulting to the AMQP ones. A failed TLS handshake, a client
+// certificate the server wants, an http:// URL of an HTTPS port (and the
+// reverse), and an amqp:// URL of an AMQPS port (found by a TLS probe after
+// the AMQP handshake failed) each get an error that names the setting to
+// change.
+//
 // # Peek safety
 //
 // A peek reads messages without taking them away. What is safe depends on

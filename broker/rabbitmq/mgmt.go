@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/dlq-tools/dlq/broker"
 )
@@ -84,6 +85,11 @@ func (b *Broker) mgmtOnce(ctx context.Context, n node, op, method, path string, 
 	if data != nil {
 		body = bytes.NewReader(data)
 	}
+	if n.mgmtUser == "" {
+		// Without a user the API would see guest/guest: say what is missing.
+		return false, &broker.Error{Kind: broker.ErrAccessDenied, Op: op,
+			Msg: "the management API needs a user and password, and an EXTERNAL login (`--auth external`) has none: set `--management-user` and DLQ_MANAGEMENT_PASSWORD (a context: `management_user` and `management_password_env`)"}
+	}
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, n.mgmt.String()+"/api"+path, body)
@@ -97,6 +103,9 @@ func (b *Broker) mgmtOnce(ctx context.Context, n node, op, method, path string, 
 	}
 	resp, err := b.http.Do(req)
 	if err != nil {
+		if e := schemeMismatch(ctx, n, op, err); e != nil {
+			return false, e
+		}
 		return !isTLSError(err), b.mgmtNetErr(ctx, n, op, err)
 	}
 	defer resp.Body.Close()
@@ -119,6 +128,25 @@ func (b *Broker) mgmtOnce(ctx context.Context, n node, op, method, path string, 
 	return false, nil
 }
 
+// schemeMismatch is the error for an http:// URL of an HTTPS port or an
+// https:// URL of a plain HTTP port; nil for other failures.
+func schemeMismatch(ctx context.Context, n node, op string, err error) error {
+	s := err.Error()
+	other := *n.mgmt
+	switch {
+	case n.mgmt.Scheme == "https" && strings.Contains(s, "server gave HTTP response to HTTPS client"):
+		other.Scheme = "http"
+		return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
+			Msg: fmt.Sprintf("the management API at %s speaks plain HTTP, not HTTPS: use `--management-url %s`", n.mgmt, &other)}
+	case n.mgmt.Scheme == "http" && (strings.Contains(s, `malformed HTTP response "\x15\x03`) ||
+		((errors.Is(err, io.EOF) || strings.Contains(s, "EOF")) && ctx.Err() == nil && speaksTLS(ctx, n.mgmt.Host, time.Now().Add(5*time.Second)))):
+		other.Scheme = "https"
+		return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
+			Msg: fmt.Sprintf("the management API at %s speaks HTTPS, not plain HTTP: use `--management-url %s`", n.mgmt, &other)}
+	}
+	return nil
+}
+
 func (b *Broker) mgmtNetErr(ctx context.Context, n node, op string, err error) error {
 	if ctx.Err() != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) && (err == nil || !errors.Is(err, context.Canceled)) {
@@ -130,7 +158,7 @@ func (b *Broker) mgmtNetErr(ctx context.Context, n node, op string, err error) e
 	var ne net.Error
 	msg := fmt.Sprintf("cannot reach the management API at %s: enable the rabbitmq_management plugin, or pass its address with `--management-url`", n.mgmt)
 	if isTLSError(err) {
-		msg = fmt.Sprintf("tls handshake with the management API at %s failed: %s", n.mgmt, tlsHint(err))
+		msg = fmt.Sprintf("tls handshake with the management API at %s failed: %s", n.mgmt, tlsHint(err, b.mgmtTLS))
 	} else if errors.As(err, &ne) && ne.Timeout() {
 		msg = fmt.Sprintf("no answer from the management API at %s within %s: check `--management-url`, or raise `--timeout`", n.mgmt, b.timeout)
 	}
@@ -158,7 +186,7 @@ func (b *Broker) mgmtHTTPErr(n node, op string, status int, data []byte) error {
 		be.Msg = reason
 	case http.StatusUnauthorized:
 		be.Kind = broker.ErrAccessDenied
-		be.Msg = fmt.Sprintf("the management API at %s refused the login of user `%s` (%s): check the password, and that the user has the `management` or `monitoring` tag", n.mgmt, n.mgmtUser, reason)
+		be.Msg = fmt.Sprintf("the management API at %s refused the login of user `%s` (%s): check the password (the API's own login: `--management-user` and DLQ_MANAGEMENT_PASSWORD), and that the user has the `management` or `monitoring` tag", n.mgmt, n.mgmtUser, reason)
 	case http.StatusForbidden:
 		be.Kind = broker.ErrAccessDenied
 		be.Msg = fmt.Sprintf("user `%s` may not do this at %s (%s): grant the permission or a management tag", n.mgmtUser, n.mgmt, reason)

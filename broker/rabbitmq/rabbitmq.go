@@ -2,8 +2,6 @@ package rabbitmq
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -38,15 +35,29 @@ type Config struct {
 	// ManagementURL is the management HTTP API base (http://host:15672). When
 	// empty it is derived from each node's host: http://HOST:15672, or
 	// https://HOST:15671 for amqps. Credentials in it, if any, are used for
-	// the API instead of the AMQP ones. With several nodes it may be one URL
+	// the API instead of any other. With several nodes it may be one URL
 	// for all of them or a comma-separated list, one per node in order.
 	ManagementURL string
 	// Password overrides the URL's password when non-empty (contexts read it
 	// from an environment variable so that config files hold no secret).
 	Password string
-	// CAFile, CertFile and KeyFile are PEM files: the CA that signed the
-	// server certificate, and a client certificate and key for mutual TLS.
+	// Auth is the AMQP login's SASL mechanism: AuthPlain (the default; also
+	// "") or AuthExternal (the client certificate; amqps:// and CertFile
+	// required). The URL query auth_mechanism=external means AuthExternal.
+	Auth string
+	// ManagementUser and ManagementPassword log in to the management API.
+	// Without ManagementUser, a PLAIN login's user and password serve (with
+	// ManagementPassword instead of its password when given); an EXTERNAL
+	// login has none, so the management API then needs ManagementUser.
+	ManagementUser, ManagementPassword string
+	// CAFile, CertFile and KeyFile are PEM files: a CA that signed the
+	// server certificate (added to the system's roots), and a client
+	// certificate and key for mutual TLS. They apply to amqps:// and to an
+	// https:// management API; an amqp:// URL stays plain AMQP.
 	CAFile, CertFile, KeyFile string
+	// ManagementCAFile, ManagementCertFile and ManagementKeyFile replace
+	// CAFile, CertFile and KeyFile for the management API.
+	ManagementCAFile, ManagementCertFile, ManagementKeyFile string
 	// InsecureSkipVerify turns off server certificate verification.
 	InsecureSkipVerify bool
 	// Timeout bounds connecting (to all nodes together) and each management
@@ -68,12 +79,15 @@ type Broker struct {
 	log      *slog.Logger
 	timeout  time.Duration
 	scheme   string // amqp or amqps
-	user     string
+	user     string // the AMQP user; for EXTERNAL, the certificate's CN
 	password string
+	external bool // EXTERNAL login: the client certificate, no password
 	vhost    string
 	redacted string // every node's address without the password, safe to print
 	nodes    []node
 	http     *http.Client
+	amqpTLS  tlsSide // the AMQP TLS files, for errors
+	mgmtTLS  tlsSide // the management API's TLS files, for errors
 
 	mu      sync.Mutex
 	conn    *amqp.Connection
@@ -133,7 +147,7 @@ func newBroker(cfg Config) (*Broker, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	b := &Broker{log: log, timeout: timeout, unblocked: make(chan struct{})}
+	b := &Broker{log: log, timeout: timeout, unblocked: make(chan struct{}), amqpTLS: amqpSide(cfg)}
 	close(b.unblocked)
 	seen := map[string]bool{}
 	var uri *amqp.URI
@@ -149,21 +163,66 @@ func newBroker(cfg Config) (*Broker, error) {
 		if uri == nil {
 			uri = u
 		}
-		if uri.Scheme == "amqps" || cfg.CAFile != "" || cfg.CertFile != "" || cfg.KeyFile != "" || cfg.InsecureSkipVerify {
-			tc, err := tlsConfig(cfg, u.Host)
+		if uri.Scheme == "amqps" || b.amqpTLS.given() {
+			// Files given with amqp:// are read too: a wrong path is an
+			// error even where only an https:// management API uses them.
+			tc, err := tlsConfig(b.amqpTLS, cfg.InsecureSkipVerify, u.Host)
 			if err != nil {
 				return nil, err
 			}
-			n.tls = tc
+			if uri.Scheme == "amqps" {
+				n.tls = tc
+			}
 		}
 		b.nodes = append(b.nodes, n)
 	}
 	b.scheme, b.user, b.password, b.vhost = uri.Scheme, uri.Username, uri.Password, uri.Vhost
+	if err := b.setAuth(cfg, uri); err != nil {
+		return nil, err
+	}
 	b.redacted = redactedList(b.nodes)
-	if err := b.setManagement(cfg.ManagementURL); err != nil {
+	if err := b.setManagement(cfg); err != nil {
 		return nil, err
 	}
 	return b, nil
+}
+
+// setAuth checks the login mechanism. An EXTERNAL login needs TLS and a
+// client certificate; its user is the certificate's CN and it has no
+// password.
+func (b *Broker) setAuth(cfg Config, uri *amqp.URI) error {
+	auth := strings.ToLower(strings.TrimSpace(cfg.Auth))
+	for _, m := range uri.AuthMechanism {
+		if strings.EqualFold(m, "external") && auth == "" {
+			auth = AuthExternal
+		}
+	}
+	switch auth {
+	case "", AuthPlain:
+		return nil
+	case AuthExternal:
+	default:
+		return fmt.Errorf("unknown login mechanism %q: use `--auth plain` (user and password) or `--auth external` (the TLS client certificate)", cfg.Auth)
+	}
+	if b.scheme != "amqps" {
+		return fmt.Errorf("`--auth external` logs in with the TLS client certificate, but the broker URL is amqp://: use amqps:// with `--cert-file` and `--key-file`")
+	}
+	if cfg.CertFile == "" {
+		return fmt.Errorf("`--auth external` logs in with a TLS client certificate: pass `--cert-file` and `--key-file`")
+	}
+	b.external = true
+	b.password = ""
+	if cn := certCN(cfg.CertFile); cn != "" {
+		b.user = cn
+	}
+	// Name the certificate's user, not amqp091's default "guest".
+	for i := range b.nodes {
+		if u, err := url.Parse(b.nodes[i].redacted); err == nil {
+			u.User = url.User(b.user)
+			b.nodes[i].redacted = u.String()
+		}
+	}
+	return nil
 }
 
 // safeURIError keeps only the parts of an amqp.ParseURI error that cannot
@@ -183,51 +242,26 @@ func safeURIError(err error) string {
 	return "it cannot be parsed"
 }
 
-func tlsConfig(cfg Config, host string) (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: host, InsecureSkipVerify: cfg.InsecureSkipVerify} //nolint:gosec // explicit user choice
-	if cfg.CAFile != "" {
-		pem, err := os.ReadFile(cfg.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("read CA file %s: %v: check `--ca-file`", cfg.CAFile, pathError(err))
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("CA file %s holds no PEM certificate: check `--ca-file`", cfg.CAFile)
-		}
-		tc.RootCAs = pool
-	}
-	if cfg.CertFile != "" || cfg.KeyFile != "" {
-		if cfg.CertFile == "" || cfg.KeyFile == "" {
-			return nil, fmt.Errorf("a client certificate needs both `--cert-file` and `--key-file`")
-		}
-		pair, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("load client certificate %s and key %s: %v: check `--cert-file` and `--key-file`", cfg.CertFile, cfg.KeyFile, pathError(err))
-		}
-		tc.Certificates = []tls.Certificate{pair}
-	}
-	return tc, nil
-}
-
-func pathError(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
-// setManagement sets each node's management API base and credentials from
-// raw (see Config.ManagementURL), and the HTTP client they share.
-func (b *Broker) setManagement(raw string) error {
-	mgmts, err := managementURLs(raw, len(b.nodes))
+// setManagement sets each node's management API base and credentials (see
+// Config.ManagementURL and ManagementUser), and the HTTP client they share.
+func (b *Broker) setManagement(cfg Config) error {
+	mgmts, err := managementURLs(cfg.ManagementURL, len(b.nodes))
 	if err != nil {
 		return err
 	}
-	var tc *tls.Config
+	user, pass := b.user, b.password
+	switch {
+	case cfg.ManagementUser != "":
+		user, pass = cfg.ManagementUser, cfg.ManagementPassword
+	case b.external:
+		user, pass = "", ""
+	case cfg.ManagementPassword != "":
+		pass = cfg.ManagementPassword
+	}
+	https := false
 	for i := range b.nodes {
 		n := &b.nodes[i]
-		n.mgmtUser, n.mgmtPass = b.user, b.password
+		n.mgmtUser, n.mgmtPass = user, pass
 		host, _, _ := net.SplitHostPort(n.addr)
 		var u *url.URL
 		if mgmts[i] == "" {
@@ -254,15 +288,17 @@ func (b *Broker) setManagement(raw string) error {
 			u.RawQuery, u.Fragment = "", ""
 		}
 		n.mgmt = u
-		if u.Scheme == "https" && n.tls != nil && tc == nil {
-			// The server name is left to the transport, which takes it from
-			// each request's host.
-			tc = n.tls.Clone()
-			tc.ServerName = ""
-		}
+		https = https || u.Scheme == "https"
 	}
+	b.mgmtTLS = mgmtSide(cfg)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if tc != nil {
+	if https || b.mgmtTLS.given() {
+		// The server name is left to the transport, which takes it from
+		// each request's host.
+		tc, err := tlsConfig(b.mgmtTLS, cfg.InsecureSkipVerify, "")
+		if err != nil {
+			return err
+		}
 		tr.TLSClientConfig = tc
 	}
 	b.http = &http.Client{Transport: tr}
@@ -361,6 +397,9 @@ func (b *Broker) dial(ctx context.Context, n node, deadline time.Time) (*amqp.Co
 	if n.tls != nil {
 		cfg.TLSClientConfig = n.tls.Clone()
 	}
+	if b.external {
+		cfg.SASL = []amqp.Authentication{&amqp.ExternalAuth{}}
+	}
 	// Close the socket when ctx is cancelled mid-handshake.
 	stop := context.AfterFunc(dctx, func() {
 		ncMu.Lock()
@@ -370,12 +409,7 @@ func (b *Broker) dial(ctx context.Context, n node, deadline time.Time) (*amqp.Co
 		}
 	})
 	defer stop()
-	uri := n.uri
-	if b.scheme == "amqp" && n.tls != nil {
-		// TLS files given with amqp://: the user asked for TLS.
-		uri = "amqps" + strings.TrimPrefix(uri, "amqp")
-	}
-	conn, err := amqp.DialConfig(uri, cfg)
+	conn, err := amqp.DialConfig(n.uri, cfg)
 	if err != nil {
 		if conn != nil {
 			_ = conn.Close()
@@ -398,6 +432,15 @@ func (b *Broker) dialError(ctx context.Context, n node, err error, within time.D
 	if errors.As(err, &ae) {
 		reason := cleanReason(ae.Reason)
 		switch {
+		case ae == amqp.ErrSASL && b.external:
+			return &broker.Error{Kind: broker.ErrAccessDenied, Op: op,
+				Msg: "the broker does not offer the EXTERNAL login: enable the rabbitmq_auth_mechanism_ssl plugin and list EXTERNAL in its auth_mechanisms, or log in with a password (`--auth plain`)"}
+		case ae == amqp.ErrSASL:
+			return &broker.Error{Kind: broker.ErrAccessDenied, Op: op,
+				Msg: "the broker does not offer the PLAIN login: log in with the client certificate (`--auth external`), or enable PLAIN in its auth_mechanisms"}
+		case ae.Code == amqp.AccessRefused && b.external:
+			return &broker.Error{Kind: broker.ErrAccessDenied, Op: op,
+				Msg: fmt.Sprintf("EXTERNAL login refused for the client certificate %s: its CN `%s` must be a RabbitMQ user (`rabbitmqctl add_user %s` then `clear_password %s`, with permissions on vhost `%s`), and the broker must take the user from the CN (ssl_cert_login_from = common_name)", b.amqpTLS.cert, b.user, b.user, b.user, b.vhost)}
 		case ae.Code == amqp.AccessRefused && !ae.Server:
 			return &broker.Error{Kind: broker.ErrAccessDenied, Op: op,
 				Msg: fmt.Sprintf("login refused for user `%s`: wrong username or password; check the credentials of `--broker` or the context's password variable", b.user)}
@@ -419,9 +462,15 @@ func (b *Broker) dialError(ctx context.Context, n node, err error, within time.D
 			return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
 				Msg: fmt.Sprintf("no AMQP answer from %s within %s: is it a RabbitMQ AMQP port? check the port of `--broker`, or raise `--timeout`", host, within)}
 		case !ae.Server && (strings.Contains(reason, "EOF") || strings.Contains(reason, "reset")):
+			if e := b.tlsPortError(ctx, n, op); e != nil {
+				return e
+			}
 			return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
 				Msg: fmt.Sprintf("%s closed the connection during the handshake: check the port of `--broker` (amqp:// 5672, amqps:// 5671)", host)}
 		case !ae.Server && ae.Code == amqp.FrameError:
+			if e := b.tlsPortError(ctx, n, op); e != nil {
+				return e
+			}
 			return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
 				Msg: fmt.Sprintf("%s does not speak AMQP 0-9-1: check the host and port of `--broker`", host)}
 		}
@@ -429,7 +478,7 @@ func (b *Broker) dialError(ctx context.Context, n node, err error, within time.D
 	}
 	if isTLSError(err) {
 		return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
-			Msg: fmt.Sprintf("tls handshake with %s failed: %s", host, tlsHint(err))}
+			Msg: fmt.Sprintf("tls handshake with %s failed: %s", host, tlsHint(err, b.amqpTLS))}
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
@@ -447,6 +496,9 @@ func (b *Broker) dialError(ctx context.Context, n node, err error, within time.D
 			Msg: fmt.Sprintf("cannot reach %s (%s): check the host and port of `--broker` and that RabbitMQ is running", host, opErrText(oe))}
 	}
 	if errors.Is(err, io.EOF) || strings.Contains(err.Error(), "EOF") {
+		if e := b.tlsPortError(ctx, n, op); e != nil {
+			return e
+		}
 		hint := "check the port of `--broker`"
 		if b.scheme == "amqp" {
 			hint = "is it a TLS port? use amqps:// — or " + hint
@@ -455,6 +507,16 @@ func (b *Broker) dialError(ctx context.Context, n node, err error, within time.D
 			Msg: fmt.Sprintf("%s closed the connection during the handshake: %s", host, hint)}
 	}
 	return translateErr(op, err)
+}
+
+// tlsPortError is the error for an amqp:// URL that names a TLS port, or
+// nil when the URL is amqps:// or the port does not speak TLS.
+func (b *Broker) tlsPortError(ctx context.Context, n node, op string) error {
+	if b.scheme != "amqp" || !speaksTLS(ctx, n.addr, time.Now().Add(min(b.timeout, 5*time.Second))) {
+		return nil
+	}
+	return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
+		Msg: fmt.Sprintf("%s speaks TLS, and the broker URL is amqp://: use amqps:// in `--broker` (with `--ca-file` for a private CA)", n.addr)}
 }
 
 func opErrText(oe *net.OpError) string {
@@ -466,44 +528,6 @@ func opErrText(oe *net.OpError) string {
 		s = s[i+2:]
 	}
 	return s
-}
-
-func isTLSError(err error) bool {
-	var (
-		rh  tls.RecordHeaderError
-		cv  *tls.CertificateVerificationError
-		ua  x509.UnknownAuthorityError
-		hn  x509.HostnameError
-		ci  x509.CertificateInvalidError
-		alt tls.AlertError
-	)
-	return errors.As(err, &rh) || errors.As(err, &cv) || errors.As(err, &ua) ||
-		errors.As(err, &hn) || errors.As(err, &ci) || errors.As(err, &alt) ||
-		strings.HasPrefix(err.Error(), "tls: ")
-}
-
-func tlsHint(err error) string {
-	var (
-		rh tls.RecordHeaderError
-		ua x509.UnknownAuthorityError
-		hn x509.HostnameError
-		ci x509.CertificateInvalidError
-	)
-	switch {
-	case errors.As(err, &rh):
-		return "the server did not answer with TLS: use amqp:// for a plain port, or the TLS port (usually 5671)"
-	case errors.As(err, &ua):
-		return "certificate signed by an unknown authority: pass the CA with `--ca-file` (or `--insecure-skip-verify`, which turns verification off)"
-	case errors.As(err, &hn):
-		return "the certificate is not valid for this host name: connect by a name the certificate lists, or pass `--insecure-skip-verify`"
-	case errors.As(err, &ci):
-		return "the certificate is invalid (" + ci.Error() + "): renew it, or pass `--insecure-skip-verify`"
-	}
-	s := err.Error()
-	if strings.Contains(s, "certificate required") || strings.Contains(s, "bad certificate") {
-		return s + ": the server wants a client certificate: pass `--cert-file` and `--key-file`"
-	}
-	return s + ": check `--ca-file`, `--cert-file`, `--key-file`"
 }
 
 func (b *Broker) setConn(c *amqp.Connection, node int) {
