@@ -76,17 +76,6 @@ func TestQueueNotFound(t *testing.T) {
 	}
 }
 
-func TestDLQName(t *testing.T) {
-	for name, want := range map[string]bool{
-		"orders-dlq": true, "orders_DLQ.fifo": true, "dlq-orders": true, "orders-dead-letter": true, "orders-dl": true,
-		"orders": false, "dlqtool-state": false, "handler": false,
-	} {
-		if got := dlqName(name); got != want {
-			t.Errorf("dlqName(%q) = %v, want %v", name, got, want)
-		}
-	}
-}
-
 func TestParseRedrivePolicy(t *testing.T) {
 	for s, want := range map[string]int64{
 		`{"deadLetterTargetArn":"arn:aws:sqs:r:1:d","maxReceiveCount":"4"}`: 4,
