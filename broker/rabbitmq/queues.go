@@ -534,7 +534,7 @@ func resolveDeadLetters(qs []broker.Queue, dls []deadLetter, bindings []mgmtBind
 			q.DeadLetterSources = append(q.DeadLetterSources, s)
 		}
 		sort.Strings(q.DeadLetterSources)
-		}
+	}
 	broker.AssignRoles(qs, nil)
 }
 
