@@ -225,7 +225,7 @@ func newFake() *fakeBackend {
 	}
 	broker.AssignRoles(queues, nil)
 	return &fakeBackend{
-		queues: queues,
+		queues:   queues,
 		messages: map[string][]*broker.Message{"orders.dlq": sampleMessages("orders.dlq", 6)},
 	}
 }
