@@ -51,6 +51,10 @@ type Options struct {
 	// only the first is moved, the others stay (ReasonDuplicate).
 	DedupeBy  func(ctx context.Context, m *broker.Message) (string, error)
 	Limit     int64         // most messages to move; 0 = no limit
+	// MaxRedrives leaves in the source the messages that dlq has already
+	// redriven this many times, by the count of their RedriveHeader
+	// record (ReasonRedriveLimit); 0 = no limit.
+	MaxRedrives int64
 	OlderThan time.Duration // only messages older than this (Message.Age)
 	NewerThan time.Duration // only messages newer than this
 
@@ -121,6 +125,9 @@ const (
 	ReasonNotSelected      = "not-selected" // --id given, this one not listed
 	ReasonExcluded         = "excluded"     // --exclude-id lists it
 	ReasonDuplicate        = "duplicate"    // --dedupe-by: its key was moved already
+	// ReasonRedriveLimit: dlq has redriven the message MaxRedrives times
+	// already (its x-dlq-redrive count), so it stays.
+	ReasonRedriveLimit = "redrive-limit"
 	ReasonTooNew           = "too-new"
 	ReasonTooOld           = "too-old"
 	ReasonAmbiguousOrigin  = "ambiguous-origin"
