@@ -75,9 +75,9 @@ func TestRedriveIntegrationRabbitMaxRedrives(t *testing.T) {
 				consume()
 				r.waitDepth(dlq, 2)
 			}
-			dry := poisonRun(t, append(args, "--dry-run")...)
-			checkPoisonRun(t, 3, dry, 0, 1, 1, redrive.ReasonFiltered)
 			checkPoisonRun(t, 3, poisonRun(t, args...), 0, 1, 1, redrive.ReasonFiltered)
+			dry := poisonRun(t, append(args, "--dry-run")...)
+			checkPoisonRun(t, 4, dry, 0, 1, 1, redrive.ReasonFiltered)
 			if n := r.depth(work); n != 0 {
 				t.Errorf("work queue holds %d after the limit, want 0", n)
 			}
