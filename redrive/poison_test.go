@@ -108,20 +108,11 @@ func TestMaxRedrivesStopsAPoisonLoop(t *testing.T) {
 // any message that stays does: the later messages of its group stay too
 // (group-held), in order; the record is read from the SQS attribute.
 func TestMaxRedrivesHoldsTheFIFOGroup(t *testing.T) {
-	f := newFake(t, broker.SQS)
-	f.declare("jobs-dlq.fifo", broker.KindSQSFIFO)
-	f.declare("jobs.fifo", broker.KindSQSFIFO)
-	for i := 0; i < 9; i++ {
-		m := &broker.Message{Body: []byte(fmt.Sprint(i)),
-			SystemAttributes: map[string]string{"MessageId": fmt.Sprintf("id-%02d", i), "MessageGroupId": fmt.Sprintf("g%d", i%3)}}
-		if i == 3 {
-			m.Attributes = map[string]broker.Attribute{RedriveHeader: {DataType: "String", StringValue: `{"count":2,"source":"jobs-dlq.fifo"}`}}
-		}
-		f.put("jobs-dlq.fifo", m)
-	}
-	f.origin = func(m *broker.Message) (broker.Destination, error) {
-		return broker.Destination{Kind: broker.ToQueue, Queue: "jobs.fifo"}, nil
-	}
+	f := fifoFake(t, 9)
+	f.mu.Lock()
+	f.queues["jobs-dlq.fifo"].ready[3].Attributes = map[string]broker.Attribute{
+		RedriveHeader: {DataType: "String", StringValue: `{"count":2,"source":"jobs-dlq.fifo"}`}}
+	f.mu.Unlock()
 	s, err := Run(context.Background(), f, "jobs-dlq.fifo", f, Options{MaxRedrives: 2})
 	if err != nil {
 		t.Fatal(err)
