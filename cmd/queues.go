@@ -45,8 +45,9 @@ each queue dead-letters to, and which queues dead-letter into each DLQ.
 Each queue has a ROLE:
   work     a queue applications consume
   retry    a delay step of a retry ladder: a RabbitMQ queue whose messages
-           expire (a message TTL) back towards a work queue, or an SQS
-           delay queue named like a retry tier (orders-retry-30s)
+           expire back towards a work queue (a message TTL; or per-message
+           TTLs when its name says retry, delay, wait or backoff), or an
+           SQS delay queue named so (orders-retry-30s)
   dlq      a dead-letter queue: another queue dead-letters into it (a
            dead-letter exchange argument or policy, an SQS RedrivePolicy
            or RedriveAllowPolicy), a retry queue's expiry not counting
