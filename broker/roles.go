@@ -96,10 +96,22 @@ func AssignRoles(qs []Queue, hints []DLQHint) {
 		}
 		return HintNone
 	}
+	// The role each queue's name gives, read once.
+	named := make([]Role, len(qs))
+	for i := range qs {
+		named[i], _ = RoleFromQueueName(qs[i].Name)
+	}
+	deadName := func(name string) bool {
+		if j, ok := index[name]; ok {
+			return named[j] != ""
+		}
+		_, ok := RoleFromQueueName(name)
+		return ok
+	}
 	retry := make([]bool, len(qs))
 	retryByName := make([]bool, len(qs))
 	for i := range qs {
-		retry[i], retryByName[i] = isRetry(qs, index, i)
+		retry[i], retryByName[i] = isRetry(qs, index, i, deadName)
 	}
 	// expires reports a source whose dead letters are its expired messages
 	// going back to work, not failures.
@@ -121,7 +133,7 @@ func AssignRoles(qs []Queue, hints []DLQHint) {
 	fed := make([]bool, len(qs))
 	for i := range qs {
 		q := &qs[i]
-		nameRole, named := RoleFromQueueName(q.Name)
+		nameRole := named[i]
 		switch {
 		case retry[i]:
 			q.Role, q.RoleSource = RoleRetry, RoleFromTopology
@@ -135,14 +147,14 @@ func AssignRoles(qs []Queue, hints []DLQHint) {
 			q.Role, q.RoleSource = RoleDLQ, RoleFromTopology
 		case hint(i) == HintNotDLQ:
 			q.Role, q.RoleSource = RoleWork, RoleFromTopology
-		case named:
+		case nameRole != "":
 			q.Role, q.RoleSource = nameRole, RoleFromName
 		case len(q.DeadLetterQueues) > 0 || q.DeadLetterTarget != "" || len(q.DeadLetterSources) > 0:
 			q.Role, q.RoleSource = RoleWork, RoleFromTopology
 		default:
 			q.Role, q.RoleSource = RoleWork, RoleByDefault
 		}
-		if q.Role == RoleDLQ && named && nameRole == RoleParking {
+		if q.Role == RoleDLQ && nameRole == RoleParking {
 			q.Role = RoleParking
 		}
 	}
@@ -168,8 +180,8 @@ func AssignRoles(qs []Queue, hints []DLQHint) {
 }
 
 // isRetry applies rule 1 of AssignRoles to qs[i]; byName is true when only
-// the name tells it.
-func isRetry(qs []Queue, index map[string]int, i int) (retry, byName bool) {
+// the name tells it. deadName reports a queue named like a DLQ.
+func isRetry(qs []Queue, index map[string]int, i int, deadName func(string) bool) (retry, byName bool) {
 	q := &qs[i]
 	if q.DeliveryDelay > 0 {
 		return retryName(q.Name), true
@@ -179,7 +191,7 @@ func isRetry(qs []Queue, index map[string]int, i int) (retry, byName bool) {
 	}
 	back := false // a dead-letter queue that is not a DLQ leads back
 	for _, t := range q.DeadLetterQueues {
-		if _, dead := RoleFromQueueName(t); dead {
+		if deadName(t) {
 			return false, false
 		}
 		j, ok := index[t]

@@ -172,3 +172,21 @@ func TestAssignRolesSQS(t *testing.T) {
 		"single":                "dlq/topology dlq=true",
 	})
 }
+
+// BenchmarkAssignRoles: a vhost of 10,000 queues, 2,500 ladders of a work
+// queue, a TTL retry queue, a DLQ and a parking queue.
+func BenchmarkAssignRoles(b *testing.B) {
+	var qs []Queue
+	for i := 0; i < 2500; i++ {
+		w, r, d, p := fmt.Sprint("app", i), fmt.Sprint("app", i, ".retry"), fmt.Sprint("app", i, ".held"), fmt.Sprint("app", i, ".parking")
+		qs = append(qs,
+			Queue{Name: w, DeadLetterQueues: []string{r}, DeadLetterSources: []string{r}},
+			Queue{Name: r, MessageTTL: time.Second, DeadLetterQueues: []string{w}, DeadLetterSources: []string{w}},
+			Queue{Name: d, DeadLetterQueues: []string{p}},
+			Queue{Name: p, DeadLetterSources: []string{d}})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		AssignRoles(qs, nil)
+	}
+}
