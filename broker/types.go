@@ -65,9 +65,17 @@ type Queue struct {
 	// DeadLetterSources are the queues that dead-letter into this one. A
 	// queue with sources is a DLQ.
 	DeadLetterSources []string `json:"dead_letter_sources,omitempty"`
-	// IsDLQ is true when this queue receives dead letters from somewhere (or
-	// its name says so and nothing contradicts it).
+	// IsDLQ is true when the queue's Role is dlq or parking.
 	IsDLQ bool `json:"is_dlq"`
+	// Role is what the queue is for (work, retry, dlq, parking), and
+	// RoleSource what says so; see AssignRoles.
+	Role       Role       `json:"role"`
+	RoleSource RoleSource `json:"role_source"`
+	// MessageTTL is how long a RabbitMQ queue keeps a message before it
+	// expires (x-message-ttl, or the policy's message-ttl); 0 when none.
+	MessageTTL time.Duration `json:"message_ttl,omitempty"`
+	// DeliveryDelay is an SQS queue's DelaySeconds; 0 when none.
+	DeliveryDelay time.Duration `json:"delivery_delay,omitempty"`
 	// DeliveryLimit is the quorum x-delivery-limit or the SQS maxReceiveCount
 	// of this queue's own redrive policy; 0 when none.
 	DeliveryLimit int64 `json:"delivery_limit,omitempty"`

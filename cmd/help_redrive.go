@@ -91,6 +91,9 @@ Fidelity
   {"count","time","source","id"} as JSON on SQS) records how often, when
   and from where the message was redriven, and which publish it was (id:
   the run and a sequence number; --no-redrive-header leaves it out).
+  --max-redrives N reads that count and leaves every message redriven N
+  times already in the source (redrive-limit), so that a scheduled
+  redrive does not cycle a poison message for ever.
   SQS allows 10 message attributes: a message that would need an 11th for
   the record (or for --set-header) is refused and counted as
   attribute-limit, never moved without it silently. A --transform result that cannot be

@@ -42,15 +42,34 @@ consumer capacity (RabbitMQ) or delayed messages (SQS), the age of the oldest
 message where the broker knows it, and the dead-letter relations: which queue
 each queue dead-letters to, and which queues dead-letter into each DLQ.
 
-A queue is a DLQ when another queue dead-letters into it (a dead-letter
-exchange argument or policy, or an SQS RedrivePolicy). By default DLQs that
-hold messages come first, deepest first; then every other queue by name.
+Each queue has a ROLE:
+  work     a queue applications consume
+  retry    a delay step of a retry ladder: a RabbitMQ queue whose messages
+           expire back towards a work queue (a message TTL; or per-message
+           TTLs when its name says retry, delay, wait or backoff), or an
+           SQS delay queue named so (orders-retry-30s)
+  dlq      a dead-letter queue: another queue dead-letters into it (a
+           dead-letter exchange argument or policy, an SQS RedrivePolicy
+           or RedriveAllowPolicy), a retry queue's expiry not counting
+  parking  the last stop: a queue only dead-letter queues feed, or a DLQ
+           named parking, parking-lot or graveyard
+A queue that nothing dead-letters into is a dlq (or parking) when its name
+follows a convention: its last word is dlq, dead, dead-letter, error or
+errors (MassTransit's _error, NServiceBus's error), poison, dlx or dl, or
+its first word is dlq or dead-letter; words are split at . - _ and case
+changes, so terror-events and error-events are work queues. The table
+marks such roles with * (JSON: "role_source": "name"). "is_dlq" is true
+exactly for dlq and parking, and --dlq-only shows those.
+
+By default DLQs that hold messages come first, deepest first; then every
+other queue by name.
 
 PATTERN filters by name: a glob (orders.*, *-dlq) or else a substring.`,
 		Example: `  dlq queues --broker amqp://ops@rabbit:5672/shop
   dlq queues --context prod-sqs --dlq-only
   dlq queues --broker demo: 'orders*'
-  dlq queues --output json | jq '.[] | select(.is_dlq and .depth > 0) | .name'`,
+  dlq queues --output json | jq '.[] | select(.is_dlq and .depth > 0) | .name'
+  dlq queues --jq '.[] | select(.role == "retry") | .name'`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeQueueArg(f),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -131,7 +150,16 @@ func queuesRun(ctx context.Context, opts *queuesOptions) error {
 		f.IO.Statusf("no %s on %s", what, b.String())
 		return nil
 	}
-	return renderQueues(f.IO.Out, qs, f.IO.ColorEnabled(), f.IO.IsStdoutTTY())
+	if err := renderQueues(f.IO.Out, qs, f.IO.ColorEnabled(), f.IO.IsStdoutTTY()); err != nil {
+		return err
+	}
+	for i := range qs {
+		if qs[i].RoleSource == broker.RoleFromName {
+			f.IO.Statusf("%s", nameMarkNote)
+			break
+		}
+	}
+	return nil
 }
 
 func filterQueues(qs []broker.Queue, pattern string, dlqOnly bool) []broker.Queue {
@@ -195,6 +223,10 @@ type queueJSON struct {
 	OldestAgeSeconds     *float64       `json:"oldest_age_seconds"`
 	Bytes                *int64         `json:"bytes,omitempty"`
 	IsDLQ                bool           `json:"is_dlq"`
+	Role                 broker.Role    `json:"role"`
+	RoleSource           string         `json:"role_source"`
+	MessageTTLSeconds    *float64       `json:"message_ttl_seconds,omitempty"`
+	DeliveryDelaySeconds *float64       `json:"delivery_delay_seconds,omitempty"`
 	DeadLetterTarget     string         `json:"dead_letter_target,omitempty"`
 	DeadLetterRoutingKey string         `json:"dead_letter_routing_key,omitempty"`
 	DeadLetterQueues     []string       `json:"dead_letter_queues,omitempty"`
@@ -225,16 +257,25 @@ func toQueueJSON(q *broker.Queue) queueJSON {
 		s := q.OldestAge.Seconds()
 		j.OldestAgeSeconds = &s
 	}
+	seconds := func(d time.Duration) *float64 {
+		if d <= 0 {
+			return nil
+		}
+		s := d.Seconds()
+		return &s
+	}
+	j.Role, j.RoleSource = q.Role, string(q.RoleSource)
+	j.MessageTTLSeconds, j.DeliveryDelaySeconds = seconds(q.MessageTTL), seconds(q.DeliveryDelay)
 	return j
 }
 
 // queuesTable builds the rows; csv keeps machine-readable values and
 // every column.
 func queuesTable(qs []broker.Queue, csv bool) *Table {
-	t := NewTable("NAME", "KIND", "DEPTH", "IN FLIGHT", "CONSUMERS", "CAPACITY", "DELAYED", "OLDEST", "DLQ", "DEAD LETTERS TO", "DEAD LETTERS FROM", "MEMBERS", "NOTES")
+	t := NewTable("NAME", "KIND", "DEPTH", "IN FLIGHT", "CONSUMERS", "CAPACITY", "DELAYED", "OLDEST", "ROLE", "DEAD LETTERS TO", "DEAD LETTERS FROM", "MEMBERS", "NOTES")
 	if csv {
 		t = NewTable("NAME", "KIND", "DEPTH", "IN FLIGHT", "CONSUMERS", "CAPACITY", "DELAYED", "OLDEST SECONDS", "DLQ", "DEAD LETTERS TO", "DEAD LETTERS FROM", "VHOST", "URL",
-			"LEADER", "MEMBERS", "ONLINE", "DELIVERY LIMIT", "DROPS AFTER")
+			"LEADER", "MEMBERS", "ONLINE", "DELIVERY LIMIT", "DROPS AFTER", "ROLE", "ROLE SOURCE")
 	}
 	short := nodeNamer(qs)
 	num := func(p *int64) string {
@@ -266,11 +307,12 @@ func queuesTable(qs []broker.Queue, csv bool) *Table {
 				oldest = spanAge(*q.OldestAge)
 			}
 		}
-		dlq := ""
-		if q.IsDLQ {
-			dlq = "yes"
-		} else if csv {
+		dlq := roleCell(q)
+		if csv {
 			dlq = "no"
+			if q.IsDLQ {
+				dlq = "yes"
+			}
 		}
 		to := deadLetterTo(q)
 		sep := ", "
@@ -295,7 +337,7 @@ func queuesTable(qs []broker.Queue, csv bool) *Table {
 			if q.DropsAfter > 0 {
 				drops = strconv.FormatInt(q.DropsAfter, 10)
 			}
-			row = append(row, q.Vhost, q.URL, q.Leader, strings.Join(q.Members, ";"), strings.Join(q.Online, ";"), limit, drops)
+			row = append(row, q.Vhost, q.URL, q.Leader, strings.Join(q.Members, ";"), strings.Join(q.Online, ";"), limit, drops, q.Role, q.RoleSource)
 		} else {
 			members, notes := membership(q, short), queueNotes(q, short)
 			if members == "" {
@@ -307,6 +349,21 @@ func queuesTable(qs []broker.Queue, csv bool) *Table {
 	}
 	return t
 }
+
+// roleCell is the ROLE cell: the role, marked * when only the queue's
+// name gives it.
+func roleCell(q *broker.Queue) string {
+	if q.RoleSource == broker.RoleFromName {
+		return string(q.Role) + nameMark
+	}
+	return string(q.Role)
+}
+
+// nameMark marks a role inferred from the queue's name.
+const nameMark = "*"
+
+// nameMarkNote explains nameMark on stderr.
+const nameMarkNote = "ROLE *: inferred from the queue's name alone (nothing dead-letters into it)"
 
 // deadLetterTo names where a queue's dead letters go: its DLQs when known,
 // else the dead-letter exchange (with routing key) or SQS target.

@@ -85,10 +85,12 @@ func fakeQueues() []broker.Queue {
 	age := 90 * time.Minute
 	capacity := 0.5
 	return []broker.Queue{
-		{Name: "a.work", Kind: broker.KindClassic, Depth: 500, InFlight: i64(3), Consumers: i64(2), ConsumerCapacity: &capacity, DeadLetterTarget: "a.dlx", DeadLetterQueues: []string{"a.dlq"}},
-		{Name: "a.dlq", Kind: broker.KindClassic, Depth: 7, InFlight: i64(0), Consumers: i64(0), IsDLQ: true, OldestAge: &age, DeadLetterSources: []string{"a.work"}},
-		{Name: "b.dlq", Kind: broker.KindQuorum, Depth: 0, IsDLQ: true},
-		{Name: "z.dlq", Kind: broker.KindClassic, Depth: 40, IsDLQ: true},
+		{Name: "a.work", Kind: broker.KindClassic, Depth: 500, InFlight: i64(3), Consumers: i64(2), ConsumerCapacity: &capacity, DeadLetterTarget: "a.dlx", DeadLetterQueues: []string{"a.dlq"},
+			Role: broker.RoleWork, RoleSource: broker.RoleFromTopology},
+		{Name: "a.dlq", Kind: broker.KindClassic, Depth: 7, InFlight: i64(0), Consumers: i64(0), IsDLQ: true, OldestAge: &age, DeadLetterSources: []string{"a.work"},
+			Role: broker.RoleDLQ, RoleSource: broker.RoleFromTopology},
+		{Name: "b.dlq", Kind: broker.KindQuorum, Depth: 0, IsDLQ: true, Role: broker.RoleDLQ, RoleSource: broker.RoleFromName},
+		{Name: "z.dlq", Kind: broker.KindClassic, Depth: 40, IsDLQ: true, Role: broker.RoleDLQ, RoleSource: broker.RoleFromName},
 	}
 }
 
@@ -115,14 +117,90 @@ func TestQueuesRunTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `NAME    KIND     DEPTH  IN FLIGHT  CONSUMERS  CAPACITY  OLDEST  DLQ  DEAD LETTERS TO  DEAD LETTERS FROM
-z.dlq   classic     40          -          -         -  -       yes  -                -
-a.dlq   classic      7          0          0         -  1h30m   yes  -                a.work
-a.work  classic    500          3          2       50%  -            a.dlq            -
-b.dlq   quorum       0          -          -         -  -       yes  -                -
+	want := `NAME    KIND     DEPTH  IN FLIGHT  CONSUMERS  CAPACITY  OLDEST  ROLE  DEAD LETTERS TO  DEAD LETTERS FROM
+z.dlq   classic     40          -          -         -  -       dlq*  -                -
+a.dlq   classic      7          0          0         -  1h30m   dlq   -                a.work
+a.work  classic    500          3          2       50%  -       work  a.dlq            -
+b.dlq   quorum       0          -          -         -  -       dlq*  -                -
 `
-	if out != want {
-		t.Errorf("table:\n%s\nwant:\n%s", out, want)
+	if d := diffText(want, out); d != "" {
+		t.Errorf("table differs (-want +got):\n%s", d)
+	}
+}
+
+// TestQueuesRunRoles checks the roles in every output: the * of a role
+// inferred from the name and its note on stderr, JSON's role, role_source
+// and is_dlq, and the CSV's columns.
+func TestQueuesRunRoles(t *testing.T) {
+	qs := []broker.Queue{
+		{Name: "orders", Kind: broker.KindClassic, Depth: 2, DeadLetterQueues: []string{"orders.retry"}, DeadLetterSources: []string{"orders.retry"}},
+		{Name: "orders.retry", Kind: broker.KindClassic, MessageTTL: 30 * time.Second, DeadLetterQueues: []string{"orders"}, DeadLetterSources: []string{"orders"}},
+		{Name: "orders.dead.q", Kind: broker.KindClassic, Depth: 3},
+		{Name: "terror-events", Kind: broker.KindClassic},
+	}
+	broker.AssignRoles(qs, nil)
+	clone := func() []broker.Queue { return append([]broker.Queue(nil), qs...) }
+
+	out, errOut, err := runQueues(t, &fakeLister{qs: clone()}, false, "", queuesOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `NAME           KIND     DEPTH  ROLE   DEAD LETTERS TO  DEAD LETTERS FROM
+orders.dead.q  classic      3  dlq*   -                -
+orders         classic      2  work   orders.retry     orders.retry
+orders.retry   classic      0  retry  orders           orders
+terror-events  classic      0  work   -                -
+`
+	if d := diffText(want, out); d != "" {
+		t.Errorf("table differs (-want +got):\n%s", d)
+	}
+	if errOut != nameMarkNote+"\n" {
+		t.Errorf("stderr %q, want the note on *", errOut)
+	}
+
+	out, errOut, err = runQueues(t, &fakeLister{qs: clone()}, false, "json", queuesOptions{Sort: sortName})
+	if err != nil || errOut != "" {
+		t.Fatalf("json: %v, stderr %q", err, errOut)
+	}
+	var got []queueJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	type role struct {
+		Name, Role, Source string
+		IsDLQ              bool
+		TTL                float64
+	}
+	var have []role
+	for _, q := range got {
+		r := role{q.Name, string(q.Role), q.RoleSource, q.IsDLQ, 0}
+		if q.MessageTTLSeconds != nil {
+			r.TTL = *q.MessageTTLSeconds
+		}
+		have = append(have, r)
+	}
+	wantRoles := []role{
+		{"orders", "work", "topology", false, 0},
+		{"orders.dead.q", "dlq", "name", true, 0},
+		{"orders.retry", "retry", "topology", false, 30},
+		{"terror-events", "work", "default", false, 0},
+	}
+	if d := diffJSON(t, wantRoles, have); d != "" {
+		t.Errorf("json roles differ (-want +got):\n%s", d)
+	}
+
+	out, _, err = runQueues(t, &fakeLister{qs: clone()}, false, "json", queuesOptions{DLQOnly: true})
+	if err != nil || !strings.Contains(out, `"name": "orders.dead.q"`) || strings.Contains(out, `"name": "orders.retry"`) {
+		t.Errorf("--dlq-only shows the dlq and parking roles only: %v\n%s", err, out)
+	}
+
+	out, _, err = runQueues(t, &fakeLister{qs: clone()}, false, "csv", queuesOptions{Sort: sortName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(strings.TrimSpace(out), "\n")
+	if !strings.HasSuffix(rows[0], ",role,role_source") || rows[2] != "orders.dead.q,classic,3,,,,,,yes,,,,,,,,,,dlq,name" || !strings.HasSuffix(rows[3], ",retry,topology") {
+		t.Errorf("csv:\n%s", out)
 	}
 }
 
@@ -212,12 +290,14 @@ func TestSpanAge(t *testing.T) {
 // and dropping, and without a leader.
 func quorumQueues() []broker.Queue {
 	all := []string{"rabbit@rmq-1.prod.example.com", "rabbit@rmq-2.prod.example.com", "rabbit@rmq-3.prod.example.com"}
-	return []broker.Queue{
+	qs := []broker.Queue{
 		{Name: "orders", Kind: broker.KindQuorum, Depth: 5, Leader: all[0], Members: all, Online: all, DeadLetterTarget: "dlx", DeadLetterQueues: []string{"orders.dlq"}, DeliveryLimit: 20, DeliveryLimitDefault: true},
 		{Name: "payments", Kind: broker.KindQuorum, Depth: 2, Leader: all[1], Members: all, Online: all[:2], DeliveryLimit: 20, DeliveryLimitDefault: true, DropsAfter: 20},
 		{Name: "stuck", Kind: broker.KindQuorum, Depth: 0, Leader: all[2], Members: all, Online: all[:1], DeliveryLimit: 5, DropsAfter: 5},
 		{Name: "plain", Kind: broker.KindClassic, Depth: 1},
 	}
+	broker.AssignRoles(qs, nil)
+	return qs
 }
 
 func TestQueuesRunMembersAndDrops(t *testing.T) {
@@ -225,11 +305,11 @@ func TestQueuesRunMembersAndDrops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `NAME      KIND     DEPTH  DEAD LETTERS TO  MEMBERS         NOTES
-orders    quorum       5  orders.dlq       3/3 lead rmq-1
-payments  quorum       2  -                2/3 lead rmq-2  down: rmq-3; DROPS after 20 deliveries (no dead-letter exchange, 4.x default limit)
-plain     classic      1  -                -
-stuck     quorum       0  -                1/3 no leader   down: rmq-2,rmq-3; no quorum: unavailable; DROPS after 5 deliveries (no dead-letter exchange)
+	want := `NAME      KIND     DEPTH  ROLE  DEAD LETTERS TO  MEMBERS         NOTES
+orders    quorum       5  work  orders.dlq       3/3 lead rmq-1
+payments  quorum       2  work  -                2/3 lead rmq-2  down: rmq-3; DROPS after 20 deliveries (no dead-letter exchange, 4.x default limit)
+plain     classic      1  work  -                -
+stuck     quorum       0  work  -                1/3 no leader   down: rmq-2,rmq-3; no quorum: unavailable; DROPS after 5 deliveries (no dead-letter exchange)
 `
 	if out != want {
 		t.Errorf("table:\n%s\nwant:\n%s", out, want)
@@ -269,14 +349,14 @@ stuck     quorum       0  -                1/3 no leader   down: rmq-2,rmq-3; no
 		t.Fatal(err)
 	}
 	rows := strings.Split(strings.TrimSpace(out), "\n")
-	if !strings.HasSuffix(rows[0], ",leader,members,online,delivery_limit,drops_after") ||
-		!strings.HasSuffix(rows[2], ",rabbit@rmq-2.prod.example.com,rabbit@rmq-1.prod.example.com;rabbit@rmq-2.prod.example.com;rabbit@rmq-3.prod.example.com,rabbit@rmq-1.prod.example.com;rabbit@rmq-2.prod.example.com,20,20") {
+	if !strings.HasSuffix(rows[0], ",leader,members,online,delivery_limit,drops_after,role,role_source") ||
+		!strings.HasSuffix(rows[2], ",rabbit@rmq-2.prod.example.com,rabbit@rmq-1.prod.example.com;rabbit@rmq-2.prod.example.com;rabbit@rmq-3.prod.example.com,rabbit@rmq-1.prod.example.com;rabbit@rmq-2.prod.example.com,20,20,work,default") {
 		t.Errorf("csv:\n%s", out)
 	}
 
 	// Without a drop there is no warning.
 	_, errOut, _ = runQueues(t, &fakeLister{qs: fakeQueues()}, false, "", queuesOptions{})
-	if errOut != "" {
+	if errOut != nameMarkNote+"\n" {
 		t.Errorf("stderr without drops: %q", errOut)
 	}
 	one := quorumQueues()[1:2]

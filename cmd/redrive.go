@@ -85,6 +85,7 @@ type redriveOptions struct {
 	Source           string
 	To               string
 	Select           selectFlags
+	MaxRedrives      int64
 	Transform        string
 	DedupeBy         string
 	SetHeaders       []string
@@ -125,6 +126,15 @@ Destinations (--to, default origin):
   file://PATH                   an archive file
   BROKER#DEST                   DEST on another broker (URL or context name)
 
+Poison messages: --max-redrives N leaves in the source every message that dlq
+has redriven N times already (counted from its x-dlq-redrive record), with
+the skip reason redrive-limit in the summary and the dry run; it combines
+with --filter (the filter counts first). A scheduled redrive should set it,
+or a message that fails every time is cycled between the queues for ever.
+--max-redrives 1 moves only messages never redriven; 0 is refused (leave the
+flag out for no limit). Redrives that left no record (--no-redrive-header,
+--server-side, the broker's own redrive) are not counted.
+
 Select with --filter, --id, --limit, --older-than, --newer-than; rewrite with
 --transform (jq over the same document as --filter, e.g. '.body.retry = 0')
 and --set-header. Death headers (x-death, x-first-death-*, x-last-death-*,
@@ -151,6 +161,7 @@ moved: unroutable, refused); 4 read-only.`,
   dlq redrive orders.dlq
   dlq redrive orders.dlq --filter '.death.reason == "rejected"' --transform '.body.retry = 0'
   dlq redrive orders.dlq --to queue:orders.retry --rate 200/s --ramp 30s
+  dlq redrive orders.dlq --max-redrives 3 --yes -o json   # from cron: poison messages stay
   dlq redrive https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq --server-side --rate 100
   dlq redrive orders.dlq --resume
   dlq redrive file://evidence.jsonl --to 'amqp://ops@rabbit:5672/#exchange:orders'`,
@@ -173,6 +184,7 @@ moved: unroutable, refused); 4 read-only.`,
 	fl.StringVar(&opts.To, "to", "origin", "destination: origin, queue:NAME, exchange:NAME[:KEY], file://PATH, BROKER#DEST")
 	_ = cmd.RegisterFlagCompletionFunc("to", completeDestination(f))
 	opts.Select.register(cmd)
+	fl.Int64Var(&opts.MaxRedrives, "max-redrives", 0, "leave messages that dlq has already redriven this many times (x-dlq-redrive count) in the source, as redrive-limit; at least 1")
 	fl.StringVar(&opts.Transform, "transform", "", "jq expression rewriting each message document (body, headers, properties, attributes)")
 	fl.StringVar(&opts.DedupeBy, "dedupe-by", "", "jq key (e.g. '.properties.message_id'): move only the first message of each key; the others stay")
 	fl.StringArrayVar(&opts.SetHeaders, "set-header", nil, "set a header (SQS: attribute) KEY=VALUE on every moved message; repeatable")
@@ -231,6 +243,12 @@ func (o *redriveOptions) validate() error {
 	}
 	if err := o.Select.validate(); err != nil {
 		return err
+	}
+	if o.MaxRedrives < 0 || (o.MaxRedrives == 0 && o.changed != nil && o.changed("max-redrives")) {
+		return flagErrorf("`--max-redrives %d`: give at least 1 (1 moves only messages never redriven), or leave the flag out for no limit", o.MaxRedrives)
+	}
+	if o.MaxRedrives > 0 && o.NoRedriveHeader {
+		return flagErrorf("`--max-redrives` counts the x-dlq-redrive record that `--no-redrive-header` leaves out, so a message would never reach the limit: drop `--no-redrive-header`")
 	}
 	if o.transform, err = compileFlag("--transform", o.Transform); err != nil {
 		return err
@@ -310,6 +328,7 @@ func parseDestination(s string) (broker.Destination, error) {
 // libOptions fills the library options the flags decide.
 func (o *redriveOptions) libOptions(ro *redrive.Options) {
 	o.Select.apply(ro)
+	ro.MaxRedrives = o.MaxRedrives
 	if o.transform != nil {
 		ro.Transform = redrive.JQTransform(o.transform, inspect.Document)
 	}
@@ -344,6 +363,9 @@ func (o *redriveOptions) plan() map[string]string {
 	}
 	if o.Select.OlderThan > 0 {
 		p["older-than"] = o.Select.OlderThan.String()
+	}
+	if o.MaxRedrives > 0 {
+		p["max-redrives"] = strconv.FormatInt(o.MaxRedrives, 10)
 	}
 	if o.Select.NewerThan > 0 {
 		p["newer-than"] = o.Select.NewerThan.String()
@@ -383,6 +405,7 @@ func (o *redriveOptions) adoptPlan(p map[string]string) error {
 		set("exclude-id", func(v string) error { o.Select.Exclude = strings.Split(v, ","); return nil }),
 		set("limit", func(v string) (err error) { o.Select.Limit, err = strconv.ParseInt(v, 10, 64); return }),
 		set("older-than", func(v string) (err error) { o.Select.OlderThan, err = time.ParseDuration(v); return }),
+		set("max-redrives", func(v string) (err error) { o.MaxRedrives, err = strconv.ParseInt(v, 10, 64); return }),
 		set("newer-than", func(v string) (err error) { o.Select.NewerThan, err = time.ParseDuration(v); return }),
 		set("transform", func(v string) error { o.Transform = v; return nil }),
 		set("dedupe-by", func(v string) error { o.DedupeBy = v; return nil }),

@@ -62,6 +62,17 @@ func TestRedriveFlags(t *testing.T) {
 			}
 		}},
 		{name: "output csv", args: "q", output: "csv", err: "unknown `--output`"},
+		{name: "max redrives", args: "q --max-redrives 3 --filter .id", want: func(t *testing.T, o *redriveOptions) {
+			var ro redrive.Options
+			o.libOptions(&ro)
+			if ro.MaxRedrives != 3 || ro.Filter == nil || o.plan()["max-redrives"] != "3" {
+				t.Errorf("--max-redrives not passed on: %d %v", ro.MaxRedrives, o.plan())
+			}
+		}},
+		{name: "max redrives 0", args: "q --max-redrives 0", err: "`--max-redrives 0`: give at least 1"},
+		{name: "max redrives negative", args: "q --max-redrives -2", err: "give at least 1"},
+		{name: "max redrives without the record", args: "q --max-redrives 2 --no-redrive-header", err: "drop `--no-redrive-header`"},
+		{name: "server-side max redrives", args: "q --server-side --max-redrives 2", err: "`--max-redrives` cannot be used with `--server-side`"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -501,7 +501,8 @@ func (e *engine) run(ctx context.Context) (Summary, error) {
 
 // selective reports whether some deliveries may be left in the source.
 func (e *engine) selective() bool {
-	return e.opts.Filter != nil || e.ids != nil || e.excluded != nil || e.opts.DedupeBy != nil || e.opts.OlderThan > 0 || e.opts.NewerThan > 0
+	return e.opts.Filter != nil || e.ids != nil || e.excluded != nil || e.opts.DedupeBy != nil || e.opts.OlderThan > 0 || e.opts.NewerThan > 0 ||
+		e.opts.MaxRedrives > 0
 }
 
 func (e *engine) failed() bool {
@@ -777,6 +778,12 @@ func (e *engine) selectReason(ctx context.Context, m *broker.Message) string {
 		if !ok {
 			return ReasonFiltered
 		}
+	}
+	// After the filter, so that the count names the messages the
+	// selection chose and the limit kept; before the dedupe key, so that
+	// a message kept here does not stand for its key.
+	if e.opts.MaxRedrives > 0 && previousRedrives(m) >= e.opts.MaxRedrives {
+		return ReasonRedriveLimit
 	}
 	if e.opts.DedupeBy != nil {
 		k, err := e.opts.DedupeBy(ctx, m)

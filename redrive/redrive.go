@@ -49,10 +49,14 @@ type Options struct {
 	ExcludeIDs []string
 	// DedupeBy keys each selected message; of the messages with one key
 	// only the first is moved, the others stay (ReasonDuplicate).
-	DedupeBy  func(ctx context.Context, m *broker.Message) (string, error)
-	Limit     int64         // most messages to move; 0 = no limit
-	OlderThan time.Duration // only messages older than this (Message.Age)
-	NewerThan time.Duration // only messages newer than this
+	DedupeBy func(ctx context.Context, m *broker.Message) (string, error)
+	Limit    int64 // most messages to move; 0 = no limit
+	// MaxRedrives leaves in the source the messages that dlq has already
+	// redriven this many times, by the count of their RedriveHeader
+	// record (ReasonRedriveLimit); 0 = no limit.
+	MaxRedrives int64
+	OlderThan   time.Duration // only messages older than this (Message.Age)
+	NewerThan   time.Duration // only messages newer than this
 
 	// Transform rewrites each selected message; see JQTransform.
 	Transform Transform
@@ -117,10 +121,13 @@ type Options struct {
 
 // Skip and failure reasons counted in a Summary.
 const (
-	ReasonFiltered         = "filtered"
-	ReasonNotSelected      = "not-selected" // --id given, this one not listed
-	ReasonExcluded         = "excluded"     // --exclude-id lists it
-	ReasonDuplicate        = "duplicate"    // --dedupe-by: its key was moved already
+	ReasonFiltered    = "filtered"
+	ReasonNotSelected = "not-selected" // --id given, this one not listed
+	ReasonExcluded    = "excluded"     // --exclude-id lists it
+	ReasonDuplicate   = "duplicate"    // --dedupe-by: its key was moved already
+	// ReasonRedriveLimit: dlq has redriven the message MaxRedrives times
+	// already (its x-dlq-redrive count), so it stays.
+	ReasonRedriveLimit     = "redrive-limit"
 	ReasonTooNew           = "too-new"
 	ReasonTooOld           = "too-old"
 	ReasonAmbiguousOrigin  = "ambiguous-origin"

@@ -49,6 +49,9 @@ func ServerSideRefusal(o Options) error {
 	if o.Limit > 0 {
 		what = append(what, "`--limit`")
 	}
+	if o.MaxRedrives > 0 {
+		what = append(what, "`--max-redrives`")
+	}
 	if o.OlderThan > 0 || o.NewerThan > 0 {
 		what = append(what, "`--older-than`/`--newer-than`")
 	}

@@ -212,13 +212,20 @@ func sampleMessages(queue string, n int) []*broker.Message {
 }
 
 func newFake() *fakeBackend {
+	queues := []broker.Queue{
+		{System: broker.RabbitMQ, Name: "orders", Kind: broker.KindQuorum, Depth: 12, InFlight: i64(3), Consumers: i64(4), DeadLetterQueues: []string{"orders.dlq"},
+			DeadLetterSources: []string{"orders.retry"}},
+		{System: broker.RabbitMQ, Name: "orders.dlq", Kind: broker.KindClassic, Depth: 6, InFlight: i64(0), Consumers: i64(0), DeadLetterSources: []string{"orders"}},
+		{System: broker.RabbitMQ, Name: "payments.dlq", Kind: broker.KindClassic, Depth: 0, InFlight: i64(0), Consumers: i64(0)},
+		{System: broker.RabbitMQ, Name: "payments", Kind: broker.KindClassic, Depth: 1500, InFlight: i64(20), Consumers: i64(8)},
+		// A retry step the application publishes to: its messages expire
+		// back into orders.
+		{System: broker.RabbitMQ, Name: "orders.retry", Kind: broker.KindClassic, Depth: 2, InFlight: i64(0), Consumers: i64(0), MessageTTL: 30 * time.Second,
+			DeadLetterQueues: []string{"orders"}},
+	}
+	broker.AssignRoles(queues, nil)
 	return &fakeBackend{
-		queues: []broker.Queue{
-			{System: broker.RabbitMQ, Name: "orders", Kind: broker.KindQuorum, Depth: 12, InFlight: i64(3), Consumers: i64(4), DeadLetterQueues: []string{"orders.dlq"}},
-			{System: broker.RabbitMQ, Name: "orders.dlq", Kind: broker.KindClassic, Depth: 6, InFlight: i64(0), Consumers: i64(0), IsDLQ: true, DeadLetterSources: []string{"orders"}},
-			{System: broker.RabbitMQ, Name: "payments.dlq", Kind: broker.KindClassic, Depth: 0, InFlight: i64(0), Consumers: i64(0), IsDLQ: true},
-			{System: broker.RabbitMQ, Name: "payments", Kind: broker.KindClassic, Depth: 1500, InFlight: i64(20), Consumers: i64(8)},
-		},
+		queues:   queues,
 		messages: map[string][]*broker.Message{"orders.dlq": sampleMessages("orders.dlq", 6)},
 	}
 }

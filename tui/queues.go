@@ -143,11 +143,8 @@ func (q *queuesView) relist(keep string) {
 				return c
 			}
 		case sortDLQFirst:
-			if x.IsDLQ != y.IsDLQ {
-				if x.IsDLQ {
-					return -1
-				}
-				return 1
+			if c := cmp.Compare(roleRank(x.Role), roleRank(y.Role)); c != 0 {
+				return c
 			}
 		}
 		return cmp.Compare(x.Name, y.Name)
@@ -160,6 +157,29 @@ func (q *queuesView) relist(keep string) {
 			}
 		}
 	}
+}
+
+// roleRank orders roles for the "dlq first" sort: dead letters first,
+// then retry steps, then work queues.
+func roleRank(r broker.Role) int {
+	switch r {
+	case broker.RoleDLQ:
+		return 0
+	case broker.RoleParking:
+		return 1
+	case broker.RoleRetry:
+		return 2
+	}
+	return 3
+}
+
+// roleLabel is a queue's ROLE cell: its role, with * when only its name
+// gives it.
+func roleLabel(qu broker.Queue) string {
+	if qu.RoleSource == broker.RoleFromName {
+		return string(qu.Role) + "*"
+	}
+	return string(qu.Role)
 }
 
 func (q queuesView) current() (broker.Queue, bool) {
@@ -246,6 +266,12 @@ func (q *queuesView) view(h, w int) []string {
 	if !q.updated.IsZero() {
 		status += "  ·  " + itoa(len(q.visible)) + "/" + itoa(len(q.all)) + " queues  ·  updated " + q.updated.Format("15:04:05")
 	}
+	for _, qu := range q.all {
+		if qu.RoleSource == broker.RoleFromName {
+			status += "  ·  * role from the name"
+			break
+		}
+	}
 	if q.filtering {
 		out = append(out, q.input.View())
 	} else if q.filter != "" {
@@ -259,11 +285,12 @@ func (q *queuesView) view(h, w int) []string {
 	if len(q.all) == 0 {
 		return append(out, "", "  no queues")
 	}
-	// Columns: NAME KIND DEPTH IN-FLIGHT CONSUMERS DLQ TREND
+	// Columns: NAME KIND DEPTH IN-FLIGHT CONSUMERS ROLE TREND
+	const roleW = 9
 	trendW := min(trendSamples, max(8, w/6))
-	fixed := 12 + 9 + 10 + 10 + 5 + trendW + 6
+	fixed := 12 + 9 + 10 + 10 + roleW + trendW + 6
 	nameW := max(12, w-fixed)
-	hdr := fit("NAME", nameW) + " " + fit("KIND", 12) + " " + fitRight("DEPTH", 9) + " " + fitRight("IN-FLIGHT", 10) + " " + fitRight("CONSUMERS", 10) + " " + fit(" DLQ", 5) + " " + "TREND"
+	hdr := fit("NAME", nameW) + " " + fit("KIND", 12) + " " + fitRight("DEPTH", 9) + " " + fitRight("IN-FLIGHT", 10) + " " + fitRight("CONSUMERS", 10) + " " + fit(" ROLE", roleW) + " " + "TREND"
 	out = append(out, st.header.Render(hdr))
 	rows := h - len(out)
 	if q.cursor < q.offset {
@@ -274,22 +301,21 @@ func (q *queuesView) view(h, w int) []string {
 	}
 	for i := q.offset; i < len(q.visible) && i < q.offset+rows; i++ {
 		qu := q.all[q.visible[i]]
-		dlq := "    "
-		if qu.IsDLQ {
-			dlq = " DLQ"
-		}
-		line := fit(qu.Name, nameW) + " " + fit(string(qu.Kind), 12) + " " + fitRight(itoa64(qu.Depth), 9) + " " +
-			fitRight(optInt(qu.InFlight), 10) + " " + fitRight(optInt(qu.Consumers), 10) + " " + fit(dlq, 5) + " "
+		role := fit(" "+roleLabel(qu), roleW)
+		cells := fit(qu.Name, nameW) + " " + fit(string(qu.Kind), 12) + " " + fitRight(itoa64(qu.Depth), 9) + " " +
+			fitRight(optInt(qu.InFlight), 10) + " " + fitRight(optInt(qu.Consumers), 10) + " "
 		spark := sparkline(q.history[qu.Name], trendW)
 		if i == q.cursor {
-			out = append(out, st.cursor.Render(fit(line+spark, w)))
+			out = append(out, st.cursor.Render(fit(cells+role+" "+spark, w)))
 			continue
 		}
-		if qu.IsDLQ {
-			line = fit(qu.Name, nameW) + " " + fit(string(qu.Kind), 12) + " " + fitRight(itoa64(qu.Depth), 9) + " " +
-				fitRight(optInt(qu.InFlight), 10) + " " + fitRight(optInt(qu.Consumers), 10) + " " + st.dlq.Render(fit(dlq, 5)) + " "
+		switch {
+		case qu.IsDLQ:
+			role = st.dlq.Render(role)
+		case qu.Role == broker.RoleRetry:
+			role = st.subtle.Render(role)
 		}
-		out = append(out, line+st.spark.Render(spark))
+		out = append(out, cells+role+" "+st.spark.Render(spark))
 	}
 	return out
 }

@@ -25,7 +25,7 @@ import (
 func TestQueuesScreen(t *testing.T) {
 	f := newFake()
 	h := start(t, f.backend(false), Options{})
-	h.waitFor("orders.dlq", "payments.dlq", "DLQ")
+	h.waitFor("orders.dlq", "payments.dlq", "ROLE", "retry")
 	m := h.final()
 	golden.RequireEqual(t, m.Plain())
 	if m.Screen() != "queues" {
@@ -40,7 +40,7 @@ func TestQueuesFilterSortOpen(t *testing.T) {
 	h.key("/")
 	h.typeText("dlq")
 	h.key("enter")
-	h.waitFor("filter: dlq", "2/4 queues")
+	h.waitFor("filter: dlq", "2/5 queues")
 	h.key("s") // sort by depth: orders.dlq (6) before payments.dlq (0)
 	h.waitFor("sort: depth")
 	h.key("enter")
@@ -48,6 +48,25 @@ func TestQueuesFilterSortOpen(t *testing.T) {
 	m := h.final()
 	if m.Screen() != "messages" || m.msgs.queue != "orders.dlq" {
 		t.Fatalf("screen %s queue %q, want messages of orders.dlq", m.Screen(), m.msgs.queue)
+	}
+}
+
+// TestQueuesRoleSort: the third sort puts dead letters first (dlq, then
+// parking), then retry steps, then work queues, each by name.
+func TestQueuesRoleSort(t *testing.T) {
+	f := newFake()
+	h := start(t, f.backend(false), Options{})
+	h.waitFor("payments.dlq", "* role from the name")
+	h.key("s", "s")
+	h.waitFor("sort: dlq first")
+	m := h.final()
+	var got []string
+	for _, i := range m.queues.visible {
+		got = append(got, m.queues.all[i].Name+" "+roleLabel(m.queues.all[i]))
+	}
+	want := []string{"orders.dlq dlq", "payments.dlq dlq*", "orders.retry retry", "orders work", "payments work"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("order:\n got %s\nwant %s", strings.Join(got, ", "), strings.Join(want, ", "))
 	}
 }
 

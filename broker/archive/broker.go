@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -248,10 +247,6 @@ func (l *metaLine) born() time.Time {
 	return l.Timestamp
 }
 
-var dlqName = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(?i)(^|[._-])(dlq|dead|deadletter|dead-letter|dlx|error|errors|failed|poison|parking(-lot)?)([._-]|$)`)
-})
-
 type queueAcc struct {
 	q       broker.Queue
 	bytes   int64
@@ -374,7 +369,19 @@ func (b *Broker) finish(a *queueAcc) broker.Queue {
 		q.DeadLetterSources = append(q.DeadLetterSources, s)
 	}
 	sort.Strings(q.DeadLetterSources)
-	q.IsDLQ = a.death || dlqName().MatchString(q.Name)
+	// An archive knows no topology: its messages' death records say a
+	// queue held dead letters, else the name may.
+	q.Role, q.RoleSource = broker.RoleWork, broker.RoleByDefault
+	if r, ok := broker.RoleFromQueueName(q.Name); ok {
+		q.Role, q.RoleSource = r, broker.RoleFromName
+	}
+	if a.death {
+		q.RoleSource = broker.RoleFromMessages
+		if !q.Role.IsDead() {
+			q.Role = broker.RoleDLQ
+		}
+	}
+	q.IsDLQ = q.Role.IsDead()
 	return q
 }
 

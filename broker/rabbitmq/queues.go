@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -303,6 +302,7 @@ func (b *Broker) toQueue(m *mgmtQueue, serverMajor int) (broker.Queue, deadLette
 		}
 		q.Policy += op
 	}
+	q.MessageTTL = messageTTL(m.Arguments, m.EffectivePolicyDefinition)
 	dl := deadLetterOf(m.Arguments, m.EffectivePolicyDefinition, q.Kind == broker.KindQuorum, serverMajor)
 	if dl.set {
 		q.DeadLetterTarget, q.DeadLetterRoutingKey = dl.exchange, dl.routingKey
@@ -411,6 +411,24 @@ func deadLetterOf(args, policy map[string]any, quorum bool, serverMajor int) dea
 	return d
 }
 
+// messageTTL is the queue's message TTL: x-message-ttl or the policy's
+// message-ttl (milliseconds), the lower when both are set, as RabbitMQ
+// applies it; 0 when neither is.
+func messageTTL(args, policy map[string]any) time.Duration {
+	a, aok := toInt64(args["x-message-ttl"])
+	p, pok := toInt64(policy["message-ttl"])
+	ms := int64(0)
+	switch {
+	case aok && pok:
+		ms = min(a, p)
+	case aok:
+		ms = a
+	case pok:
+		ms = p
+	}
+	return time.Duration(max(ms, 0)) * time.Millisecond
+}
+
 // normalizeJSON turns the json.Number values of a decoded management answer
 // into int64 (or float64) so that arguments print as the user declared them.
 func normalizeJSON(m map[string]any) map[string]any {
@@ -445,8 +463,8 @@ func normalizeJSONValue(v any) any {
 }
 
 // resolveDeadLetters fills DeadLetterQueues of every queue that has a
-// dead-letter exchange, and DeadLetterSources and IsDLQ of the queues that
-// receive its dead letters, by following the vhost's bindings from the
+// dead-letter exchange, and DeadLetterSources of the queues that receive
+// its dead letters, by following the vhost's bindings from the
 // dead-letter exchange (through exchange-to-exchange bindings too).
 //
 // What a dead letter is routed with: the queue's dead-letter routing key when
@@ -462,9 +480,9 @@ func normalizeJSONValue(v any) any {
 // on message headers or state. The default exchange ("") routes to the queue
 // named by the key; RabbitMQ drops a dead letter that would return to the
 // queue it died in (a cycle) unless it was rejected, so the source itself is
-// never listed as its own dead-letter queue. Queues whose name says they are
-// dead-letter queues (orders.dlq, orders-dead-letter…) are marked IsDLQ even
-// when no source was found.
+// never listed as its own dead-letter queue. Then every queue gets its role
+// (broker.AssignRoles): retry queues of TTL ladders, dead-letter queues by
+// relation or by name, work queues.
 func resolveDeadLetters(qs []broker.Queue, dls []deadLetter, bindings []mgmtBinding, exchanges []mgmtExchange) {
 	types := make(map[string]string, len(exchanges))
 	for _, e := range exchanges {
@@ -516,8 +534,8 @@ func resolveDeadLetters(qs []broker.Queue, dls []deadLetter, bindings []mgmtBind
 			q.DeadLetterSources = append(q.DeadLetterSources, s)
 		}
 		sort.Strings(q.DeadLetterSources)
-		q.IsDLQ = len(q.DeadLetterSources) > 0 || looksLikeDLQ(q.Name)
 	}
+	broker.AssignRoles(qs, nil)
 }
 
 // route adds to out every queue that exchange ex routes any of keys to.
@@ -598,12 +616,6 @@ func matchWords(p, k []string) bool {
 	}
 	return len(k) == 0
 }
-
-var dlqName = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(?i)([._-](dlq|dlx|dead|deadletter|dead[._-]letters?|error|errors|failed|parking[._-]?lot)|^dlq[._-].*|^dead[._-]?letters?)$`)
-})
-
-func looksLikeDLQ(name string) bool { return dlqName().MatchString(name) }
 
 // parallel runs the functions at once and returns the first error.
 func parallel(fns ...func() error) error {

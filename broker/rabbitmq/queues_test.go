@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strconv"
@@ -346,5 +347,98 @@ func TestQueuesQuorumMembership(t *testing.T) {
 		if q, err := b.Queue(ctx, off); err != nil || q.DeliveryLimit != 0 || q.DropsAfter != 0 {
 			t.Errorf("x-delivery-limit -1: %+v, %v", q, err)
 		}
+	}
+}
+
+// TestQueueRolesLadder declares a TTL retry ladder as applications do, by
+// policy and by arguments, with quorum and classic queues, next to a plain
+// DLQ pair, and checks every queue's role.
+func TestQueueRolesLadder(t *testing.T) {
+	b, _ := openTest(t)
+	ctx := context.Background()
+	base := brokertest.Name(t, "ladder")
+	work, retry, retry2, dead := base+".work", base+".retry", base+".retry.1m", base+".dead"
+	wx, rx := base+".work.x", base+".retry.x"
+	src, held, dlx := base+"-src", base+"-held", base+"-dlx"
+	terror := base + "-terror-events"
+	declareExchange(t, b, wx, "direct")
+	declareExchange(t, b, rx, "direct")
+	declareExchange(t, b, dlx, "fanout")
+
+	// The work queue (quorum) dead-letters into the first tier by policy.
+	declareQueue(t, b, work, amqp.Table{"x-queue-type": "quorum"})
+	bindQueue(t, b, work, "work", wx)
+	setPolicy(t, b, work, work, map[string]any{"dead-letter-exchange": rx, "dead-letter-routing-key": "retry"})
+	// Tier 1: TTL and dead-letter exchange by arguments, back to work.
+	declareQueue(t, b, retry, amqp.Table{"x-message-ttl": int32(30000), "x-dead-letter-exchange": wx, "x-dead-letter-routing-key": "work"})
+	bindQueue(t, b, retry, "retry", rx)
+	// Tier 2 (quorum): TTL and dead-letter exchange by policy; the
+	// application publishes to it.
+	declareQueue(t, b, retry2, amqp.Table{"x-queue-type": "quorum"})
+	bindQueue(t, b, retry2, "retry2", rx)
+	setPolicy(t, b, retry2, retry2, map[string]any{"message-ttl": 60000, "dead-letter-exchange": wx, "dead-letter-routing-key": "work"})
+	// The dead queue the application publishes to itself.
+	declareQueue(t, b, dead, nil)
+	// A plain pair whose DLQ has no telling name, and a false positive.
+	declareQueue(t, b, held, nil)
+	bindQueue(t, b, held, "", dlx)
+	declareQueue(t, b, src, amqp.Table{"x-dead-letter-exchange": dlx})
+	declareQueue(t, b, terror, nil)
+
+	want := map[string]string{
+		work:   "work/topology dlq=false",
+		retry:  "retry/topology dlq=false",
+		retry2: "retry/topology dlq=false",
+		dead:   "dlq/name dlq=true",
+		src:    "work/topology dlq=false",
+		held:   "dlq/topology dlq=true",
+		terror: "work/default dlq=false",
+	}
+	roles := func(qs []broker.Queue) map[string]string {
+		got := map[string]string{}
+		for _, q := range qs {
+			if _, ok := want[q.Name]; ok {
+				got[q.Name] = fmt.Sprintf("%s/%s dlq=%v", q.Role, q.RoleSource, q.IsDLQ)
+			}
+		}
+		return got
+	}
+	// The management API applies policies a moment after they are set.
+	var got map[string]string
+	var qs []broker.Queue
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var err error
+		qs, err = b.Queues(ctx)
+		if err != nil {
+			t.Fatalf("Queues: %v", err)
+		}
+		got = roles(qs)
+		if reflect.DeepEqual(got, want) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s: got %s, want %s", strings.TrimPrefix(name, base), got[name], w)
+		}
+	}
+	for _, q := range qs {
+		switch q.Name {
+		case retry:
+			if q.MessageTTL != 30*time.Second {
+				t.Errorf("tier 1 message TTL %v, want 30s", q.MessageTTL)
+			}
+		case retry2:
+			if q.MessageTTL != time.Minute {
+				t.Errorf("tier 2 message TTL (policy) %v, want 1m", q.MessageTTL)
+			}
+		}
+	}
+	// Describing one queue gives it the same role.
+	one, err := b.Queue(ctx, retry)
+	if err != nil || one.Role != broker.RoleRetry || one.IsDLQ {
+		t.Errorf("Queue(%s): role %s is_dlq %v, %v", retry, one.Role, one.IsDLQ, err)
 	}
 }

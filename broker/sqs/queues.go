@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -33,6 +34,7 @@ const (
 	attrRedrivePolicy      = "RedrivePolicy"
 	attrRedriveAllowPolicy = "RedriveAllowPolicy"
 	attrVisibilityTimeout  = "VisibilityTimeout"
+	attrDelaySeconds       = "DelaySeconds"
 )
 
 // attributeConcurrency bounds the GetQueueAttributes calls in flight while
@@ -123,8 +125,9 @@ func (b *Broker) Queue(ctx context.Context, ref string) (broker.Queue, error) {
 		q.DeadLetterSources = append(q.DeadLetterSources, nameFromURL(s))
 	}
 	sort.Strings(q.DeadLetterSources)
-	q.IsDLQ = isDLQ(q, a)
-	return q, nil
+	one := []broker.Queue{q}
+	broker.AssignRoles(one, []broker.DLQHint{dlqHint(a[attrRedriveAllowPolicy])})
+	return one[0], nil
 }
 
 // listQueueURLs pages through ListQueues.
@@ -231,6 +234,9 @@ func queueFrom(url string, a map[string]string) broker.Queue {
 	if n := num(attrDepth); n != nil {
 		q.Depth = *n
 	}
+	if n := num(attrDelaySeconds); n != nil {
+		q.DeliveryDelay = time.Duration(*n) * time.Second
+	}
 	q.InFlight = num(attrNotVisible)
 	q.Delayed = num(attrDelayed)
 	if target, maxReceives, ok := parseRedrivePolicy(a[attrRedrivePolicy]); ok {
@@ -246,8 +252,8 @@ func queueFrom(url string, a map[string]string) broker.Queue {
 	return q
 }
 
-// linkDeadLetters fills DeadLetterSources and IsDLQ by inverting the redrive
-// policies of the queues given.
+// linkDeadLetters fills DeadLetterSources by inverting the redrive
+// policies of the queues given, then the roles (broker.AssignRoles).
 func linkDeadLetters(queues []broker.Queue) {
 	byARN := make(map[string]int, len(queues))
 	for i, q := range queues {
@@ -264,10 +270,12 @@ func linkDeadLetters(queues []broker.Queue) {
 			queues[i].DeadLetterSources = append(queues[i].DeadLetterSources, q.Name)
 		}
 	}
+	hints := make([]broker.DLQHint, len(queues))
 	for i := range queues {
 		sort.Strings(queues[i].DeadLetterSources)
-		queues[i].IsDLQ = isDLQ(queues[i], nil)
+		hints[i] = dlqHint(argString(queues[i].Arguments, attrRedriveAllowPolicy))
 	}
+	broker.AssignRoles(queues, hints)
 }
 
 func argString(args map[string]any, k string) string {
@@ -275,36 +283,15 @@ func argString(args map[string]any, k string) string {
 	return s
 }
 
-// isDLQ: a queue is a DLQ when some queue dead-letters into it, when its
-// RedriveAllowPolicy names source queues, or when its name says so
-// (…-dlq, …_dlq, …dead-letter…, …-dl) and its RedriveAllowPolicy does not deny
-// every source.
-func isDLQ(q broker.Queue, attrs map[string]string) bool {
-	if len(q.DeadLetterSources) > 0 {
-		return true
-	}
-	allow := argString(q.Arguments, attrRedriveAllowPolicy)
-	if attrs != nil {
-		allow = attrs[attrRedriveAllowPolicy]
-	}
+// dlqHint reads a RedriveAllowPolicy: one that names source queues makes
+// the queue a DLQ even when none of them is listed; denyAll forbids it.
+func dlqHint(allow string) broker.DLQHint {
 	p, ok := parseRedriveAllowPolicy(allow)
-	if ok && p.RedrivePermission == "byQueue" && len(p.SourceQueueArns) > 0 {
-		return true
+	switch {
+	case ok && p.RedrivePermission == "byQueue" && len(p.SourceQueueArns) > 0:
+		return broker.HintDLQ
+	case ok && p.RedrivePermission == "denyAll":
+		return broker.HintNotDLQ
 	}
-	if ok && p.RedrivePermission == "denyAll" {
-		return false
-	}
-	return dlqName(q.Name)
-}
-
-// dlqName reports names that conventionally mark a dead-letter queue.
-func dlqName(name string) bool {
-	n := strings.ToLower(strings.TrimSuffix(name, ".fifo"))
-	for _, s := range []string{"dlq", "deadletter", "dead-letter", "dead_letter", "deadletters", "dead-letters"} {
-		if strings.HasSuffix(n, "-"+s) || strings.HasSuffix(n, "_"+s) || strings.HasSuffix(n, "."+s) || n == s ||
-			strings.HasPrefix(n, s+"-") || strings.HasPrefix(n, s+"_") || strings.HasPrefix(n, s+".") {
-			return true
-		}
-	}
-	return strings.HasSuffix(n, "-dl") || strings.HasSuffix(n, "_dl")
+	return broker.HintNone
 }

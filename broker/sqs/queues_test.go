@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dlq-tools/dlq/broker"
 )
@@ -76,17 +77,6 @@ func TestQueueNotFound(t *testing.T) {
 	}
 }
 
-func TestDLQName(t *testing.T) {
-	for name, want := range map[string]bool{
-		"orders-dlq": true, "orders_DLQ.fifo": true, "dlq-orders": true, "orders-dead-letter": true, "orders-dl": true,
-		"orders": false, "dlqtool-state": false, "handler": false,
-	} {
-		if got := dlqName(name); got != want {
-			t.Errorf("dlqName(%q) = %v, want %v", name, got, want)
-		}
-	}
-}
-
 func TestParseRedrivePolicy(t *testing.T) {
 	for s, want := range map[string]int64{
 		`{"deadLetterTargetArn":"arn:aws:sqs:r:1:d","maxReceiveCount":"4"}`: 4,
@@ -100,6 +90,70 @@ func TestParseRedrivePolicy(t *testing.T) {
 	for _, s := range []string{"", "{", `{"maxReceiveCount":3}`} {
 		if _, _, ok := parseRedrivePolicy(s); ok {
 			t.Errorf("parseRedrivePolicy(%q) ok", s)
+		}
+	}
+}
+
+// TestQueueRolesLadder declares dlq topology's SQS retry ladder, standard
+// and FIFO (a main queue and a delay tier both redriving into the DLQ),
+// and a dead queue the application sends to itself, and checks the roles.
+func TestQueueRolesLadder(t *testing.T) {
+	b := openTest(t)
+	ctx := context.Background()
+	base := baseName(t)
+	policy := func(dlqURL string) map[string]string {
+		return map[string]string{"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"3"}`, mustARN(t, b, dlqURL))}
+	}
+	delayed := func(attrs map[string]string, fifo bool) map[string]string {
+		attrs["DelaySeconds"] = "30"
+		if fifo {
+			attrs["FifoQueue"] = "true"
+		}
+		return attrs
+	}
+	dlq := createQueue(t, b, base+"-dlq", nil)
+	createQueue(t, b, base, policy(dlq))
+	createQueue(t, b, base+"-retry-30s", delayed(policy(dlq), false))
+	fifoDLQ := createQueue(t, b, base+"-dlq.fifo", map[string]string{"FifoQueue": "true"})
+	fifoMain := policy(fifoDLQ)
+	fifoMain["FifoQueue"] = "true"
+	createQueue(t, b, base+".fifo", fifoMain)
+	createQueue(t, b, base+"-retry-30s.fifo", delayed(policy(fifoDLQ), true))
+	createQueue(t, b, base+"_error", nil)
+	createQueue(t, b, base+"-terror-events", nil)
+
+	qs, err := b.QueuesWithPrefix(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"":                "work/topology dlq=false",
+		"-retry-30s":      "retry/name dlq=false",
+		"-dlq":            "dlq/topology dlq=true",
+		".fifo":           "work/topology dlq=false",
+		"-retry-30s.fifo": "retry/name dlq=false",
+		"-dlq.fifo":       "dlq/topology dlq=true",
+		"_error":          "dlq/name dlq=true",
+		"-terror-events":  "work/default dlq=false",
+	}
+	got := map[string]string{}
+	for _, q := range qs {
+		got[strings.TrimPrefix(q.Name, base)] = fmt.Sprintf("%s/%s dlq=%v", q.Role, q.RoleSource, q.IsDLQ)
+		if strings.Contains(q.Name, "-retry-") && q.DeliveryDelay != 30*time.Second {
+			t.Errorf("%s: delivery delay %v, want 30s", q.Name, q.DeliveryDelay)
+		}
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s: got %q, want %q", base+k, got[k], w)
+		}
+	}
+	// One queue described alone: its sources make it a DLQ, its name
+	// (with its delay) a retry tier.
+	for name, w := range map[string]broker.Role{base + "-dlq.fifo": broker.RoleDLQ, base + "-retry-30s": broker.RoleRetry, base + "_error": broker.RoleDLQ} {
+		q, err := b.Queue(ctx, name)
+		if err != nil || q.Role != w {
+			t.Errorf("Queue(%s): role %q, %v; want %s", name, q.Role, err, w)
 		}
 	}
 }
