@@ -314,7 +314,7 @@ func parseDestination(s string) (broker.Destination, error) {
 func (o *redriveOptions) libOptions(ro *redrive.Options) {
 	o.Select.apply(ro)
 	if o.transform != nil {
-		ro.Transform = redrive.JQTransform(o.transform, inspect.Document)
+		ro.Transform = redrive.JQTransform(o.transform)
 	}
 	ro.SetHeaders = o.headers
 	if q := o.dedupeBy; q != nil {
