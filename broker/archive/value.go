@@ -17,7 +17,7 @@ import (
 type typedValue struct{ v any }
 
 func (t typedValue) MarshalJSON() ([]byte, error) {
-	return broker.AppendTypedValue(nil, t.v)
+	return broker.AppendTypedValue(make([]byte, 0, 64), t.v)
 }
 
 func (t *typedValue) UnmarshalJSON(b []byte) error {
@@ -38,7 +38,7 @@ func (h headerMap) MarshalJSON() ([]byte, error) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	buf := []byte{'{'}
+	buf := append(make([]byte, 0, 64*len(keys)+2), '{')
 	for i, k := range keys {
 		if i > 0 {
 			buf = append(buf, ',')
