@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
 	"sort"
@@ -138,26 +139,18 @@ func canonicalJSON(v any) ([]byte, error) {
 }
 
 // plainDocument decodes the json.RawMessage values anywhere in a document
-// except a raw body, which bodyFrom takes as written. The document is
-// copied only where it changes.
+// except a raw body, which bodyFrom takes as written. The caller's document
+// is never changed.
 func plainDocument(doc map[string]any) map[string]any {
-	var out map[string]any
-	for k, v := range doc {
-		if k == "body" {
-			continue
-		}
-		if p, changed := plain(v); changed {
-			if out == nil {
-				out = make(map[string]any, len(doc))
-				for k, v := range doc {
-					out[k] = v
-				}
-			}
-			out[k] = p
-		}
+	body, raw := doc["body"].(json.RawMessage)
+	if raw {
+		doc = maps.Clone(doc)
+		delete(doc, "body")
 	}
-	if out == nil {
-		return doc
+	p, _ := plain(doc)
+	out := p.(map[string]any)
+	if raw {
+		out["body"] = body
 	}
 	return out
 }
