@@ -323,40 +323,72 @@ func fromJSON(g any, depth int) (any, error) {
 // is for decoders that read the JSON themselves; every other kind of value
 // goes to TypedFromString, TypedFromBool, TypedFromDecimal, or is a table or array.
 func TypedFromNumber(typ, lit []byte) (any, error) {
+	// One case a type, the common ones first: archives decode this for
+	// every header value.
 	switch string(typ) {
-	case TypedInt8, TypedInt16, TypedInt32, TypedInt64:
-		n, ok := ParseIntBytes(lit, intBits(typ))
-		if !ok {
-			_, err := strconv.ParseInt(string(lit), 10, intBits(typ))
-			return nil, typedError(typ, json.Number(lit), err)
+	case TypedInt64:
+		if n, ok := ParseIntBytes(lit, 64); ok {
+			return n, nil
 		}
-		return sizedInt(typ, n), nil
-	case TypedUint8, TypedUint16, TypedUint32, TypedUint64:
-		n, ok := ParseUintBytes(lit, intBits(typ))
-		if !ok {
-			_, err := strconv.ParseUint(string(lit), 10, intBits(typ))
-			return nil, typedError(typ, json.Number(lit), err)
+	case TypedInt32:
+		if n, ok := ParseIntBytes(lit, 32); ok {
+			return int32(n), nil
 		}
-		return sizedUint(typ, n), nil
-	case TypedFloat32, TypedFloat64:
-		bits := intBits(typ)
-		f, err := strconv.ParseFloat(string(lit), bits)
-		if err != nil {
-			return nil, typedError(typ, json.Number(lit), err)
+	case TypedInt16:
+		if n, ok := ParseIntBytes(lit, 16); ok {
+			return int16(n), nil
 		}
-		if bits == 32 {
+	case TypedInt8:
+		if n, ok := ParseIntBytes(lit, 8); ok {
+			return int8(n), nil
+		}
+	case TypedUint64:
+		if n, ok := ParseUintBytes(lit, 64); ok {
+			return n, nil
+		}
+	case TypedUint32:
+		if n, ok := ParseUintBytes(lit, 32); ok {
+			return uint32(n), nil
+		}
+	case TypedUint16:
+		if n, ok := ParseUintBytes(lit, 16); ok {
+			return uint16(n), nil
+		}
+	case TypedUint8:
+		if n, ok := ParseUintBytes(lit, 8); ok {
+			return uint8(n), nil
+		}
+	case TypedFloat64:
+		if f, err := strconv.ParseFloat(string(lit), 64); err == nil {
+			return f, nil
+		}
+	case TypedFloat32:
+		if f, err := strconv.ParseFloat(string(lit), 32); err == nil {
 			return float32(f), nil
 		}
-		return f, nil
 	case TypedTimestamp:
 		// Earlier SQS overflow attributes held Unix seconds.
-		n, err := strconv.ParseInt(string(lit), 10, 64)
-		if err != nil {
-			return nil, typedError(typ, json.Number(lit), err)
+		if n, ok := ParseIntBytes(lit, 64); ok {
+			return time.Unix(n, 0).UTC(), nil
 		}
-		return time.Unix(n, 0).UTC(), nil
+	default:
+		return nil, wrongKind(typ, json.Number(lit))
 	}
-	return nil, wrongKind(typ, json.Number(lit))
+	return nil, numberError(typ, lit)
+}
+
+// numberError says why lit is not a number of type typ.
+func numberError(typ, lit []byte) error {
+	var err error
+	switch bits := intBits(typ); string(typ) {
+	case TypedInt8, TypedInt16, TypedInt32, TypedInt64, TypedTimestamp:
+		_, err = strconv.ParseInt(string(lit), 10, bits)
+	case TypedUint8, TypedUint16, TypedUint32, TypedUint64:
+		_, err = strconv.ParseUint(string(lit), 10, bits)
+	default:
+		_, err = strconv.ParseFloat(string(lit), bits)
+	}
+	return typedError(typ, json.Number(lit), err)
 }
 
 // TypedFromString is the value of type typ written as the JSON string s (after
@@ -438,30 +470,6 @@ func intBits(typ []byte) int {
 		return 32
 	}
 	return 64
-}
-
-func sizedInt(typ []byte, n int64) any {
-	switch string(typ) {
-	case TypedInt8:
-		return int8(n)
-	case TypedInt16:
-		return int16(n)
-	case TypedInt32:
-		return int32(n)
-	}
-	return n
-}
-
-func sizedUint(typ []byte, n uint64) any {
-	switch string(typ) {
-	case TypedUint8:
-		return uint8(n)
-	case TypedUint16:
-		return uint16(n)
-	case TypedUint32:
-		return uint32(n)
-	}
-	return n
 }
 
 func specialFloat(s string) (float64, error) {
