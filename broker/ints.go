@@ -1,6 +1,9 @@
 package broker
 
-import "math"
+import (
+	"math"
+	"strconv"
+)
 
 // Int64 reads an integer header or attribute value: any Go integer type that
 // fits in an int64, or a float64 with no fractional part (JSON numbers).
@@ -28,4 +31,60 @@ func Int64(v any) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// ParseIntBytes is strconv.ParseInt(string(s), 10, bits) without
+// allocating for short plain integers, for decoders that read JSON
+// themselves.
+func ParseIntBytes(s []byte, bits int) (int64, bool) {
+	if len(s) > 0 && len(s) < 19 {
+		neg := s[0] == '-'
+		d := s
+		if neg {
+			d = s[1:]
+		}
+		var n int64
+		plain := len(d) > 0
+		for _, c := range d {
+			if c < '0' || c > '9' {
+				plain = false
+				break
+			}
+			n = n*10 + int64(c-'0')
+		}
+		if plain {
+			if neg {
+				n = -n
+			}
+			if bits < 64 && (n < -(1<<(bits-1)) || n >= 1<<(bits-1)) {
+				return 0, false
+			}
+			return n, true
+		}
+	}
+	n, err := strconv.ParseInt(string(s), 10, bits)
+	return n, err == nil
+}
+
+// ParseUintBytes is strconv.ParseUint(string(s), 10, bits), likewise.
+func ParseUintBytes(s []byte, bits int) (uint64, bool) {
+	if len(s) > 0 && len(s) < 20 && s[0] != '-' {
+		var n uint64
+		plain := true
+		for _, c := range s {
+			if c < '0' || c > '9' {
+				plain = false
+				break
+			}
+			n = n*10 + uint64(c-'0')
+		}
+		if plain {
+			if bits < 64 && n >= 1<<bits {
+				return 0, false
+			}
+			return n, true
+		}
+	}
+	n, err := strconv.ParseUint(string(s), 10, bits)
+	return n, err == nil
 }

@@ -146,7 +146,9 @@ Ctrl-C
   changes nothing, and prints the count per destination, what would be
   skipped and why (filtered, ambiguous origin, unroutable: RabbitMQ
   bindings are checked through the management API), and before/after diffs
-  of the first transformed messages.
+  of the first transformed messages: their body, headers, properties and
+  attributes as the --filter document shows them (a binary body as
+  body_base64).
 
 --server-side
   The broker moves every message itself: SQS StartMessageMoveTask (--rate

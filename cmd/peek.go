@@ -15,6 +15,7 @@ import (
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/inspect"
+	"github.com/dlq-tools/dlq/internal/human"
 )
 
 // OutputRaw writes message bodies only; OutputJSONL one JSON object a line.
@@ -526,32 +527,9 @@ func orDash(s string) string {
 	return s
 }
 
-// humanAge is a short age: 45s, 12m, 5h, 3d; "-" when unknown.
-func humanAge(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "-"
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	default:
-		return fmt.Sprintf("%dd", int(d.Hours()/24))
-	}
-}
-
-// humanBytes is a short size: 512B, 1.2K, 3.4M, 1.1G.
-func humanBytes(n int64) string {
-	switch {
-	case n < 1024:
-		return fmt.Sprintf("%dB", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%.1fK", float64(n)/1024)
-	case n < 1<<30:
-		return fmt.Sprintf("%.1fM", float64(n)/(1<<20))
-	default:
-		return fmt.Sprintf("%.1fG", float64(n)/(1<<30))
-	}
-}
+// humanAge and humanBytes are the short formats the TUI uses too: 45s, 12m,
+// 5h, 3d ("-" when unknown); 512B, 1.2K, 3.4M, 1.1G.
+var (
+	humanAge   = human.Age
+	humanBytes = human.Bytes
+)

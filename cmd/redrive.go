@@ -330,7 +330,7 @@ func (o *redriveOptions) libOptions(ro *redrive.Options) {
 	o.Select.apply(ro)
 	ro.MaxRedrives = o.MaxRedrives
 	if o.transform != nil {
-		ro.Transform = redrive.JQTransform(o.transform, inspect.Document)
+		ro.Transform = redrive.JQTransform(o.transform)
 	}
 	ro.SetHeaders = o.headers
 	if q := o.dedupeBy; q != nil {

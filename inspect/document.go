@@ -72,14 +72,9 @@ func DocumentAt(m *broker.Message, now time.Time) map[string]any {
 // bodyValue returns the document's body and, for binary bodies, the bytes to
 // carry as body_base64.
 func bodyValue(m *broker.Message) (any, []byte) {
-	b := m.Body
+	b := BodyBytes(m)
 	if len(b) == 0 {
 		return "", nil
-	}
-	if m.Properties.ContentEncoding != "" || isGzip(b) {
-		if inflated, _, err := inflate(m.Properties.ContentEncoding, b); err == nil {
-			b = inflated
-		}
 	}
 	if v, ok := parseJSON(b); ok {
 		return v, nil
@@ -88,6 +83,19 @@ func bodyValue(m *broker.Message) (any, []byte) {
 		return string(b), nil
 	}
 	return nil, b
+}
+
+// BodyBytes is the body as the document reads it: inflated when its
+// content encoding (or gzip's magic bytes) says it is compressed and it
+// inflates cleanly, else as it is.
+func BodyBytes(m *broker.Message) []byte {
+	b := m.Body
+	if len(b) > 0 && (m.Properties.ContentEncoding != "" || isGzip(b)) {
+		if inflated, _, err := inflate(m.Properties.ContentEncoding, b); err == nil {
+			return inflated
+		}
+	}
+	return b
 }
 
 // parseJSON parses b when it is exactly one JSON value, keeping numbers as

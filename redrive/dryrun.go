@@ -2,14 +2,14 @@ package redrive
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/inspect"
+	"github.com/dlq-tools/dlq/internal/textdiff"
 )
 
 // dryRun reads the source with its Peeker (under the peek-safety rules, so
@@ -123,7 +123,7 @@ func (e *engine) stopAtLimit() error {
 // diff between them.
 func makeDiff(before, after *broker.Message) Diff {
 	b, a := render(View(before)), render(View(after))
-	return Diff{ID: before.ID, Before: b, After: a, Lines: LineDiff(b, a)}
+	return Diff{ID: before.ID, Before: b, After: a, Lines: strings.Join(textdiff.Lines(b, a), "\n")}
 }
 
 func render(v any) string {
@@ -131,118 +131,25 @@ func render(v any) string {
 	enc := json.NewEncoder(&sb)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(jsonable(v)); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return fmt.Sprint(v)
 	}
 	return strings.TrimRight(sb.String(), "\n")
 }
 
-// View is the part of a message a redrive publishes: body (parsed when it
-// is JSON, text when UTF-8, else base64), headers, properties, attributes.
+// View is the part of a message a redrive publishes as the message
+// document shows it (inspect.Document): body, or body_base64 for a binary
+// body, and headers, properties and attributes when they are not empty.
 func View(m *broker.Message) map[string]any {
-	v := map[string]any{}
-	var body any
-	if err := json.Unmarshal(m.Body, &body); err != nil || len(m.Body) == 0 {
-		if isText(m.Body) {
-			body = string(m.Body)
-		} else {
-			body = map[string]any{"base64": base64.StdEncoding.EncodeToString(m.Body)}
+	doc := inspect.Document(m)
+	v := map[string]any{"body": doc["body"]}
+	if b, ok := doc["body_base64"]; ok {
+		v["body_base64"] = b
+	}
+	for _, k := range []string{"headers", "properties", "attributes"} {
+		if d, _ := doc[k].(map[string]any); len(d) > 0 {
+			v[k] = d
 		}
-	}
-	v["body"] = body
-	if len(m.Headers) > 0 {
-		h := map[string]any{}
-		for k, x := range m.Headers {
-			h[k] = viewValue(x)
-		}
-		v["headers"] = h
-	}
-	var props map[string]any
-	if b, err := json.Marshal(m.Properties); err == nil {
-		_ = json.Unmarshal(b, &props)
-	}
-	if len(props) > 0 {
-		v["properties"] = props
-	}
-	if len(m.Attributes) > 0 {
-		v["attributes"] = m.Attributes
 	}
 	return v
-}
-
-func viewValue(x any) any {
-	switch t := x.(type) {
-	case map[string]any:
-		o := map[string]any{}
-		for k, e := range t {
-			o[k] = viewValue(e)
-		}
-		return o
-	case []any:
-		o := make([]any, len(t))
-		for i, e := range t {
-			o[i] = viewValue(e)
-		}
-		return o
-	case []byte:
-		if isText(t) {
-			return string(t)
-		}
-		return base64.StdEncoding.EncodeToString(t)
-	case time.Time:
-		return t.UTC().Format(time.RFC3339Nano)
-	case fmt.Stringer:
-		return t.String()
-	default:
-		return x
-	}
-}
-
-func isText(b []byte) bool {
-	for _, r := range string(b) {
-		if r == 0xFFFD || (r < 0x20 && r != '\n' && r != '\r' && r != '\t') {
-			return false
-		}
-	}
-	return true
-}
-
-// LineDiff is a minimal unified-style diff of two texts: unchanged lines
-// start with two spaces, removed ones with "- ", added ones with "+ ".
-func LineDiff(a, b string) string {
-	x, y := strings.Split(a, "\n"), strings.Split(b, "\n")
-	n, m := len(x), len(y)
-	if n*m > 4_000_000 {
-		return "- " + strings.Join(x, "\n- ") + "\n+ " + strings.Join(y, "\n+ ")
-	}
-	// Longest common subsequence table, from the end.
-	lcs := make([][]int32, n+1)
-	for i := range lcs {
-		lcs[i] = make([]int32, m+1)
-	}
-	for i := n - 1; i >= 0; i-- {
-		for j := m - 1; j >= 0; j-- {
-			if x[i] == y[j] {
-				lcs[i][j] = lcs[i+1][j+1] + 1
-			} else {
-				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
-			}
-		}
-	}
-	var sb strings.Builder
-	i, j := 0, 0
-	for i < n || j < m {
-		switch {
-		case i < n && j < m && x[i] == y[j]:
-			sb.WriteString("  " + x[i] + "\n")
-			i, j = i+1, j+1
-		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
-			sb.WriteString("+ " + y[j] + "\n")
-			j++
-		default:
-			sb.WriteString("- " + x[i] + "\n")
-			i++
-		}
-	}
-	return strings.TrimRight(sb.String(), "\n")
 }

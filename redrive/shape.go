@@ -1,7 +1,6 @@
 package redrive
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -129,30 +128,6 @@ func previousRedrives(m *broker.Message) int64 {
 		}
 	}
 	return 0
-}
-
-// jsonable turns AMQP values into JSON-encodable ones ([]byte → base64).
-func jsonable(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		o := make(map[string]any, len(x))
-		for k, e := range x {
-			o[k] = jsonable(e)
-		}
-		return o
-	case []any:
-		o := make([]any, len(x))
-		for i, e := range x {
-			o[i] = jsonable(e)
-		}
-		return o
-	case []byte:
-		return base64.StdEncoding.EncodeToString(x)
-	case broker.Decimal:
-		return json.Number(x.String())
-	default:
-		return v
-	}
 }
 
 // attributesToHeaders maps an SQS message for RabbitMQ or an archive:

@@ -2,6 +2,7 @@ package redrive
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -15,7 +16,7 @@ func jq(t *testing.T, expr string) Transform {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return JQTransform(q, inspect.Document)
+	return JQTransform(q)
 }
 
 func TestJQTransform(t *testing.T) {
@@ -105,9 +106,44 @@ func FuzzJQTransformNeverPanics(f *testing.F) {
 		}
 		m := dead("id", body)
 		m.ID = "id"
-		nm, err := JQTransform(q, inspect.Document)(context.Background(), m)
+		nm, err := JQTransform(q)(context.Background(), m)
 		if err == nil && nm == nil {
 			t.Fatal("nil message without error")
 		}
 	})
+}
+
+// A transform that changes one header keeps the AMQP types of the others,
+// byte strings that are text included.
+func TestJQTransformKeepsOtherHeaderTypes(t *testing.T) {
+	m := dead("m1", `{"a":1}`)
+	m.Headers = map[string]any{"text": []byte("abc"), "n": uint8(3), "d": broker.Decimal{Scale: 1, Value: 5}}
+	nm, err := jq(t, `.headers.new = "x"`)(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range m.Headers {
+		if got := nm.Headers[k]; !reflect.DeepEqual(got, want) {
+			t.Errorf("header %s = %#v, want %#v", k, got, want)
+		}
+	}
+	if nm.Headers["new"] != "x" {
+		t.Errorf("header new = %#v, want \"x\"", nm.Headers["new"])
+	}
+}
+
+// Dry-run diffs show a binary body the way filters and transforms see it:
+// as body_base64.
+func TestViewBinaryBody(t *testing.T) {
+	v := View(&broker.Message{ID: "b", Body: []byte{0xff, 0}})
+	if v["body"] != nil || v["body_base64"] != "/wA=" {
+		t.Errorf("View of a binary body = %v, want body null and body_base64 \"/wA=\"", v)
+	}
+	if _, ok := v["headers"]; ok {
+		t.Errorf("View of a message without headers has headers: %v", v)
+	}
+	d := makeDiff(&broker.Message{ID: "b", Body: []byte("a\nb")}, &broker.Message{ID: "b", Body: []byte("a\nc")})
+	if want := "  {\n-   \"body\": \"a\\nb\"\n+   \"body\": \"a\\nc\"\n  }"; d.Lines != want {
+		t.Errorf("diff lines:\n%s\nwant them to hold:\n%s", d.Lines, want)
+	}
 }

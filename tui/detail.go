@@ -165,7 +165,7 @@ func (d *detailView) render() []string {
 	body, kind := m.Body, "binary"
 	if d.c.backend.Decode != nil {
 		body, kind = d.c.backend.Decode(m)
-	} else if isText(body) {
+	} else if broker.IsText(body) {
 		kind = "text"
 		if _, ok := prettyJSON(body); ok {
 			kind = "json"
@@ -256,7 +256,7 @@ func (d *detailView) bodyLines(body []byte, kind string) []string {
 	case bodyHex:
 		text = hexDump(m.Body, maxBodyShown/4)
 	case bodyRaw:
-		if isText(m.Body) {
+		if broker.IsText(m.Body) {
 			text = string(m.Body[:min(len(m.Body), maxBodyShown)])
 		} else {
 			text = "(binary: shown as hex)\n" + hexDump(m.Body, maxBodyShown/4)
@@ -264,13 +264,13 @@ func (d *detailView) bodyLines(body []byte, kind string) []string {
 	default:
 		shown := body[:min(len(body), maxBodyShown)]
 		switch {
-		case kind == "json" || (kind != "binary" && isText(shown)):
+		case kind == "json" || (kind != "binary" && broker.IsText(shown)):
 			if p, ok := prettyJSON(shown); ok {
 				text = highlightJSON(st, p)
 			} else {
 				text = string(shown)
 			}
-		case !isText(shown):
+		case !broker.IsText(shown):
 			text = hexDump(shown, maxBodyShown/4)
 		default:
 			text = string(shown)
@@ -335,7 +335,7 @@ func deathTimeline(st styles, d *broker.Death) []string {
 func headerString(v any) string {
 	switch x := v.(type) {
 	case []byte:
-		if isText(x) {
+		if broker.IsText(x) {
 			return string(x)
 		}
 		return "base64:" + base64.StdEncoding.EncodeToString(x)

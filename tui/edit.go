@@ -13,6 +13,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/textdiff"
 )
 
 type editStage int
@@ -150,7 +151,7 @@ func (m Model) updateEdit(msg tea.Msg) (tea.Model, tea.Cmd) {
 			}
 			e.err = ""
 			after, _ := editDocument(edited)
-			e.diff = lineDiff(e.before, after, 3)
+			e.diff = textdiff.Fold(textdiff.Lines(e.before, after), 3)
 			e.edited = edited
 			changed := false
 			for _, l := range e.diff {

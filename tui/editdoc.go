@@ -2,32 +2,32 @@ package tui
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"reflect"
+	"maps"
 	"slices"
 	"strings"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/inspect"
 )
 
-// The edit document is what the editor shows: the message's editable parts
-// as one JSON object.
+// The edit document is what the editor shows: the editable part of the
+// message document that filters and transforms see (inspect.Document).
 //
 //	{
 //	  "headers": { ...application headers, AMQP... },
-//	  "attributes": { ...SQS message attributes (string values)... },
-//	  "body": <the body: a JSON value when the body is JSON, else a string>
+//	  "attributes": { name: {"data_type": …, "string_value" or "binary_value": …} },
+//	  "body": <the body: a JSON value when the body is JSON, else its text>
 //	}
 //
-// A binary body is "body_base64" instead. System headers (death records,
-// delivery counts, dlq's own x-dlq-*) are locked: they are not in the
-// document, and adding one is refused.
+// A binary body is "body_base64" instead, as in the document. System
+// headers (death records, delivery counts, dlq's own x-dlq-*) are locked:
+// they are not in the document, and adding one is refused. Saving maps the
+// document back with inspect.FromDocument, as a transform does.
 
 // lockedHeader reports headers the user may not edit.
 func lockedHeader(k string) bool {
@@ -45,55 +45,16 @@ func jsonMarshal(v any) ([]byte, error) {
 	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
-// bodyForEdit returns the body to edit (gzip undone) and whether it was
-// gzipped, so that saving can compress it again.
-func bodyForEdit(m *broker.Message) ([]byte, bool) {
-	if strings.EqualFold(m.Properties.ContentEncoding, "gzip") {
-		if zr, err := gzip.NewReader(bytes.NewReader(m.Body)); err == nil {
-			if b, err := io.ReadAll(io.LimitReader(zr, 64<<20)); err == nil {
-				return b, true
-			}
-		}
-	}
-	return m.Body, false
-}
-
-// headerJSON converts a header value to something JSON shows faithfully.
-func headerJSON(v any) any {
-	switch x := v.(type) {
-	case []byte:
-		if isText(x) {
-			return string(x)
-		}
-		return "base64:" + base64.StdEncoding.EncodeToString(x)
-	case map[string]any:
-		o := make(map[string]any, len(x))
-		for k, e := range x {
-			o[k] = headerJSON(e)
-		}
-		return o
-	case []any:
-		o := make([]any, len(x))
-		for i, e := range x {
-			o[i] = headerJSON(e)
-		}
-		return o
-	case broker.Decimal:
-		return float64(x.Value) * math.Pow10(-int(x.Scale))
-	}
-	return v
-}
-
-// editDocument builds the document to edit, pretty-printed.
+// editDocument builds the document to edit, pretty-printed. A JSON body is
+// shown as written, keeping the order of its keys.
 func editDocument(m *broker.Message) (string, error) {
-	var b strings.Builder
-	b.WriteString("{\n")
+	doc := inspect.Document(m)
 	var parts []string
 	if m.System != broker.SQS || len(m.Headers) > 0 {
 		h := map[string]any{}
-		for k, v := range m.Headers {
+		for k, v := range doc["headers"].(map[string]any) {
 			if !lockedHeader(k) {
-				h[k] = headerJSON(v)
+				h[k] = v
 			}
 		}
 		hb, err := json.MarshalIndent(h, "  ", "  ")
@@ -103,30 +64,26 @@ func editDocument(m *broker.Message) (string, error) {
 		parts = append(parts, `  "headers": `+string(hb))
 	}
 	if len(m.Attributes) > 0 || m.System == broker.SQS {
-		a := map[string]string{}
-		for k, v := range m.Attributes {
-			if v.BinaryValue == nil {
-				a[k] = v.StringValue
-			}
+		ab, err := json.MarshalIndent(doc["attributes"], "  ", "  ")
+		if err != nil {
+			return "", fmt.Errorf("attributes cannot be edited as JSON: %w", err)
 		}
-		ab, _ := json.MarshalIndent(a, "  ", "  ")
 		parts = append(parts, `  "attributes": `+string(ab))
 	}
-	body, _ := bodyForEdit(m)
-	switch {
-	case len(body) > 0 && json.Valid(body):
+	if b64, ok := doc["body_base64"]; ok {
+		parts = append(parts, fmt.Sprintf(`  "body_base64": %q`, b64))
+	} else if body := inspect.BodyBytes(m); len(body) > 0 && json.Valid(body) {
 		var ind bytes.Buffer
-		_ = json.Indent(&ind, body, "  ", "  ")
+		_ = json.Indent(&ind, bytes.TrimSpace(body), "  ", "  ")
 		parts = append(parts, `  "body": `+ind.String())
-	case isText(body):
-		s, _ := jsonMarshal(string(body))
+	} else {
+		s, err := jsonMarshal(doc["body"])
+		if err != nil {
+			return "", fmt.Errorf("the body cannot be edited as JSON: %w", err)
+		}
 		parts = append(parts, `  "body": `+string(s))
-	default:
-		parts = append(parts, `  "body_base64": "`+base64.StdEncoding.EncodeToString(body)+`"`)
 	}
-	b.WriteString(strings.Join(parts, ",\n"))
-	b.WriteString("\n}\n")
-	return b.String(), nil
+	return "{\n" + strings.Join(parts, ",\n") + "\n}\n", nil
 }
 
 // editError is a validation failure with where it is.
@@ -180,11 +137,10 @@ func applyEdit(orig *broker.Message, text string) (*broker.Message, error) {
 			return nil, &editError{Msg: fmt.Sprintf("unknown field %q: only \"headers\", \"attributes\" and \"body\" can be edited", k)}
 		}
 	}
-	out := orig.Clone()
+	before := inspect.Document(orig)
+	after := maps.Clone(before)
 
 	// Body.
-	origBody, gz := bodyForEdit(orig)
-	var newBody []byte
 	rawBody, hasBody := doc["body"]
 	b64, hasB64 := doc["body_base64"]
 	switch {
@@ -195,167 +151,43 @@ func applyEdit(orig *broker.Message, text string) (*broker.Message, error) {
 		if err := json.Unmarshal(b64, &s); err != nil {
 			return nil, &editError{Msg: "\"body_base64\" must be a string"}
 		}
-		b, err := base64.StdEncoding.DecodeString(s)
-		if err != nil {
+		if _, err := base64.StdEncoding.DecodeString(s); err != nil {
 			return nil, &editError{Msg: "\"body_base64\" is not valid base64: " + err.Error()}
 		}
-		newBody = b
+		after["body_base64"] = s
 	case hasBody:
-		trimmed := bytes.TrimSpace(rawBody)
-		if json.Valid(origBody) && len(origBody) > 0 {
-			// A JSON body stays JSON; keep the original bytes when the
-			// value did not change.
-			if jsonEqual(trimmed, origBody) {
-				newBody = origBody
-			} else {
-				var c bytes.Buffer
-				if err := json.Compact(&c, trimmed); err != nil {
-					return nil, &editError{Msg: "body: " + err.Error()}
-				}
-				newBody = c.Bytes()
-			}
-		} else {
-			var s string
-			if err := json.Unmarshal(trimmed, &s); err != nil {
-				// A text body edited into JSON: publish the JSON.
-				var c bytes.Buffer
-				if err := json.Compact(&c, trimmed); err != nil {
-					return nil, &editError{Msg: "body: " + err.Error()}
-				}
-				newBody = c.Bytes()
-			} else {
-				newBody = []byte(s)
-			}
-		}
+		after["body"] = rawBody
+		delete(after, "body_base64")
 	default:
 		return nil, &editError{Msg: "the document has no \"body\""}
 	}
-	if gz && !bytes.Equal(newBody, origBody) {
-		var zb bytes.Buffer
-		zw := gzip.NewWriter(&zb)
-		_, _ = zw.Write(newBody)
-		_ = zw.Close()
-		out.Body = zb.Bytes()
-	} else if !bytes.Equal(newBody, origBody) {
-		out.Body = newBody
-	}
 
-	// Headers.
+	// Headers: those left out of the document are kept as they were.
 	if raw, ok := doc["headers"]; ok {
 		var h map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &h); err != nil {
 			return nil, &editError{Msg: "\"headers\" must be an object"}
 		}
 		headers := map[string]any{}
-		for k, v := range orig.Headers {
+		for k, v := range before["headers"].(map[string]any) {
 			if lockedHeader(k) {
 				headers[k] = v
 			}
 		}
-		for k, rv := range h {
+		for k, v := range h {
 			if lockedHeader(k) {
 				return nil, &editError{Msg: fmt.Sprintf("header %q is a system header and is locked", k)}
 			}
-			if ov, ok := orig.Headers[k]; ok {
-				if cur, err := jsonMarshal(headerJSON(ov)); err == nil && jsonEqual(rv, cur) {
-					headers[k] = ov // unchanged: keep its AMQP type
-					continue
-				}
-			}
-			v, err := headerValue(rv)
-			if err != nil {
-				return nil, &editError{Msg: fmt.Sprintf("header %q: %v", k, err)}
-			}
 			headers[k] = v
 		}
-		if len(headers) == 0 {
-			headers = nil
-		}
-		out.Headers = headers
-	} else if len(orig.Headers) > 0 {
-		// Headers left out of the document are kept as they were.
-		out.Headers = orig.Clone().Headers
+		after["headers"] = headers
 	}
-
-	// SQS attributes.
 	if raw, ok := doc["attributes"]; ok {
-		var a map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &a); err != nil {
-			return nil, &editError{Msg: "\"attributes\" must be an object of strings"}
-		}
-		attrs := map[string]broker.Attribute{}
-		for k, v := range orig.Attributes {
-			if v.BinaryValue != nil {
-				attrs[k] = v
-			}
-		}
-		for k, rv := range a {
-			var s string
-			if err := json.Unmarshal(rv, &s); err != nil {
-				var n json.Number
-				d := json.NewDecoder(bytes.NewReader(rv))
-				d.UseNumber()
-				if d.Decode(&n) != nil {
-					return nil, &editError{Msg: fmt.Sprintf("attribute %q must be a string or a number", k)}
-				}
-				s = n.String()
-			}
-			at := broker.Attribute{DataType: "String", StringValue: s}
-			if ov, ok := orig.Attributes[k]; ok {
-				at.DataType = ov.DataType
-			}
-			attrs[k] = at
-		}
-		if len(attrs) == 0 {
-			attrs = nil
-		}
-		out.Attributes = attrs
+		after["attributes"] = raw
+	}
+	out, err := inspect.FromDocument(orig, inspect.Canonical(before), after)
+	if err != nil {
+		return nil, &editError{Msg: err.Error()}
 	}
 	return out, nil
-}
-
-// headerValue converts an edited JSON header value to an AMQP-typed value:
-// integers become int64, other numbers float64, objects tables.
-func headerValue(raw json.RawMessage) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	return fromJSON(v), nil
-}
-
-func fromJSON(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	case map[string]any:
-		for k, e := range x {
-			x[k] = fromJSON(e)
-		}
-		return x
-	case []any:
-		for i, e := range x {
-			x[i] = fromJSON(e)
-		}
-		return x
-	}
-	return v
-}
-
-func jsonEqual(a, b []byte) bool {
-	var x, y any
-	da := json.NewDecoder(bytes.NewReader(a))
-	da.UseNumber()
-	db := json.NewDecoder(bytes.NewReader(b))
-	db.UseNumber()
-	if da.Decode(&x) != nil || db.Decode(&y) != nil {
-		return false
-	}
-	return reflect.DeepEqual(x, y)
 }

@@ -137,7 +137,7 @@ func newRow(m *broker.Message, seq int, reason func(*broker.Message) string, dec
 	if decode != nil {
 		body, _ = decode(m)
 	}
-	if isText(body) {
+	if broker.IsText(body) {
 		r.preview = oneLine(string(body[:min(len(body), previewRune*4)]), previewRune)
 	} else {
 		r.preview = fmt.Sprintf("<%d bytes binary>", len(m.Body))

@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/dlq-tools/dlq/internal/human"
 )
 
 // fit truncates or pads s (which may hold ANSI styles) to exactly w cells.
@@ -62,35 +63,11 @@ func oneLine(s string, max int) string {
 	return b.String()
 }
 
-// humanAge renders a duration the way k9s does: 42s, 5m, 3h, 2d.
-func humanAge(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "-"
-	case d < time.Minute:
-		return strconv.Itoa(int(d/time.Second)) + "s"
-	case d < time.Hour:
-		return strconv.Itoa(int(d/time.Minute)) + "m"
-	case d < 48*time.Hour:
-		return strconv.Itoa(int(d/time.Hour)) + "h"
-	default:
-		return strconv.Itoa(int(d/(24*time.Hour))) + "d"
-	}
-}
-
-// humanBytes renders a size: 512B, 1.2K, 3.4M.
-func humanBytes(n int64) string {
-	switch {
-	case n < 1024:
-		return strconv.FormatInt(n, 10) + "B"
-	case n < 1024*1024:
-		return strconv.FormatFloat(float64(n)/1024, 'f', 1, 64) + "K"
-	case n < 1024*1024*1024:
-		return strconv.FormatFloat(float64(n)/(1024*1024), 'f', 1, 64) + "M"
-	default:
-		return strconv.FormatFloat(float64(n)/(1024*1024*1024), 'f', 1, 64) + "G"
-	}
-}
+// humanAge and humanBytes are the formatters the CLI uses too.
+var (
+	humanAge   = human.Age
+	humanBytes = human.Bytes
+)
 
 func optInt(p *int64) string {
 	if p == nil {
@@ -231,130 +208,6 @@ func hexDump(body []byte, maxBytes int) string {
 		s += fmt.Sprintf("… %d more bytes not shown\n", len(body)-maxBytes)
 	}
 	return s
-}
-
-// isText reports whether b is UTF-8 text without control bytes other than
-// whitespace.
-func isText(b []byte) bool {
-	if !utf8.Valid(b) {
-		return false
-	}
-	for _, c := range b {
-		if c < 0x20 && c != '\n' && c != '\r' && c != '\t' {
-			return false
-		}
-	}
-	return true
-}
-
-// lineDiff returns a unified-style diff of two texts: lines prefixed with
-// "  ", "- " or "+ ". Unchanged runs longer than 2*context are folded.
-func lineDiff(before, after string, context int) []string {
-	a := strings.Split(strings.TrimRight(before, "\n"), "\n")
-	b := strings.Split(strings.TrimRight(after, "\n"), "\n")
-	// Trim the common prefix and suffix, then LCS the middle.
-	p := 0
-	for p < len(a) && p < len(b) && a[p] == b[p] {
-		p++
-	}
-	s := 0
-	for s < len(a)-p && s < len(b)-p && a[len(a)-1-s] == b[len(b)-1-s] {
-		s++
-	}
-	am, bm := a[p:len(a)-s], b[p:len(b)-s]
-	var mid []string
-	if len(am)*len(bm) > 4_000_000 {
-		for _, l := range am {
-			mid = append(mid, "- "+l)
-		}
-		for _, l := range bm {
-			mid = append(mid, "+ "+l)
-		}
-	} else {
-		mid = lcsDiff(am, bm)
-	}
-	var out []string
-	for _, l := range a[:p] {
-		out = append(out, "  "+l)
-	}
-	out = append(out, mid...)
-	for _, l := range a[len(a)-s:] {
-		out = append(out, "  "+l)
-	}
-	return foldContext(out, context)
-}
-
-func lcsDiff(a, b []string) []string {
-	n, m := len(a), len(b)
-	dp := make([][]int, n+1)
-	for i := range dp {
-		dp[i] = make([]int, m+1)
-	}
-	for i := n - 1; i >= 0; i-- {
-		for j := m - 1; j >= 0; j-- {
-			if a[i] == b[j] {
-				dp[i][j] = dp[i+1][j+1] + 1
-			} else {
-				dp[i][j] = max(dp[i+1][j], dp[i][j+1])
-			}
-		}
-	}
-	var out []string
-	i, j := 0, 0
-	for i < n && j < m {
-		switch {
-		case a[i] == b[j]:
-			out = append(out, "  "+a[i])
-			i++
-			j++
-		case dp[i+1][j] >= dp[i][j+1]:
-			out = append(out, "- "+a[i])
-			i++
-		default:
-			out = append(out, "+ "+b[j])
-			j++
-		}
-	}
-	for ; i < n; i++ {
-		out = append(out, "- "+a[i])
-	}
-	for ; j < m; j++ {
-		out = append(out, "+ "+b[j])
-	}
-	return out
-}
-
-func foldContext(lines []string, context int) []string {
-	changed := make([]bool, len(lines))
-	for i, l := range lines {
-		changed[i] = !strings.HasPrefix(l, "  ")
-	}
-	keep := make([]bool, len(lines))
-	for i := range lines {
-		if !changed[i] {
-			continue
-		}
-		for j := max(0, i-context); j <= min(len(lines)-1, i+context); j++ {
-			keep[j] = true
-		}
-	}
-	var out []string
-	skipped := 0
-	for i, l := range lines {
-		if keep[i] {
-			if skipped > 0 {
-				out = append(out, fmt.Sprintf("  ⋯ %d unchanged lines", skipped))
-				skipped = 0
-			}
-			out = append(out, l)
-			continue
-		}
-		skipped++
-	}
-	if skipped > 0 {
-		out = append(out, fmt.Sprintf("  ⋯ %d unchanged lines", skipped))
-	}
-	return out
 }
 
 // overlay places box centred over the lines of base (both plain rows of the

@@ -297,7 +297,7 @@ func TestDemo(t *testing.T) {
 		if len(m.Death.History) > 1 {
 			ladders++
 		}
-		if !isText(m.Body) {
+		if !broker.IsText(m.Body) {
 			binary++
 		}
 		if m.Properties.MessageID == "" {

@@ -37,9 +37,12 @@ RECORDS. Every other line is one message. Fields are left out when empty.
                         void (no value), bool, int8, int16, int32, int64,
                         uint8, uint16, uint32, uint64, float32, float64
                         (numbers; "NaN", "+Inf", "-Inf", "-0" as strings),
-                        decimal {"scale":2,"value":12345}, string,
-                        bytes (base64), timestamp (RFC 3339, UTC),
-                        table {name: typed value, …}, array [typed value, …]
+                        decimal {"scale":2,"value":12345}, string (one
+                        that is not UTF-8 is its base64, with
+                        "encoding":"base64"), bytes (base64), timestamp
+                        (RFC 3339, UTC), table {name: typed value, …},
+                        array [typed value, …]. Integers are exact, also
+                        beyond 2^53.
   properties          content_type, content_encoding, delivery_mode, priority,
                       correlation_id, reply_to, expiration, message_id,
                       timestamp, type, user_id, app_id

@@ -2,7 +2,6 @@ package archive
 
 import (
 	"encoding/base64"
-	"strconv"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -444,67 +443,12 @@ func (p *fastParser) number() ([]byte, bool) {
 	return b[start:i], true
 }
 
-// parseInt is strconv.ParseInt(string(s), 10, bits) without allocating for
-// the short plain integers archives hold.
-func parseInt(s []byte, bits int) (int64, bool) {
-	if len(s) > 0 && len(s) < 19 {
-		neg := s[0] == '-'
-		d := s
-		if neg {
-			d = s[1:]
-		}
-		var n int64
-		plain := len(d) > 0
-		for _, c := range d {
-			if c < '0' || c > '9' {
-				plain = false
-				break
-			}
-			n = n*10 + int64(c-'0')
-		}
-		if plain {
-			if neg {
-				n = -n
-			}
-			if bits < 64 && (n < -(1<<(bits-1)) || n >= 1<<(bits-1)) {
-				return 0, false
-			}
-			return n, true
-		}
-	}
-	n, err := strconv.ParseInt(string(s), 10, bits)
-	return n, err == nil
-}
-
-// parseUint is strconv.ParseUint(string(s), 10, bits), likewise.
-func parseUint(s []byte, bits int) (uint64, bool) {
-	if len(s) > 0 && len(s) < 20 && s[0] != '-' {
-		var n uint64
-		plain := true
-		for _, c := range s {
-			if c < '0' || c > '9' {
-				plain = false
-				break
-			}
-			n = n*10 + uint64(c-'0')
-		}
-		if plain {
-			if bits < 64 && n >= 1<<bits {
-				return 0, false
-			}
-			return n, true
-		}
-	}
-	n, err := strconv.ParseUint(string(s), 10, bits)
-	return n, err == nil
-}
-
 func (p *fastParser) int64v() (int64, bool) {
 	s, ok := p.number()
 	if !ok {
 		return 0, false
 	}
-	return parseInt(s, 64)
+	return broker.ParseIntBytes(s, 64)
 }
 
 func (p *fastParser) boolean() (bool, bool) {
@@ -781,7 +725,7 @@ func (p *fastParser) uint8v() (uint8, bool) {
 	if !ok {
 		return 0, false
 	}
-	n, ok := parseUint(s, 8)
+	n, ok := broker.ParseUintBytes(s, 8)
 	return uint8(n), ok
 }
 
@@ -963,10 +907,11 @@ func (p *fastParser) headers() (map[string]any, bool) {
 	return out, ok
 }
 
-// typed decodes {"type":T,"value":V} with "type" first, as this package
-// writes it.
+// typed decodes {"type":T,"value":V} with "type" first, as
+// broker.AppendTypedValue writes it; the values themselves are converted by
+// broker's typed-value codec.
 func (p *fastParser) typed(depth int) (any, bool) {
-	if depth > maxDepth || !p.eat('{') {
+	if depth > broker.MaxTypedDepth || !p.eat('{') {
 		return nil, false
 	}
 	p.ws()
@@ -979,7 +924,7 @@ func (p *fastParser) typed(depth int) (any, bool) {
 	if !ok {
 		return nil, false
 	}
-	if string(typ) == typeVoid {
+	if string(typ) == broker.TypedVoid {
 		return nil, p.eat('}')
 	}
 	if !p.eat(',') {
@@ -997,149 +942,85 @@ func (p *fastParser) typed(depth int) (any, bool) {
 	return v, true
 }
 
+// typedValue decodes the value of a typed value of type typ. Strings that
+// need an "encoding" after the value are left to the caller's fallback.
 func (p *fastParser) typedValue(typ []byte, depth int) (any, bool) {
-	intOf := func(bits int) (int64, bool) {
-		s, ok := p.number()
-		if !ok {
-			return 0, false
-		}
-		return parseInt(s, bits)
-	}
-	uintOf := func(bits int) (uint64, bool) {
-		s, ok := p.number()
-		if !ok {
-			return 0, false
-		}
-		return parseUint(s, bits)
-	}
-	switch string(typ) {
-	case typeBool:
-		return p.boolean()
-	case typeInt8:
-		n, ok := intOf(8)
-		return int8(n), ok
-	case typeInt16:
-		n, ok := intOf(16)
-		return int16(n), ok
-	case typeInt32:
-		n, ok := intOf(32)
-		return int32(n), ok
-	case typeInt64:
-		return intOf(64)
-	case typeUint8:
-		n, ok := uintOf(8)
-		return uint8(n), ok
-	case typeUint16:
-		n, ok := uintOf(16)
-		return uint16(n), ok
-	case typeUint32:
-		n, ok := uintOf(32)
-		return uint32(n), ok
-	case typeUint64:
-		return uintOf(64)
-	case typeFloat32, typeFloat64:
-		bits := 64
-		if string(typ) == typeFloat32 {
-			bits = 32
-		}
-		var f float64
-		if p.peek() == '"' {
-			s, ok := p.str()
-			if !ok {
-				return nil, false
-			}
-			var err error
-			if f, err = specialFloat(s); err != nil {
-				return nil, false
-			}
-		} else {
-			s, ok := p.number()
-			if !ok {
-				return nil, false
-			}
-			var err error
-			if f, err = strconv.ParseFloat(string(s), bits); err != nil {
-				return nil, false
-			}
-		}
-		if bits == 32 {
-			return float32(f), true
-		}
-		return f, true
-	case typeDecimal:
-		var d broker.Decimal
-		var hasS, hasV bool
-		ok := p.object(func(key []byte) bool {
-			switch string(key) {
-			case "scale":
-				if hasS {
-					return false
+	switch p.peek() {
+	case '"':
+		if string(typ) == broker.TypedString {
+			if l := p.lend; l != nil && l.intern != nil {
+				// Plain strings come boxed from the intern table.
+				start := p.i + 1
+				k, high := stringStop(p.b[start:])
+				if end := start + k; !high && end < len(p.b) && p.b[end] == '"' {
+					p.i = end + 1
+					return l.intern.boxed(p.b[start:end]), true
 				}
-				n, ok := uintOf(8)
-				d.Scale, hasS = uint8(n), true
-				return ok
-			case "value":
-				if hasV {
-					return false
-				}
-				n, ok := intOf(32)
-				d.Value, hasV = int32(n), true
-				return ok
 			}
-			return false
-		})
-		return d, ok && hasS && hasV
-	case typeString:
-		if l := p.lend; l != nil && l.intern != nil && p.peek() == '"' {
-			// Plain strings come boxed from the intern table.
-			start := p.i + 1
-			k, high := stringStop(p.b[start:])
-			if end := start + k; !high && end < len(p.b) && p.b[end] == '"' {
-				p.i = end + 1
-				return l.intern.boxed(p.b[start:end]), true
-			}
+			return p.str()
 		}
-		return p.str()
-	case typeBytes:
 		s, ok := p.str()
 		if !ok {
 			return nil, false
 		}
-		b, err := base64.StdEncoding.DecodeString(s)
-		if err != nil {
-			return nil, false
-		}
-		if b == nil {
-			b = []byte{}
-		}
-		return b, true
-	case typeTimestamp:
-		s, ok := p.str()
+		v, err := broker.TypedFromString(typ, s)
+		return v, err == nil
+	case 't', 'f':
+		b, ok := p.boolean()
 		if !ok {
 			return nil, false
 		}
-		t, err := time.Parse(time.RFC3339Nano, s)
-		return t.UTC(), err == nil
-	case typeTable:
-		var m map[string]any
-		if l := p.lend; l != nil {
-			m = l.table()
-		} else {
-			m = map[string]any{}
-		}
-		ok := p.object(func(k []byte) bool {
-			if _, dup := m[string(k)]; dup {
-				return false
+		v, err := broker.TypedFromBool(typ, b)
+		return v, err == nil
+	case '{':
+		switch string(typ) {
+		case broker.TypedDecimal:
+			var scale, value []byte
+			ok := p.object(func(key []byte) bool {
+				var dst *[]byte
+				switch string(key) {
+				case "scale":
+					dst = &scale
+				case "value":
+					dst = &value
+				default:
+					return false
+				}
+				if *dst != nil {
+					return false
+				}
+				var ok bool
+				*dst, ok = p.number()
+				return ok
+			})
+			if !ok || scale == nil || value == nil {
+				return nil, false
 			}
-			v, ok := p.typed(depth + 1)
-			m[p.string(k)] = v
-			return ok
-		})
-		return m, ok
-	case typeArray:
-		if !p.eat('[') {
+			d, err := broker.TypedFromDecimal(scale, value)
+			return d, err == nil
+		case broker.TypedTable:
+			var m map[string]any
+			if l := p.lend; l != nil {
+				m = l.table()
+			} else {
+				m = map[string]any{}
+			}
+			ok := p.object(func(k []byte) bool {
+				if _, dup := m[string(k)]; dup {
+					return false
+				}
+				v, ok := p.typed(depth + 1)
+				m[p.string(k)] = v
+				return ok
+			})
+			return m, ok
+		}
+		return nil, false
+	case '[':
+		if string(typ) != broker.TypedArray {
 			return nil, false
 		}
+		p.i++
 		a, keep := []any{}, func([]any) {}
 		if l := p.lend; l != nil {
 			a, keep = l.array()
@@ -1160,5 +1041,10 @@ func (p *fastParser) typedValue(typ []byte, depth int) (any, bool) {
 			return a, p.eat(']')
 		}
 	}
-	return nil, false
+	lit, ok := p.number()
+	if !ok {
+		return nil, false
+	}
+	v, err := broker.TypedFromNumber(typ, lit)
+	return v, err == nil
 }

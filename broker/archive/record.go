@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/dlq-tools/dlq/broker"
 )
@@ -130,24 +129,6 @@ type death struct {
 	History     []deathEntry `json:"history,omitzero"`
 }
 
-// isText reports whether a body can be stored as a JSON string and read back
-// byte for byte: valid UTF-8 without NUL or other C0 controls besides tab,
-// newline and carriage return (which would mark it as binary).
-func isText(b []byte) bool {
-	if !utf8.Valid(b) {
-		return false
-	}
-	for _, c := range b {
-		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
-			return false
-		}
-		if c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
 func utc(t time.Time) time.Time {
 	if t.IsZero() {
 		return time.Time{}
@@ -177,7 +158,7 @@ func toRecord(m *broker.Message, brokerAddr string, archived time.Time) (record,
 	}
 	if m.Body != nil {
 		var s string
-		if isText(m.Body) {
+		if broker.IsText(m.Body) {
 			s = string(m.Body)
 		} else {
 			s = base64.StdEncoding.EncodeToString(m.Body)

@@ -241,13 +241,13 @@ func TestDecodeRejects(t *testing.T) {
 
 func TestDeepNestingRefused(t *testing.T) {
 	var v any = "leaf"
-	for range maxDepth + 2 {
+	for range broker.MaxTypedDepth + 2 {
 		v = []any{v}
 	}
 	if _, err := Marshal(&broker.Message{ID: "a", Headers: map[string]any{"h": v}}, "", time.Time{}); err == nil {
 		t.Error("Marshal accepted headers nested beyond the limit")
 	}
-	line := `{"id":"a","headers":{"h":` + strings.Repeat(`{"type":"array","value":[`, maxDepth+2) + `{"type":"void"}` + strings.Repeat(`]}`, maxDepth+2) + `}}`
+	line := `{"id":"a","headers":{"h":` + strings.Repeat(`{"type":"array","value":[`, broker.MaxTypedDepth+2) + `{"type":"void"}` + strings.Repeat(`]}`, broker.MaxTypedDepth+2) + `}}`
 	if _, err := Unmarshal([]byte(line)); err == nil {
 		t.Error("Unmarshal accepted headers nested beyond the limit")
 	}

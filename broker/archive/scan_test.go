@@ -87,25 +87,6 @@ func FuzzStringStop(f *testing.F) {
 	})
 }
 
-func TestParseIntMatchesStrconv(t *testing.T) {
-	for _, s := range []string{"0", "-0", "7", "-128", "127", "128", "-129", "255", "256", "65535", "-32768",
-		"2147483647", "2147483648", "-9223372036854775808", "9223372036854775807", "9223372036854775808",
-		"18446744073709551615", "18446744073709551616", "123456789012345678", "1e3", "1.5", "", "-", "00"} {
-		for _, bits := range []int{8, 16, 32, 64} {
-			n, ok := parseInt([]byte(s), bits)
-			wn, err := strconv.ParseInt(s, 10, bits)
-			if ok != (err == nil) || (ok && n != wn) {
-				t.Errorf("parseInt(%q, %d) = %d, %v; strconv: %d, %v", s, bits, n, ok, wn, err)
-			}
-			u, ok := parseUint([]byte(s), bits)
-			wu, err := strconv.ParseUint(s, 10, bits)
-			if ok != (err == nil) || (ok && u != wu) {
-				t.Errorf("parseUint(%q, %d) = %d, %v; strconv: %d, %v", s, bits, u, ok, wu, err)
-			}
-		}
-	}
-}
-
 // The known keys of each object the fast decoder reads have distinct bits,
 // so that no line dlq writes falls back to encoding/json for a clash.
 func TestKeyBits(t *testing.T) {

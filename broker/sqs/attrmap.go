@@ -1,7 +1,6 @@
 package sqs
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/dlq-tools/dlq/broker"
 )
@@ -40,7 +38,7 @@ import (
 //     allow (see validAttributeName), and everything that does not fit in the
 //     first nine slots, go into one overflow attribute, dlq-amqp (String.json),
 //     holding {"properties": {...}, "headers": {name: {"type": T, "value": V}}}
-//     with the same typed encoding as dlq archives.
+//     with the typed-value encoding of dlq archives (broker.AppendTypedValue).
 //
 // A body that SQS cannot carry (bytes outside the XML character set SQS
 // accepts, such as arbitrary binary) is sent base64-encoded with the
@@ -213,7 +211,7 @@ func attributesFromHeaders(headers map[string]any, props broker.Properties, limi
 	if len(overflowProps) > 0 || len(overflowHeaders) > 0 {
 		doc := overflowDoc{Properties: map[string]json.RawMessage{}}
 		for k, v := range overflowProps {
-			b, err := encodeTyped(v, 0)
+			b, err := broker.AppendTypedValue(nil, v)
 			if err != nil {
 				return nil, err
 			}
@@ -225,11 +223,11 @@ func attributesFromHeaders(headers map[string]any, props broker.Properties, limi
 		}
 		sort.Strings(hk)
 		for _, k := range hk {
-			kb, err := encodeTyped(k, 0)
+			kb, err := broker.AppendTypedValue(nil, k)
 			if err != nil {
 				return nil, err
 			}
-			vb, err := encodeTyped(overflowHeaders[k], 0)
+			vb, err := broker.AppendTypedValue(nil, overflowHeaders[k])
 			if err != nil {
 				return nil, fmt.Errorf("header %q: %w", k, err)
 			}
@@ -247,7 +245,7 @@ func attributesFromHeaders(headers map[string]any, props broker.Properties, limi
 // overflowDoc is the JSON of the dlq-amqp attribute. Properties are keyed by
 // their attribute name without the prefix; headers are [name, value] pairs
 // (a list, so that names which are not valid UTF-8 survive). Every string,
-// name and value uses the typed encoding of encodeTyped.
+// name and value uses broker's typed-value encoding.
 type overflowDoc struct {
 	Properties map[string]json.RawMessage `json:"properties,omitempty"`
 	Headers    [][2]json.RawMessage       `json:"headers,omitempty"`
@@ -274,7 +272,7 @@ func HeadersFromAttributes(attrs map[string]broker.Attribute) (map[string]any, b
 				continue
 			}
 			for pk, raw := range doc.Properties {
-				pv, err := decodeTyped(raw, 0)
+				pv, err := broker.DecodeTypedValue(raw)
 				ps, ok := pv.(string)
 				if err != nil || !ok {
 					errs = append(errs, fmt.Errorf("attribute %s property %s: not a typed string", k, pk))
@@ -287,13 +285,13 @@ func HeadersFromAttributes(attrs map[string]broker.Attribute) (map[string]any, b
 				}
 			}
 			for _, pair := range doc.Headers {
-				kv, err := decodeTyped(pair[0], 0)
+				kv, err := broker.DecodeTypedValue(pair[0])
 				hk, ok := kv.(string)
 				if err != nil || !ok {
 					errs = append(errs, fmt.Errorf("attribute %s: header name is not a typed string", k))
 					continue
 				}
-				v, err := decodeTyped(pair[1], 0)
+				v, err := broker.DecodeTypedValue(pair[1])
 				if err != nil {
 					errs = append(errs, fmt.Errorf("attribute %s header %q: %w", k, hk, err))
 					continue
@@ -491,225 +489,6 @@ func attributeHeader(a broker.Attribute) (any, error) {
 		return time.Unix(n, 0).UTC(), err
 	}
 	return attributeValue(a), nil
-}
-
-// encodeTyped writes a header value as {"type": T, "value": V}, the typed
-// encoding of dlq archives.
-func encodeTyped(v any, depth int) (json.RawMessage, error) {
-	if depth > 64 {
-		return nil, errors.New("header nested deeper than 64 levels")
-	}
-	tv := func(t string, val any) (json.RawMessage, error) {
-		b, err := json.Marshal(val)
-		if err != nil {
-			return nil, err
-		}
-		return json.Marshal(struct {
-			Type  string          `json:"type"`
-			Value json.RawMessage `json:"value,omitempty"`
-		}{t, b})
-	}
-	switch x := v.(type) {
-	case nil:
-		return json.RawMessage(`{"type":"void"}`), nil
-	case bool:
-		return tv("bool", x)
-	case string:
-		if !utf8.ValidString(x) {
-			return json.Marshal(struct {
-				Type     string `json:"type"`
-				Value    string `json:"value"`
-				Encoding string `json:"encoding"`
-			}{"string", base64.StdEncoding.EncodeToString([]byte(x)), "base64"})
-		}
-		return tv("string", x)
-	case int8:
-		return tv("int8", x)
-	case int16:
-		return tv("int16", x)
-	case int32:
-		return tv("int32", x)
-	case int64:
-		return tv("int64", x)
-	case int:
-		return tv("int64", x)
-	case uint8:
-		return tv("uint8", x)
-	case uint16:
-		return tv("uint16", x)
-	case uint32:
-		return tv("uint32", x)
-	case uint64:
-		return tv("uint64", strconv.FormatUint(x, 10))
-	case float32:
-		return tv("float32", strconv.FormatFloat(float64(x), 'g', -1, 32))
-	case float64:
-		return tv("float64", strconv.FormatFloat(x, 'g', -1, 64))
-	case broker.Decimal:
-		return tv("decimal", x)
-	case time.Time:
-		return tv("timestamp", x.Unix())
-	case []byte:
-		return tv("bytes", base64.StdEncoding.EncodeToString(x))
-	case map[string]any:
-		m := make(map[string]json.RawMessage, len(x))
-		for k, e := range x {
-			b, err := encodeTyped(e, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			m[k] = b
-		}
-		return tv("table", m)
-	case []any:
-		l := make([]json.RawMessage, len(x))
-		for i, e := range x {
-			b, err := encodeTyped(e, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			l[i] = b
-		}
-		return tv("array", l)
-	}
-	return nil, fmt.Errorf("unsupported header type %T", v)
-}
-
-// decodeTyped reads what encodeTyped wrote.
-func decodeTyped(b []byte, depth int) (any, error) {
-	if depth > 64 {
-		return nil, errors.New("header nested deeper than 64 levels")
-	}
-	var t struct {
-		Type     string          `json:"type"`
-		Value    json.RawMessage `json:"value"`
-		Encoding string          `json:"encoding"`
-	}
-	if err := json.Unmarshal(b, &t); err != nil {
-		return nil, err
-	}
-	str := func() (string, error) {
-		var s string
-		if err := json.Unmarshal(t.Value, &s); err != nil {
-			return "", err
-		}
-		if t.Encoding == "base64" {
-			b, err := base64.StdEncoding.DecodeString(s)
-			return string(b), err
-		}
-		return s, nil
-	}
-	intOf := func(bits int) (int64, error) {
-		var n int64
-		if err := json.Unmarshal(t.Value, &n); err != nil {
-			return 0, err
-		}
-		if bits < 64 && (n < -(1<<(bits-1)) || n >= 1<<(bits-1)) {
-			return 0, fmt.Errorf("%d overflows %s", n, t.Type)
-		}
-		return n, nil
-	}
-	uintOf := func(bits int) (uint64, error) {
-		var n uint64
-		if err := json.Unmarshal(t.Value, &n); err != nil {
-			return 0, err
-		}
-		if n >= 1<<bits {
-			return 0, fmt.Errorf("%d overflows %s", n, t.Type)
-		}
-		return n, nil
-	}
-	switch t.Type {
-	case "void":
-		return nil, nil
-	case "bool":
-		var v bool
-		err := json.Unmarshal(t.Value, &v)
-		return v, err
-	case "string":
-		return str()
-	case "int8":
-		n, err := intOf(8)
-		return int8(n), err
-	case "int16":
-		n, err := intOf(16)
-		return int16(n), err
-	case "int32":
-		n, err := intOf(32)
-		return int32(n), err
-	case "int64":
-		return intOf(64)
-	case "uint8":
-		n, err := uintOf(8)
-		return uint8(n), err
-	case "uint16":
-		n, err := uintOf(16)
-		return uint16(n), err
-	case "uint32":
-		n, err := uintOf(32)
-		return uint32(n), err
-	case "uint64":
-		s, err := str()
-		if err != nil {
-			return nil, err
-		}
-		return strconv.ParseUint(s, 10, 64)
-	case "float32":
-		s, err := str()
-		if err != nil {
-			return nil, err
-		}
-		f, err := strconv.ParseFloat(s, 32)
-		return float32(f), err
-	case "float64":
-		s, err := str()
-		if err != nil {
-			return nil, err
-		}
-		return strconv.ParseFloat(s, 64)
-	case "decimal":
-		var d broker.Decimal
-		err := json.Unmarshal(t.Value, &d)
-		return d, err
-	case "timestamp":
-		n, err := intOf(64)
-		return time.Unix(n, 0).UTC(), err
-	case "bytes":
-		s, err := str()
-		if err != nil {
-			return nil, err
-		}
-		return base64.StdEncoding.DecodeString(s)
-	case "table":
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(t.Value, &m); err != nil {
-			return nil, err
-		}
-		out := make(map[string]any, len(m))
-		for k, e := range m {
-			v, err := decodeTyped(e, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = v
-		}
-		return out, nil
-	case "array":
-		var l []json.RawMessage
-		if err := json.Unmarshal(t.Value, &l); err != nil {
-			return nil, err
-		}
-		out := make([]any, len(l))
-		for i, e := range l {
-			v, err := decodeTyped(e, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = v
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("unknown header type %q", t.Type)
 }
 
 // validBody reports whether SQS accepts s as a message body or string

@@ -3,6 +3,7 @@ package sqs
 import (
 	"fmt"
 	"math"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -288,4 +289,62 @@ func FuzzAttributesFromHeaders(f *testing.F) {
 			t.Errorf("properties = %+v, want %+v", gp, p)
 		}
 	})
+}
+
+// testdata/overflow-typed-values.json is a dlq-amqp attribute as an earlier
+// dlq wrote it (uint64 and floats as strings, timestamps as Unix seconds):
+// messages still on a queue must read back unchanged.
+func TestReadsOverflowOfEarlierVersions(t *testing.T) {
+	b, err := os.ReadFile("testdata/overflow-typed-values.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := HeadersFromAttributes(map[string]broker.Attribute{
+		attrOverflow: {DataType: "String.json", StringValue: strings.TrimSpace(string(b))},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"arr": []any{int16(3), "y"}, "b": true, "bad": string([]byte{0xff, 'a', 0xfe}), "big": uint64(1<<53 + 1),
+		"bytes": []byte{0, 1, 2}, "dec": broker.Decimal{Scale: 2, Value: -105}, "f32": float32(1.5), "f64": 0.1,
+		"i8": int8(-5), "inf": math.Inf(-1), "tbl": map[string]any{"n": uint64(math.MaxUint64), "s": "x"},
+		"ts": time.Date(2026, 11, 1, 12, 30, 45, 0, time.UTC), "u64": uint64(math.MaxUint64), "void": nil,
+	}
+	if nan, ok := got["nan"].(float64); !ok || !math.IsNaN(nan) {
+		t.Errorf("header nan = %#v, want NaN", got["nan"])
+	}
+	delete(got, "nan")
+	for k, w := range want {
+		if g, ok := got[k]; !ok || !reflect.DeepEqual(g, w) {
+			t.Errorf("header %s = %#v, want %#v", k, g, w)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("unexpected header %s = %#v", k, got[k])
+		}
+	}
+}
+
+// Integers beyond 2^53 and strings that are not UTF-8 survive the overflow
+// attribute exactly.
+func TestOverflowKeepsExactValues(t *testing.T) {
+	h := map[string]any{"big": uint64(1<<53 + 1), "bad": string([]byte{0xff, 0xfe}), "t": map[string]any{"u": uint64(math.MaxUint64)}}
+	attrs, err := attributesFromHeaders(h, broker.Properties{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := attrs[attrOverflow].StringValue; !strings.Contains(s, `"value":9007199254740993}`) {
+		t.Errorf("overflow attribute %s does not hold 9007199254740993 as a number", s)
+	}
+	got, _, err := HeadersFromAttributes(attrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, w := range h {
+		if !reflect.DeepEqual(got[k], w) {
+			t.Errorf("header %s = %#v, want %#v", k, got[k], w)
+		}
+	}
 }
