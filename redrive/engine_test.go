@@ -778,9 +778,19 @@ func TestJournalOfARunningProcessIsNotInterrupted(t *testing.T) {
 func TestDiscardArchivesBeforeAck(t *testing.T) {
 	f := rabbitFake(t, broker.KindClassic, 20)
 	arch := newFake(t, broker.Archive)
-	var ackedAtArchive []int
+	// Each archive write finds no message acknowledged beyond those the
+	// earlier writes archived. (Windows may be shorter than Window: the
+	// engine does not wait to fill one.)
+	var archived int
+	var early []string
 	arch.publishHook = func(outs []broker.Outgoing) ([]error, error) {
-		ackedAtArchive = append(ackedAtArchive, f.acked)
+		f.mu.Lock()
+		acked := f.acked
+		f.mu.Unlock()
+		if acked > archived {
+			early = append(early, fmt.Sprintf("%d acknowledged before a write, %d archived", acked, archived))
+		}
+		archived += len(outs)
 		return nil, nil
 	}
 	sel := FilterFunc(func(ctx context.Context, m *broker.Message) (bool, error) { return m.ID < "m010", nil })
@@ -791,10 +801,8 @@ func TestDiscardArchivesBeforeAck(t *testing.T) {
 	if s.Moved != 10 || s.Archived != 10 || len(f.ready("orders.dlq")) != 10 {
 		t.Fatalf("%+v", s)
 	}
-	for i, n := range ackedAtArchive {
-		if n != i*5 {
-			t.Fatalf("window %d archived after %d acks: archive must come first", i, n)
-		}
+	if len(early) > 0 {
+		t.Fatalf("the archive must come first: %v", early)
 	}
 	a := arch.ready("file:/tmp/a.jsonl")
 	if len(a) != 10 || a[0].Headers["x-death"] == nil || a[0].Headers[RedriveHeader] != nil {
