@@ -103,84 +103,106 @@ func (e *engine) read(rctx context.Context) (deliveries chan taken, errs chan er
 	return deliveries, errs
 }
 
-// batch decides each delivery (select, order) and hands windows to the
-// workers.
-func (e *engine) batch(ctx, rctx context.Context, deliveries <-chan taken, work chan<- window, stop func()) {
-	// Several receivers of a holding source: each window holds the
-	// deliveries of one, so that it is settled with one Ack of whole
-	// receive batches.
-	split := e.park.mode == broker.ParkHold && len(e.subs) > 1
-	var keys []broker.Subscription // pending windows, oldest first
-	pending := map[broker.Subscription][]item{}
-	keyOf := func(s broker.Subscription) broker.Subscription {
-		if split {
-			return s
-		}
-		return nil
+// windows collects decided items into windows and hands them to the
+// workers, each window chained to the one before it. With several
+// receivers of a holding source (split), each window holds the deliveries
+// of one, so that it is settled with one Ack of whole receive batches.
+type windows struct {
+	e        *engine
+	ctx      context.Context
+	work     chan<- window
+	split    bool
+	keys     []broker.Subscription // pending windows, oldest first
+	pending  map[broker.Subscription][]item
+	timer    <-chan time.Time // flushes a window that is not full
+	lastDone chan struct{}
+}
+
+func (e *engine) newWindows(ctx context.Context, work chan<- window) *windows {
+	w := &windows{e: e, ctx: ctx, work: work, split: e.park.mode == broker.ParkHold && len(e.subs) > 1,
+		pending: map[broker.Subscription][]item{}, lastDone: make(chan struct{})}
+	close(w.lastDone)
+	return w
+}
+
+func (w *windows) keyOf(s broker.Subscription) broker.Subscription {
+	if w.split {
+		return s
 	}
-	add := func(it item) (full bool) {
-		k := keyOf(it.sub)
-		if _, ok := pending[k]; !ok {
-			keys = append(keys, k)
-			pending[k] = make([]item, 0, e.opts.Window)
-		}
-		pending[k] = append(pending[k], it)
-		return len(pending[k]) >= e.opts.Window
+	return nil
+}
+
+// add adds it to its pending window and reports whether that is full.
+func (w *windows) add(it item) (full bool) {
+	k := w.keyOf(it.sub)
+	if _, ok := w.pending[k]; !ok {
+		w.keys = append(w.keys, k)
+		w.pending[k] = make([]item, 0, w.e.opts.Window)
 	}
-	// dropAll settles what was never handed to a worker.
-	dropAll := func() {
-		for _, k := range keys {
-			e.park.finish(ctx, pending[k])
-		}
-		keys, pending = nil, map[broker.Subscription][]item{}
+	w.pending[k] = append(w.pending[k], it)
+	return len(w.pending[k]) >= w.e.opts.Window
+}
+
+// dropAll settles what was never handed to a worker.
+func (w *windows) dropAll() {
+	for _, k := range w.keys {
+		w.e.park.finish(w.ctx, w.pending[k])
 	}
-	var timer <-chan time.Time
-	lastDone := make(chan struct{})
-	close(lastDone)
-	// send hands the pending window of k to a worker.
-	send := func(k broker.Subscription) bool {
-		items := pending[k]
-		delete(pending, k)
-		for i, x := range keys {
-			if x == k {
-				keys = append(keys[:i:i], keys[i+1:]...)
-				break
-			}
+	w.keys, w.pending = nil, map[broker.Subscription][]item{}
+}
+
+// send hands the pending window of k to a worker; false when the run was
+// cancelled first (everything pending is settled then).
+func (w *windows) send(k broker.Subscription) bool {
+	items := w.pending[k]
+	delete(w.pending, k)
+	for i, x := range w.keys {
+		if x == k {
+			w.keys = append(w.keys[:i:i], w.keys[i+1:]...)
+			break
 		}
-		if len(items) == 0 {
-			return true
-		}
-		w := window{items: items, prev: lastDone, done: make(chan struct{})}
-		lastDone = w.done
-		select {
-		case work <- w:
-			return true
-		case <-ctx.Done():
-			e.park.finish(ctx, w.items)
-			close(w.done)
-			dropAll()
+	}
+	if len(items) == 0 {
+		return true
+	}
+	win := window{items: items, prev: w.lastDone, done: make(chan struct{})}
+	w.lastDone = win.done
+	select {
+	case w.work <- win:
+		return true
+	case <-w.ctx.Done():
+		w.e.park.finish(w.ctx, win.items)
+		close(win.done)
+		w.dropAll()
+		return false
+	}
+}
+
+// flush sends every pending window.
+func (w *windows) flush() bool {
+	w.timer = nil
+	for len(w.keys) > 0 {
+		if !w.send(w.keys[0]) {
 			return false
 		}
 	}
-	flush := func() bool {
-		timer = nil
-		for len(keys) > 0 {
-			if !send(keys[0]) {
-				return false
-			}
-		}
-		return true
-	}
+	return true
+}
+
+// batch decides each delivery (select, order) and hands windows to the
+// workers.
+func (e *engine) batch(ctx, rctx context.Context, deliveries <-chan taken, work chan<- window, stop func()) {
+	ws := e.newWindows(ctx, work)
 	wrapped := false
 	for {
 		select {
 		case t, ok := <-deliveries:
 			if !ok {
-				flush()
+				ws.flush()
 				return
 			}
 			if wrapped || e.limitReached() || rctx.Err() != nil {
-				add(item{d: t.d, sub: t.sub, id: t.d.Message.ID, again: true})
+				ws.add(item{d: t.d, sub: t.sub, id: t.d.Message.ID, again: true})
 				break
 			}
 			it := e.take(ctx, t)
@@ -196,24 +218,24 @@ func (e *engine) batch(ctx, rctx context.Context, deliveries <-chan taken, work 
 					it.again = true
 				}
 			}
-			full := add(it)
+			full := ws.add(it)
 			if e.limitReached() {
 				stop()
 			}
 			if full {
-				if !send(keyOf(it.sub)) {
+				if !ws.send(ws.keyOf(it.sub)) {
 					return
 				}
-			} else if timer == nil {
-				timer = time.After(5 * time.Millisecond)
+			} else if ws.timer == nil {
+				ws.timer = time.After(5 * time.Millisecond)
 			}
-		case <-timer:
-			if !flush() {
+		case <-ws.timer:
+			if !ws.flush() {
 				return
 			}
 		case <-ctx.Done():
 			// Not yet handed to a worker: nothing was published for these.
-			dropAll()
+			ws.dropAll()
 			for t := range deliveries {
 				e.park.finish(ctx, []item{{d: t.d, sub: t.sub, id: t.d.Message.ID, again: true}})
 			}
