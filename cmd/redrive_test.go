@@ -128,6 +128,11 @@ type moveFake struct {
 func (b *moveFake) System() broker.System { return broker.RabbitMQ }
 func (b *moveFake) String() string        { return "amqp://ops@fake:5672/" }
 func (b *moveFake) Close() error          { b.closed = true; return nil }
+
+// Traits are those of a RabbitMQ quorum queue: rotation.
+func (b *moveFake) Traits(broker.Queue) broker.Traits {
+	return broker.Traits{Park: broker.ParkRotate, PeekAll: broker.PeekRotate}
+}
 func (b *moveFake) Origin(ctx context.Context, q string, m *broker.Message) (broker.Destination, error) {
 	return broker.Destination{Kind: broker.ToQueue, Queue: "orders"}, nil
 }

@@ -59,6 +59,9 @@ func (p publisherBroker) String() string {
 }
 func (p publisherBroker) Close() error { return nil }
 
+// Traits are the publisher's, when it declares any.
+func (p publisherBroker) Traits(q broker.Queue) broker.Traits { return broker.TraitsOf(p.Publisher, q) }
+
 // Purge removes every message of queue. With an archive it is a Discard of
 // everything (archive first, then acknowledge, window by window: a
 // broker-side purge could remove messages that arrived after the archive

@@ -19,20 +19,21 @@ import (
 func (e *engine) dryRun(ctx context.Context) (Summary, error) {
 	p, ok := e.src.(broker.Peeker)
 	if !ok {
-		return e.sum, broker.Errorf(broker.ErrUnsupported, "dry run", "%s cannot be read without taking messages", e.src)
+		return e.tally.sum, broker.Errorf(broker.ErrUnsupported, "dry run", "%s cannot be read without taking messages", e.src)
 	}
 	e.start = e.now()
 	rc, _ := e.dst.(broker.RouteChecker)
 	routable := map[string]error{}
 	var routeErr map[string]bool = map[string]bool{}
 	po := broker.PeekOptions{}
-	if e.opts.Limit > 0 && !e.selective() {
+	if e.opts.Limit > 0 && !e.sel.selective() {
 		po.Limit = int(e.opts.Limit)
 	}
-	if e.src.System() == broker.RabbitMQ && po.Limit == 0 {
-		// A whole classic or quorum queue is read by rotation: at most a
-		// window is unacknowledged and no delivery count goes up.
-		po.Mode = broker.PeekRotate
+	if e.traits.PeekAll != broker.PeekAuto && po.Limit == 0 {
+		// A whole queue is read in the mode its traits give (RabbitMQ
+		// classic and quorum: rotation, so at most a window is
+		// unacknowledged and no delivery count goes up); a stream as one.
+		po.Mode = e.traits.PeekAll
 		if qi, ok := e.src.(broker.QueueInspector); ok {
 			if q, err := qi.Queue(ctx, e.queue); err == nil && q.Kind == broker.KindStream {
 				po.Mode = broker.PeekStream
@@ -43,24 +44,24 @@ func (e *engine) dryRun(ctx context.Context) (Summary, error) {
 		if m.ID == "" {
 			m.ID = broker.Fingerprint(m)
 		}
-		e.sum.Examined++
+		e.tally.sum.Examined++
 		if e.opts.Resume != nil && e.opts.Resume.takeConfirmed(m.ID) {
-			e.sum.dest("(moved by the interrupted run)", 1)
+			e.tally.sum.dest("(moved by the interrupted run)", 1)
 			return nil
 		}
-		if reason := e.selectReason(ctx, m); reason != "" {
-			e.countSkip(reason, m.ID, nil)
+		if reason := e.sel.reason(ctx, m); reason != "" {
+			e.tally.skip(reason, m.ID, nil)
 			return nil
 		}
 		if e.mode == modeDiscard {
-			e.sum.dest(e.sum.Destination, 1)
+			e.tally.sum.dest(e.tally.sum.Destination, 1)
 			e.selected.Add(1)
 			e.sampleID(m.ID)
 			return e.stopAtLimit()
 		}
 		out, dest, reason, err := e.prepare(ctx, m)
 		if reason != "" {
-			e.countSkip(reason, m.ID, err)
+			e.tally.skip(reason, m.ID, err)
 			return nil
 		}
 		if rc != nil {
@@ -77,38 +78,38 @@ func (e *engine) dryRun(ctx context.Context) (Summary, error) {
 				routable[dest] = rerr
 			}
 			if rerr != nil {
-				e.countSkip(ReasonUnroutable, m.ID, rerr)
+				e.tally.skip(ReasonUnroutable, m.ID, rerr)
 				return nil
 			}
 		}
-		e.sum.dest(dest, 1)
+		e.tally.sum.dest(dest, 1)
 		e.selected.Add(1)
 		e.sampleID(m.ID)
-		if (e.opts.Transform != nil || len(e.opts.SetHeaders) > 0) && len(e.sum.Diffs) < e.opts.DiffLimit {
-			e.sum.Diffs = append(e.sum.Diffs, makeDiff(m, out.Message))
+		if (e.opts.Transform != nil || len(e.opts.SetHeaders) > 0) && len(e.tally.sum.Diffs) < e.opts.DiffLimit {
+			e.tally.sum.Diffs = append(e.tally.sum.Diffs, makeDiff(m, out.Message))
 		}
 		return e.stopAtLimit()
 	})
 	if rep.Changed != "" {
-		e.notice("the dry run's read changed the queue: " + rep.Changed)
+		e.tally.notice("the dry run's read changed the queue: " + rep.Changed)
 	}
 	for d := range routeErr {
-		e.notice(fmt.Sprintf("could not check the bindings of %s", d))
+		e.tally.notice(fmt.Sprintf("could not check the bindings of %s", d))
 	}
-	e.sum.Elapsed = e.now().Sub(e.start)
+	e.tally.sum.Elapsed = e.now().Sub(e.start)
 	if err != nil && !errors.Is(err, broker.ErrStop) {
-		return e.sum, fmt.Errorf("dry run: read `%s`: %w", e.queue, err)
+		return e.tally.sum, fmt.Errorf("dry run: read `%s`: %w", e.queue, err)
 	}
-	return e.sum, nil
+	return e.tally.sum, nil
 }
 
 // sampleID records the ID of a message a dry run would move (at most
 // MaxIDs), so that a preview can name some.
 func (e *engine) sampleID(id string) {
-	if len(e.sum.IDs) < e.opts.MaxIDs {
-		e.sum.IDs = append(e.sum.IDs, id)
+	if len(e.tally.sum.IDs) < e.opts.MaxIDs {
+		e.tally.sum.IDs = append(e.tally.sum.IDs, id)
 	} else {
-		e.sum.IDsTruncated = true
+		e.tally.sum.IDsTruncated = true
 	}
 }
 

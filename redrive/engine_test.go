@@ -230,8 +230,8 @@ func TestFilterOnQuorumRotatesWithoutRaisingDeliveryCount(t *testing.T) {
 	}
 }
 
-// On a classic queue up to classicHoldMax non-matching messages are held and
-// released together at the end: back in their places, order kept.
+// On a classic queue up to HoldInPlace (1000) non-matching messages are
+// held and released together at the end: back in their places, order kept.
 func TestFilterOnClassicKeepsOrder(t *testing.T) {
 	f := rabbitFake(t, broker.KindClassic, 40)
 	sel := FilterFunc(func(ctx context.Context, m *broker.Message) (bool, error) { return m.ID >= "m020", nil })

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -58,6 +59,25 @@ func newFake(t *testing.T, sys broker.System) *fakeBroker {
 func (f *fakeBroker) System() broker.System { return f.system }
 func (f *fakeBroker) String() string        { return "fake-" + string(f.system) }
 func (f *fakeBroker) Close() error          { return nil }
+
+// Traits are those the adapter of the fake's system declares.
+func (f *fakeBroker) Traits(q broker.Queue) broker.Traits {
+	t := broker.Traits{Attributes: func(m *broker.Message) bool {
+		return m.System == broker.SQS || (m.System == "" && f.system == broker.SQS)
+	}}
+	switch f.system {
+	case broker.RabbitMQ:
+		t.Park, t.PeekAll = broker.ParkRotate, broker.PeekRotate
+		if q.Kind == broker.KindClassic {
+			t.HoldInPlace = 1000
+		}
+	case broker.SQS:
+		fifo := q.Kind == broker.KindSQSFIFO || strings.HasSuffix(q.Name, ".fifo")
+		t.Park, t.ReceiveBatch, t.MaxAttributes = broker.ParkHold, 10, 10
+		t.Ordered, t.ParallelReceivers = fifo, !fifo
+	}
+	return t
+}
 
 func (f *fakeBroker) declare(name string, kind broker.QueueKind) *fakeQueue {
 	f.mu.Lock()
@@ -394,6 +414,7 @@ var (
 	_ broker.Peeker         = (*fakeBroker)(nil)
 	_ broker.QueueInspector = (*fakeBroker)(nil)
 	_ broker.FlowWatcher    = (*fakeBroker)(nil)
+	_ broker.QueueTraits    = (*fakeBroker)(nil)
 )
 
 // dead makes a dead-lettered RabbitMQ message with an x-death record.

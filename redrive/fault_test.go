@@ -572,7 +572,8 @@ func (r *rabbitBackend) depth(t *testing.T, q string) int { return r.inspect(t, 
 func (r *rabbitBackend) Settled(t *testing.T, q string) bool { return r.inspect(t, q).Consumers == 0 }
 
 // Prefetch: window × (concurrency + 1), and on classic queues the 1000
-// messages the engine may hold to put back in place (redrive.classicHoldMax).
+// messages the engine may hold to put back in place (the RabbitMQ
+// HoldInPlace trait).
 func (r *rabbitBackend) Prefetch() int {
 	if r.kind == "classic" {
 		return inFlightBound + 1000

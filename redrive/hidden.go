@@ -22,7 +22,7 @@ const hiddenSlack = 5 * time.Second
 // the interrupted run's last journal write plus the visibility timeout.
 func (e *engine) awaitHidden(ctx context.Context) bool {
 	r := e.opts.Resume
-	if r == nil || e.park != parkHold || r.LastActive.IsZero() || e.limitReached() || ctx.Err() != nil {
+	if r == nil || e.park.mode != broker.ParkHold || r.LastActive.IsZero() || e.limitReached() || ctx.Err() != nil {
 		return false
 	}
 	left := r.LastActive.Add(e.opts.Visibility + hiddenSlack).Sub(e.now())
@@ -32,10 +32,7 @@ func (e *engine) awaitHidden(ctx context.Context) bool {
 	hidden := int64(-1) // unknown: wait until the deadline
 	if qi, ok := e.src.(broker.QueueInspector); ok {
 		if q, err := qi.Queue(ctx, e.queue); err == nil && q.InFlight != nil {
-			e.mu.Lock()
-			own := int64(len(e.open) + len(e.held))
-			e.mu.Unlock()
-			if hidden = *q.InFlight - own; hidden <= 0 {
+			if hidden = *q.InFlight - e.park.holding(); hidden <= 0 {
 				return false
 			}
 		}
@@ -49,7 +46,7 @@ func (e *engine) awaitHidden(ctx context.Context) bool {
 		if hidden > 0 {
 			what = fmt.Sprintf("%d messages", hidden)
 		}
-		e.notice(fmt.Sprintf("waiting up to %s for %s the interrupted run had taken: SQS keeps them hidden until their visibility timeout ends", left.Round(time.Second), what))
+		e.tally.notice(fmt.Sprintf("waiting up to %s for %s the interrupted run had taken: SQS keeps them hidden until their visibility timeout ends", left.Round(time.Second), what))
 	}
 	return true
 }
@@ -67,7 +64,7 @@ var hiddenSettle = 10 * time.Second
 // another dlq process finishing its last windows is not a reason to report
 // the run as partly done.
 func (e *engine) hiddenAtEnd(ctx context.Context) int64 {
-	if e.park != parkHold || e.limitReached() || ctx.Err() != nil {
+	if e.park.mode != broker.ParkHold || e.limitReached() || ctx.Err() != nil {
 		return 0
 	}
 	qi, ok := e.src.(broker.QueueInspector)
@@ -87,6 +84,52 @@ func (e *engine) hiddenAtEnd(ctx context.Context) int64 {
 		case <-ctx.Done():
 			return 0
 		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// startExtender keeps the deliveries of a holding source hidden while the
+// run lasts.
+func (e *engine) startExtender(ctx context.Context) func() {
+	if e.park.mode != broker.ParkHold {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(e.opts.Visibility / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				e.extend(ctx, e.park.hidden())
+			}
+		}
+	}()
+	return func() { close(stop); <-done }
+}
+
+// extend extends the visibility of receipts, ten at a time.
+func (e *engine) extend(ctx context.Context, bySub map[broker.Subscription][]broker.Receipt) {
+	for sub, rs := range bySub {
+		ext, ok := sub.(broker.Extender)
+		if !ok {
+			ext, ok = e.src.(broker.Extender)
+		}
+		if !ok {
+			continue
+		}
+		for len(rs) > 0 {
+			n := min(len(rs), 10)
+			if err := ext.Extend(ctx, e.opts.Visibility, rs[:n]...); err != nil {
+				e.tally.notice(fmt.Sprintf("could not extend the visibility of %d messages: %v", n, err))
+			}
+			rs = rs[n:]
 		}
 	}
 }

@@ -17,13 +17,11 @@ import (
 // table; SQS as a String attribute holding the same JSON object.
 const RedriveHeader = "x-dlq-redrive"
 
-// maxSQSAttributes is SQS's limit of message attributes per message.
-const maxSQSAttributes = 10
-
-// shape makes nm (a copy of orig, maybe transformed) ready for dsys: death
-// metadata stripped unless kept, --set-header applied, the redrive record
-// added, and headers mapped to attributes (or back) across brokers.
-func (e *engine) shape(nm, orig *broker.Message, dsys broker.System) error {
+// shape makes nm (a copy of orig, maybe transformed) ready for the
+// destination: death metadata stripped unless kept, --set-header applied,
+// the redrive record added, and headers mapped to attributes (or back) as
+// the source's and the destination's traits say.
+func (e *engine) shape(nm, orig *broker.Message) error {
 	if !e.opts.KeepDeathHeaders {
 		for k := range nm.Headers {
 			if broker.IsDeathHeader(k) {
@@ -43,18 +41,17 @@ func (e *engine) shape(nm, orig *broker.Message, dsys broker.System) error {
 			}
 		}
 	}
-	ssys := orig.System
-	if ssys == "" {
-		ssys = e.src.System()
-	}
-	toSQS := dsys == broker.SQS
-	// SQS → RabbitMQ/archive: attributes become headers here. RabbitMQ →
-	// SQS: the SQS publisher maps headers and properties to attributes
-	// itself (losslessly, see broker/sqs), so they stay headers.
-	if !toSQS && ssys == broker.SQS {
+	fromAttrs := e.traits.Attributes != nil && e.traits.Attributes(orig)
+	maxAttrs := e.dstTraits.MaxAttributes
+	toAttrs := maxAttrs > 0
+	// Attributes → headers for a destination that keeps headers here.
+	// Headers → attributes: the publisher of a destination that keeps
+	// attributes maps headers and properties itself (losslessly, see
+	// broker/sqs), so they stay headers.
+	if !toAttrs && fromAttrs {
 		attributesToHeaders(nm)
 	}
-	asAttr := toSQS && ssys == broker.SQS
+	asAttr := toAttrs && fromAttrs
 	set := func(k string, v any) {
 		if asAttr {
 			if nm.Attributes == nil {
@@ -78,13 +75,13 @@ func (e *engine) shape(nm, orig *broker.Message, dsys broker.System) error {
 		// also lets RabbitMQ's returns be told apart for messages that are
 		// otherwise identical, so those need not wait on each other.
 		id := e.runID + "-" + strconv.FormatInt(e.seq.Add(1), 10)
-		if toSQS {
+		if toAttrs {
 			_, had := nm.Attributes[RedriveHeader]
-			if asAttr && !had && len(nm.Attributes) >= maxSQSAttributes {
+			if asAttr && !had && len(nm.Attributes) >= maxAttrs {
 				// Never dropped silently: the message is refused and
 				// counted, and the user chooses what gives way.
 				return fmt.Errorf("%w: the message has %d message attributes and the %s record needs one more (SQS allows %d): drop one with `--transform 'del(.attributes.NAME)'`, or pass `--no-redrive-header`",
-					errAttributeLimit, len(nm.Attributes), RedriveHeader, maxSQSAttributes)
+					errAttributeLimit, len(nm.Attributes), RedriveHeader, maxAttrs)
 			}
 			b, _ := json.Marshal(map[string]any{"count": count, "time": now.Format(time.RFC3339), "source": e.opts.SourceName, "id": id})
 			set(RedriveHeader, string(b))
@@ -92,8 +89,8 @@ func (e *engine) shape(nm, orig *broker.Message, dsys broker.System) error {
 			set(RedriveHeader, map[string]any{"count": count, "time": now, "source": e.opts.SourceName, "id": id})
 		}
 	}
-	if asAttr && len(nm.Attributes) > maxSQSAttributes {
-		return fmt.Errorf("%w: %d message attributes, SQS allows %d: drop some with `--transform 'del(.attributes.NAME)'`", errAttributeLimit, len(nm.Attributes), maxSQSAttributes)
+	if asAttr && len(nm.Attributes) > maxAttrs {
+		return fmt.Errorf("%w: %d message attributes, SQS allows %d: drop some with `--transform 'del(.attributes.NAME)'`", errAttributeLimit, len(nm.Attributes), maxAttrs)
 	}
 	return nil
 }

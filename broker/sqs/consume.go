@@ -97,7 +97,7 @@ func (s *subscription) Next(ctx context.Context) (*broker.Delivery, error) {
 
 // fill receives the next batch, long-polling for up to opts.Idle in total.
 func (s *subscription) fill(ctx context.Context) error {
-	want := 10
+	want := maxReceive
 	if s.opts.Prefetch > 0 {
 		want = min(want, s.opts.Prefetch)
 	}

@@ -1,0 +1,20 @@
+package archive
+
+import (
+	"testing"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+func TestTraits(t *testing.T) {
+	var b *Broker
+	tr := b.Traits(broker.Queue{Name: "a"})
+	if tr.Park != broker.ParkRelease || tr.HoldInPlace != 0 || tr.ReceiveBatch != 0 || tr.ParallelReceivers || tr.Ordered || tr.MaxAttributes != 0 || tr.PeekAll != broker.PeekAuto {
+		t.Errorf("archive traits %+v, want the defaults (release, one receiver)", tr)
+	}
+	for sys, want := range map[broker.System]bool{broker.SQS: true, broker.RabbitMQ: false, "": false} {
+		if got := tr.Attributes(&broker.Message{System: sys}); got != want {
+			t.Errorf("a message archived from %q keeps attributes: %v, want %v", sys, got, want)
+		}
+	}
+}

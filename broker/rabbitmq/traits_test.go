@@ -1,0 +1,26 @@
+package rabbitmq
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+func TestTraits(t *testing.T) {
+	var b *Broker
+	for _, c := range []struct {
+		kind broker.QueueKind
+		want string
+	}{
+		{broker.KindClassic, "park 1 hold 1000 peek rotate"},
+		{broker.KindQuorum, "park 1 hold 0 peek rotate"},
+		{"", "park 1 hold 0 peek rotate"}, // not inspected
+	} {
+		tr := b.Traits(broker.Queue{Name: "q", Kind: c.kind})
+		got := fmt.Sprintf("park %d hold %d peek %s", tr.Park, tr.HoldInPlace, tr.PeekAll)
+		if tr.Park != broker.ParkRotate || got != c.want || tr.Ordered || tr.ParallelReceivers || tr.MaxAttributes != 0 || tr.Attributes != nil {
+			t.Errorf("%q: got %s (%+v), want %s and nothing else", c.kind, got, tr, c.want)
+		}
+	}
+}

@@ -1,0 +1,30 @@
+package sqs
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+func TestTraits(t *testing.T) {
+	var b *Broker
+	for _, c := range []struct {
+		q    broker.Queue
+		want string
+	}{
+		{broker.Queue{Name: "dlq", Kind: broker.KindSQSStandard}, "ordered false parallel true"},
+		{broker.Queue{Name: "dlq.fifo", Kind: broker.KindSQSFIFO}, "ordered true parallel false"},
+		{broker.Queue{Name: "https://sqs.example/1/dlq.fifo"}, "ordered true parallel false"}, // not inspected
+		{broker.Queue{Name: "dlq"}, "ordered false parallel true"},
+	} {
+		tr := b.Traits(c.q)
+		got := fmt.Sprintf("ordered %v parallel %v", tr.Ordered, tr.ParallelReceivers)
+		if got != c.want {
+			t.Errorf("%+v: got %s, want %s", c.q, got, c.want)
+		}
+		if tr.Park != broker.ParkHold || tr.ReceiveBatch != 10 || tr.MaxAttributes != 10 || tr.Attributes == nil || !tr.Attributes(&broker.Message{}) {
+			t.Errorf("%+v: park %d, receive batch %d, max attributes %d: want hold (2), 10, 10 and attribute messages", c.q, tr.Park, tr.ReceiveBatch, tr.MaxAttributes)
+		}
+	}
+}

@@ -1,0 +1,68 @@
+package broker
+
+// Park is how a run that takes messages leaves one it does not move in the
+// source.
+type Park int
+
+const (
+	// ParkRelease gives it back at once. The default for a queue that
+	// declares nothing.
+	ParkRelease Park = iota
+	// ParkRotate publishes an unchanged copy at the back of the same queue
+	// with confirms, then acknowledges the original: a release would deliver
+	// it again at once, and raise a quorum queue's delivery count. The
+	// source must be a Publisher; without one a run releases.
+	ParkRotate
+	// ParkHold keeps it taken (hidden) until the run ends, then releases
+	// it: each delivery raises a receive count, so the run takes it once.
+	ParkHold
+)
+
+// Traits describe how a queue is best read and written. Adapters declare
+// them (QueueTraits); the zero value is the safe default: release what is
+// not moved, one receiver, no ordering, headers rather than attributes.
+type Traits struct {
+	Park Park
+	// HoldInPlace, with ParkRotate, is how many parked messages a run may
+	// hold unacknowledged and release together at its end, where the queue
+	// puts them back in their places with their order kept, before rotation
+	// takes over.
+	HoldInPlace int
+	// ReceiveBatch is the most messages one receive hands out; a run's
+	// window rounds up to a multiple of it.
+	ReceiveBatch int
+	// ParallelReceivers: several subscriptions of the queue (competing
+	// consumers, one a worker) keep a run's pipeline full, where one
+	// subscription's prefetch does not.
+	ParallelReceivers bool
+	// Ordered: messages of a group are delivered in order, one group message
+	// at a time. A run reads it with one worker and keeps each group's
+	// order; a publish to it carries a group and a deduplication ID.
+	Ordered bool
+	// MaxAttributes is how many message attributes the queue keeps on a
+	// message; 0 means it keeps headers instead, and a message that carries
+	// attributes has them turned into headers before it is published.
+	MaxAttributes int
+	// Attributes reports whether a message taken from the queue keeps its
+	// metadata as message attributes rather than headers; nil: none does.
+	Attributes func(m *Message) bool
+	// PeekAll is the mode in which a whole queue is read without taking
+	// it (a dry run without a limit); PeekAuto leaves it to the adapter.
+	// A stream is always read as one.
+	PeekAll PeekMode
+}
+
+// QueueTraits declares the Traits of a queue. q is the queue as inspected;
+// when it could not be, only its Name is set.
+type QueueTraits interface {
+	Traits(q Queue) Traits
+}
+
+// TraitsOf returns the Traits b declares for q, or the zero Traits when it
+// declares none.
+func TraitsOf(b any, q Queue) Traits {
+	if t, ok := b.(QueueTraits); ok {
+		return t.Traits(q)
+	}
+	return Traits{}
+}

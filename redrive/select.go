@@ -1,0 +1,259 @@
+package redrive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+// selector is the select stage's choice: which messages a run takes (IDs,
+// excluded IDs, age, filter, dedupe key).
+type selector struct {
+	ids, excluded        map[string]bool
+	olderThan, newerThan time.Duration
+	filter               Filter
+	dedupeBy             func(ctx context.Context, m *broker.Message) (string, error)
+	maxRedrives          int64
+	now                  func() time.Time
+	mu                   sync.Mutex
+	dedupe               map[string]bool // dedupe keys selected in this run
+}
+
+func newSelector(opts Options) *selector {
+	s := &selector{olderThan: opts.OlderThan, newerThan: opts.NewerThan, filter: opts.Filter, dedupeBy: opts.DedupeBy,
+		maxRedrives: opts.MaxRedrives, now: opts.Now}
+	s.ids = set(opts.IDs)
+	s.excluded = set(opts.ExcludeIDs)
+	return s
+}
+
+// set is the members of list, nil when there are none.
+func set(list []string) map[string]bool {
+	if len(list) == 0 {
+		return nil
+	}
+	m := make(map[string]bool, len(list))
+	for _, id := range list {
+		m[id] = true
+	}
+	return m
+}
+
+// selective reports whether some deliveries may be left in the source.
+func (s *selector) selective() bool {
+	return s.filter != nil || s.ids != nil || s.excluded != nil || s.dedupeBy != nil || s.olderThan > 0 || s.newerThan > 0 ||
+		s.maxRedrives > 0
+}
+
+// reason returns why m is not selected, or "".
+func (s *selector) reason(ctx context.Context, m *broker.Message) string {
+	if s.ids != nil && !s.ids[m.ID] {
+		return ReasonNotSelected
+	}
+	if s.excluded[m.ID] {
+		return ReasonExcluded
+	}
+	if s.olderThan > 0 || s.newerThan > 0 {
+		age := m.Age(s.now())
+		if s.olderThan > 0 && age < s.olderThan {
+			return ReasonTooNew
+		}
+		if s.newerThan > 0 && (age == 0 || age > s.newerThan) {
+			return ReasonTooOld
+		}
+	}
+	if s.filter != nil {
+		ok, err := s.filter.Match(ctx, m)
+		if err != nil {
+			return ReasonFilterError
+		}
+		if !ok {
+			return ReasonFiltered
+		}
+	}
+	// After the filter, so that the count names the messages the
+	// selection chose and the limit kept; before the dedupe key, so that
+	// a message kept here does not stand for its key.
+	if s.maxRedrives > 0 && previousRedrives(m) >= s.maxRedrives {
+		return ReasonRedriveLimit
+	}
+	if s.dedupeBy != nil {
+		k, err := s.dedupeBy(ctx, m)
+		if err != nil {
+			return ReasonFilterError
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.dedupe == nil {
+			s.dedupe = map[string]bool{}
+		}
+		if s.dedupe[k] {
+			return ReasonDuplicate
+		}
+		s.dedupe[k] = true
+	}
+	return ""
+}
+
+func (e *engine) limitReached() bool {
+	return e.opts.Limit > 0 && e.selected.Load() >= e.opts.Limit
+}
+
+// decide selects, transforms and addresses one delivery.
+func (e *engine) decide(ctx context.Context, d *broker.Delivery) item {
+	m := d.Message
+	if m.ID == "" {
+		m.ID = broker.Fingerprint(m)
+	}
+	it := item{d: d, id: m.ID}
+	if e.park.again(m.ID) {
+		it.again = true
+		return it
+	}
+	e.tally.examined()
+	if e.opts.Resume != nil && e.opts.Resume.takeConfirmed(m.ID) {
+		it.ackNow = true
+		return it
+	}
+	if reason := e.sel.reason(ctx, m); reason != "" {
+		e.tally.skip(reason, m.ID, nil)
+		it.reason = reason
+		return it
+	}
+	if e.mode == modeDiscard {
+		e.selected.Add(1)
+		if e.pub != nil {
+			it.out = &broker.Outgoing{Message: m, Dest: e.opts.Dest}
+			it.dest = e.opts.Dest.String()
+		} else {
+			it.ackNow = true
+			it.dest = "discard"
+		}
+		return it
+	}
+	out, dest, reason, err := e.prepare(ctx, m)
+	if reason != "" {
+		e.tally.fail(reason, m.ID, err)
+		it.reason, it.failed = reason, true
+		return it
+	}
+	e.selected.Add(1)
+	it.out, it.dest = out, dest
+	return it
+}
+
+// prepare builds the outgoing message: transform, headers, destination.
+func (e *engine) prepare(ctx context.Context, m *broker.Message) (*broker.Outgoing, string, string, error) {
+	dest, reason, err := e.resolve(ctx, m)
+	if reason != "" {
+		return nil, "", reason, err
+	}
+	nm := m
+	if e.opts.Transform != nil {
+		t, err := e.opts.Transform(ctx, m)
+		if err != nil {
+			return nil, "", ReasonInvalidTransform, err
+		}
+		nm = t
+	} else {
+		nm = shallowCopy(m)
+	}
+	if err := e.shape(nm, m); err != nil {
+		if errors.Is(err, errAttributeLimit) {
+			return nil, "", ReasonAttributeLimit, err
+		}
+		return nil, "", ReasonRejected, err
+	}
+	out := &broker.Outgoing{Message: nm, Dest: dest}
+	if broker.TraitsOf(e.dst, broker.Queue{Name: dest.Queue}).Ordered {
+		out.GroupID = m.SystemAttributes["MessageGroupId"]
+		if out.GroupID == "" {
+			out.GroupID = nm.SystemAttributes["MessageGroupId"]
+		}
+		out.DeduplicationID = fmt.Sprintf("dlq-%s-%d", e.runID, e.seq.Add(1))
+	}
+	return out, dest.String(), "", nil
+}
+
+// shallowCopy copies m so that shape may add, replace and delete its
+// headers and attributes: the maps are new, the body and the values in
+// them are shared (shape never changes them in place).
+func shallowCopy(m *broker.Message) *broker.Message {
+	c := *m
+	c.Headers = maps.Clone(m.Headers)
+	c.Attributes = maps.Clone(m.Attributes)
+	c.SystemAttributes = maps.Clone(m.SystemAttributes)
+	return &c
+}
+
+// origins caches the origin of each kind of dead letter (originKey).
+type origins struct {
+	mu sync.Mutex
+	m  map[string]originResult
+}
+
+type originResult struct {
+	dest broker.Destination
+	err  error
+}
+
+// resolve returns the concrete destination of m.
+func (e *engine) resolve(ctx context.Context, m *broker.Message) (broker.Destination, string, error) {
+	if d := e.opts.Dest; d.Kind == broker.ToExchange && len(d.RoutingKeys) == 0 {
+		d.RoutingKeys = messageKeys(m)
+		return d, "", nil
+	}
+	if e.opts.Dest.Kind != broker.ToOrigin {
+		return e.opts.Dest, "", nil
+	}
+	key := originKey(m)
+	o := &e.origins
+	o.mu.Lock()
+	r, ok := o.m[key]
+	o.mu.Unlock()
+	if !ok {
+		d, err := e.src.(broker.OriginResolver).Origin(ctx, e.queue, m)
+		r = originResult{d, err}
+		if err == nil || errors.Is(err, broker.ErrConflict) || errors.Is(err, broker.ErrNotFound) {
+			o.mu.Lock()
+			o.m[key] = r
+			o.mu.Unlock()
+		}
+	}
+	switch {
+	case r.err == nil && r.dest.Kind != "" && r.dest.Kind != broker.ToOrigin:
+		return r.dest, "", nil
+	case errors.Is(r.err, broker.ErrConflict):
+		return broker.Destination{}, ReasonAmbiguousOrigin, r.err
+	default:
+		if r.err == nil {
+			r.err = errors.New("no origin recorded")
+		}
+		return broker.Destination{}, ReasonNoOrigin, r.err
+	}
+}
+
+// messageKeys are the routing keys an exchange destination given without
+// one uses: those the message was routed with before it was dead-lettered
+// (its most recent death record), else the key it was delivered with.
+func messageKeys(m *broker.Message) []string {
+	if m.Death != nil && len(m.Death.RoutingKeys) > 0 {
+		return m.Death.RoutingKeys
+	}
+	return []string{m.RoutingKey}
+}
+
+// originKey groups messages whose origin is the same.
+func originKey(m *broker.Message) string {
+	if m.Death == nil {
+		return "|" + m.SystemAttributes["DeadLetterQueueSourceArn"]
+	}
+	d := m.Death
+	return d.Queue + "|" + d.QueueARN + "|" + d.Exchange + "|" + strings.Join(d.RoutingKeys, ",") + "|" + m.SystemAttributes["DeadLetterQueueSourceArn"]
+}
