@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -201,4 +202,18 @@ func FuzzShape(f *testing.F) {
 		}
 		_ = fmt.Sprint(GroupID(sh))
 	})
+}
+
+// diffJSONText compares two values by their indented JSON.
+func diffJSONText(t testing.TB, want, got any) string {
+	t.Helper()
+	w, err := json.MarshalIndent(want, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := json.MarshalIndent(got, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return diffLines([]string{string(w)}, []string{string(g)})
 }

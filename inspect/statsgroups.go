@@ -1,0 +1,296 @@
+package inspect
+
+import (
+	"sort"
+	"strings"
+)
+
+// Hot values: each group keeps, for each of its first maxHotSlots
+// placeholders, at most hotCapacity values with their counts (the
+// Space-Saving algorithm: exact while a placeholder has at most
+// hotCapacity distinct values, else the counts are upper bounds and the
+// most frequent values are kept). Results show the first hotShown.
+const (
+	maxHotSlots  = 8
+	hotCapacity  = 8
+	hotShown     = 5
+	maxHotValLen = 64
+)
+
+type hotVal struct {
+	v string
+	n int64
+}
+
+type hotSlot struct {
+	vals    []hotVal
+	evicted bool
+}
+
+func (h *hotSlot) add(v string, n int64) {
+	for i := range h.vals {
+		if h.vals[i].v == v {
+			h.vals[i].n += n
+			return
+		}
+	}
+	if len(h.vals) < hotCapacity {
+		h.vals = append(h.vals, hotVal{strings.Clone(v), n})
+		return
+	}
+	// Replace the least counted value; it inherits its count.
+	lo := 0
+	for i := range h.vals {
+		if h.vals[i].n < h.vals[lo].n || h.vals[i].n == h.vals[lo].n && h.vals[i].v > h.vals[lo].v {
+			lo = i
+		}
+	}
+	h.vals[lo] = hotVal{strings.Clone(v), h.vals[lo].n + n}
+	h.evicted = true
+}
+
+// countHot counts a message's placeholder values.
+func (g *group) countHot(vals []string) {
+	n := min(len(vals), maxHotSlots)
+	if n == 0 {
+		return
+	}
+	if g.hot == nil {
+		g.hot = make([]hotSlot, n)
+	}
+	for i := range min(n, len(g.hot)) {
+		v := vals[i]
+		if len(v) > maxHotValLen {
+			v = oneLine(v, maxHotValLen)
+		}
+		g.hot[i].add(v, 1)
+	}
+}
+
+// mergedGroup is a group of the result: the groups of every shape that
+// mined into one template, counted together.
+type mergedGroup struct {
+	group
+	// star counts, for each <*> word of the template (by word index), the
+	// words the shapes had there.
+	star map[int]map[string]int64
+}
+
+// merged mines the reason shapes counted so far and merges their groups.
+func (s *Stats) merged() []*mergedGroup {
+	if s.reasonAt < 0 {
+		out := make([]*mergedGroup, 0, len(s.groups))
+		for _, g := range s.groups {
+			out = append(out, s.mergeOf([]*group{g}, g.values))
+		}
+		return out
+	}
+	shapes := make([]string, 0, len(s.groups))
+	seen := map[string]bool{}
+	for _, g := range s.groups {
+		if sh := g.values[s.reasonAt]; !seen[sh] {
+			seen[sh] = true
+			shapes = append(shapes, sh)
+		}
+	}
+	s.tmpl = Mine(shapes)
+	byKey := map[string][]*group{}
+	keys := map[string][]string{}
+	for _, g := range s.groups {
+		vals := append([]string(nil), g.values...)
+		vals[s.reasonAt] = s.tmpl[vals[s.reasonAt]]
+		k := strings.Join(vals, "\x00")
+		byKey[k] = append(byKey[k], g)
+		keys[k] = vals
+	}
+	out := make([]*mergedGroup, 0, len(byKey))
+	for k, members := range byKey {
+		out = append(out, s.mergeOf(members, keys[k]))
+	}
+	return out
+}
+
+// mergeOf counts members as one group with values.
+func (s *Stats) mergeOf(members []*group, values []string) *mergedGroup {
+	// Members in a fixed order, so that examples and hot values do not
+	// depend on map order.
+	sort.Slice(members, func(i, j int) bool {
+		return strings.Join(members[i].values, "\x00") < strings.Join(members[j].values, "\x00")
+	})
+	m := &mergedGroup{group: group{values: values}}
+	var tmplWords []string
+	if s.reasonAt >= 0 && strings.Contains(values[s.reasonAt], PhAny) {
+		tmplWords = strings.Fields(values[s.reasonAt])
+		m.star = map[int]map[string]int64{}
+	}
+	for _, g := range members {
+		m.count += g.count
+		m.bytes += g.bytes
+		m.lastHour += g.lastHour
+		if !g.oldest.IsZero() {
+			if m.oldest.IsZero() || g.oldest.Before(m.oldest) {
+				m.oldest = g.oldest
+			}
+			if g.newest.After(m.newest) {
+				m.newest = g.newest
+			}
+		}
+		for _, e := range g.examples {
+			if len(m.examples) < s.opts.Examples {
+				m.examples = append(m.examples, e)
+			}
+		}
+		if g.hist != nil {
+			if m.hist == nil {
+				m.hist = make([]uint32, len(g.hist))
+			}
+			for i, c := range g.hist {
+				m.hist[i] += c
+			}
+		}
+		if len(g.hot) > 0 && m.hot == nil {
+			m.hot = make([]hotSlot, len(g.hot))
+		}
+		for i := range min(len(g.hot), len(m.hot)) {
+			for _, v := range g.hot[i].vals {
+				m.hot[i].add(v.v, v.n)
+			}
+			m.hot[i].evicted = m.hot[i].evicted || g.hot[i].evicted
+		}
+		if tmplWords != nil {
+			words := strings.Fields(g.values[s.reasonAt])
+			for i, w := range tmplWords {
+				if w == PhAny && i < len(words) {
+					if m.star[i] == nil {
+						m.star[i] = map[string]int64{}
+					}
+					m.star[i][words[i]] += g.count
+				}
+			}
+		}
+	}
+	return m
+}
+
+// hotValues lists the hot values of each placeholder of template, in
+// order.
+func (m *mergedGroup) hotValues(template string) []HotValues {
+	var out []HotValues
+	typed, pos := 0, 0
+	for i, w := range strings.Fields(template) {
+		if w == PhAny {
+			pos++
+			h := HotValues{Placeholder: PhAny, Position: pos}
+			for v, n := range m.star[i] {
+				h.Values = append(h.Values, HotValue{v, n})
+			}
+			out = append(out, h.top())
+			continue
+		}
+		for _, ph := range placeholders(w) {
+			pos++
+			if typed < len(m.hot) {
+				h := HotValues{Placeholder: ph, Position: pos, Approximate: m.hot[typed].evicted}
+				for _, v := range m.hot[typed].vals {
+					h.Values = append(h.Values, HotValue{v.v, v.n})
+				}
+				out = append(out, h.top())
+			}
+			typed++
+		}
+	}
+	return out
+}
+
+// top keeps the hotShown most frequent values, most frequent first.
+func (h HotValues) top() HotValues {
+	sort.Slice(h.Values, func(i, j int) bool {
+		a, b := h.Values[i], h.Values[j]
+		if a.Count != b.Count {
+			return a.Count > b.Count
+		}
+		return a.Value < b.Value
+	})
+	if len(h.Values) > hotShown {
+		h.Values = h.Values[:hotShown]
+	}
+	return h
+}
+
+// timeline places death times in fineBuckets buckets of width w seconds
+// from t0, shared by every group. A time outside doubles the width (and
+// moves t0) until it fits, adding up each group's buckets to match, so
+// memory stays fixed however long the queue's span.
+type timeline struct {
+	t0, w int64
+}
+
+const fineBuckets = 128
+
+func (tl *timeline) add(s *Stats, g *group, t int64) {
+	if tl.w == 0 {
+		tl.w, tl.t0 = 1, t
+	}
+	if t < tl.t0 || t >= tl.t0+fineBuckets*tl.w {
+		tl.widen(s, t)
+	}
+	if g.hist == nil {
+		g.hist = make([]uint32, fineBuckets)
+	}
+	g.hist[(t-tl.t0)/tl.w]++
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+func (tl *timeline) widen(s *Stats, t int64) {
+	lo, hi := min(tl.t0, t), max(tl.t0+fineBuckets*tl.w-1, t)
+	w := tl.w
+	var t0 int64
+	for {
+		w *= 2
+		t0 = floorDiv(lo, w) * w
+		if hi < t0+fineBuckets*w {
+			break
+		}
+	}
+	remap := func(h []uint32) {
+		if h == nil {
+			return
+		}
+		var nh [fineBuckets]uint32
+		for i, c := range h {
+			if c != 0 {
+				nh[(tl.t0+int64(i)*tl.w-t0)/w] += c
+			}
+		}
+		copy(h, nh[:])
+	}
+	for _, g := range s.groups {
+		remap(g.hist)
+	}
+	if s.other != nil {
+		remap(s.other.hist)
+	}
+	tl.t0, tl.w = t0, w
+}
+
+// resample turns fine buckets into TrendBuckets buckets of step seconds
+// from start, each fine bucket counted where its middle falls.
+func (tl *timeline) resample(h []uint32, start, step int64) []int64 {
+	out := make([]int64, TrendBuckets)
+	for i, c := range h {
+		if c == 0 {
+			continue
+		}
+		mid := tl.t0 + int64(i)*tl.w + tl.w/2
+		k := floorDiv(mid-start, step)
+		out[max(0, min(TrendBuckets-1, k))] += int64(c)
+	}
+	return out
+}
