@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -293,4 +294,47 @@ func (tl *timeline) resample(h []uint32, start, step int64) []int64 {
 		out[max(0, min(TrendBuckets-1, k))] += int64(c)
 	}
 	return out
+}
+
+var sparkLevels = []rune("▁▂▃▄▅▆▇█")
+
+// Sparkline draws a trend on one line, one character a bucket: ▁ for none,
+// then ▂ to █ in proportion to the largest bucket.
+func Sparkline(trend []int64) string {
+	var hi int64
+	for _, c := range trend {
+		hi = max(hi, c)
+	}
+	out := make([]rune, len(trend))
+	for i, c := range trend {
+		lvl := 0
+		if c > 0 {
+			lvl = 1 + int((c*int64(len(sparkLevels)-2)+hi-1)/hi)
+		}
+		out[i] = sparkLevels[min(lvl, len(sparkLevels)-1)]
+	}
+	return string(out)
+}
+
+// HotText is a group's hot values on one line: for each placeholder its
+// most frequent values with their counts ("<id> cus_9901×29 cus_9903×29;
+// <num> 503×200"), at most perSlot values each.
+func HotText(hot []HotValues, perSlot int) string {
+	var b strings.Builder
+	for _, h := range hot {
+		if len(h.Values) == 0 {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(h.Placeholder)
+		for _, v := range h.Values[:min(perSlot, len(h.Values))] {
+			b.WriteString(" ")
+			b.WriteString(v.Value)
+			b.WriteString("×")
+			b.WriteString(strconv.FormatInt(v.Count, 10))
+		}
+	}
+	return b.String()
 }
