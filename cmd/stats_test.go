@@ -157,8 +157,8 @@ func TestStatsRunJSONAndCSV(t *testing.T) {
 	if err != nil || len(recs) != 3 || strings.Join(recs[0], ",") != "source,count,share,last_1h,trend,oldest,newest,bytes,examples" || recs[1][1] != "3" {
 		t.Errorf("csv %v %v", recs, err)
 	}
-	// orders: deaths 5, 3 and 1 minutes ago, over a span of 11:54..11:59.
-	if d := diffText("orders,3,0.500000,3,0;0;1;0;0;0;0;0;0;1;0;0;0;0;0;1,2026-03-01T11:55:00Z,2026-03-01T11:59:00Z,88,id-000;id-002;id-004", strings.Join(recs[1], ",")); d != "" {
+	// orders: deaths at 11:55, 11:57 and 11:59 in 19 s buckets from 11:54.
+	if d := diffText("orders,3,0.500000,3,0;0;0;1;0;0;0;0;0;1;0;0;0;0;0;1,2026-03-01T11:55:00Z,2026-03-01T11:59:00Z,88,id-000;id-002;id-004", strings.Join(recs[1], ",")); d != "" {
 		t.Errorf("csv row:\n%s", d)
 	}
 }

@@ -1,9 +1,13 @@
 package inspect
 
 import (
+	"context"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/dlq-tools/dlq/broker"
 )
 
 // Hot values: each group keeps, for each of its first maxHotSlots
@@ -219,22 +223,24 @@ func (h HotValues) top() HotValues {
 }
 
 // timeline places death times in fineBuckets buckets of width w seconds
-// from t0, shared by every group. A time outside doubles the width (and
-// moves t0) until it fits, adding up each group's buckets to match, so
+// from t0, shared by every group. A time outside moves t0, and doubles the
+// width when the times seen no longer fit, adding up each group's buckets to match, so
 // memory stays fixed however long the queue's span.
 type timeline struct {
-	t0, w int64
+	t0, w      int64
+	minT, maxT int64 // the times seen
 }
 
 const fineBuckets = 128
 
 func (tl *timeline) add(s *Stats, g *group, t int64) {
 	if tl.w == 0 {
-		tl.w, tl.t0 = 1, t
+		tl.w, tl.t0, tl.minT, tl.maxT = 1, t, t, t
 	}
 	if t < tl.t0 || t >= tl.t0+fineBuckets*tl.w {
 		tl.widen(s, t)
 	}
+	tl.minT, tl.maxT = min(tl.minT, t), max(tl.maxT, t)
 	if g.hist == nil {
 		g.hist = make([]uint32, fineBuckets)
 	}
@@ -250,15 +256,13 @@ func floorDiv(a, b int64) int64 {
 }
 
 func (tl *timeline) widen(s *Stats, t int64) {
-	lo, hi := min(tl.t0, t), max(tl.t0+fineBuckets*tl.w-1, t)
+	lo, hi := min(tl.minT, t), max(tl.maxT, t)
+	// Shift first; double the width only when the span needs it.
 	w := tl.w
-	var t0 int64
-	for {
+	t0 := floorDiv(lo, w) * w
+	for hi >= t0+fineBuckets*w {
 		w *= 2
 		t0 = floorDiv(lo, w) * w
-		if hi < t0+fineBuckets*w {
-			break
-		}
 	}
 	remap := func(h []uint32) {
 		if h == nil {
@@ -337,4 +341,43 @@ func HotText(hot []HotValues, perSlot int) string {
 		}
 	}
 	return b.String()
+}
+
+// GroupMessages counts msgs by spec (a `--group-by` list) as Stats does,
+// and returns for each message the index of its group in the result's
+// Groups (-1 for none), for views that show a group's messages.
+func GroupMessages(ctx context.Context, spec string, msgs []*broker.Message, now time.Time) (StatsResult, []int, error) {
+	gs, err := ParseGroupBy(spec)
+	if err != nil {
+		return StatsResult{}, nil, err
+	}
+	s := NewStats("", StatsOptions{GroupBy: gs, NoDuplicates: true, Examples: 1, Now: now})
+	for _, m := range msgs {
+		if err := s.Add(ctx, m); err != nil {
+			return StatsResult{}, nil, err
+		}
+	}
+	res := s.Result()
+	index := make(map[string]int, len(res.Groups))
+	for i, g := range res.Groups {
+		index[strings.Join(g.Values, "\x00")] = i
+	}
+	other, hasOther := index[strings.Repeat(OtherGroup+"\x00", len(gs)-1)+OtherGroup]
+	of := make([]int, len(msgs))
+	for k, m := range msgs {
+		of[k] = -1
+		vals, err := s.Classify(ctx, m)
+		if err != nil {
+			return StatsResult{}, nil, err
+		}
+		if vals == nil {
+			continue
+		}
+		if i, ok := index[strings.Join(vals, "\x00")]; ok {
+			of[k] = i
+		} else if hasOther {
+			of[k] = other
+		}
+	}
+	return res, of, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -216,5 +217,32 @@ func TestGroupSelector(t *testing.T) {
 	var ue *UnknownGroupError
 	if !errors.As(err, &ue) || !errors.Is(err, ErrUnknownGroup) || len(ue.IDs) != 1 || ue.IDs[0] != "0123456789" {
 		t.Fatalf("unknown group: %v", err)
+	}
+}
+
+// The timeline widens and shifts to fit whatever order deaths come in:
+// newest first and oldest first give the same trend here (in general a
+// fine bucket's edges may differ, moving a count by one bucket at most).
+func TestStatsTrendOrderIndependent(t *testing.T) {
+	var msgs []*broker.Message
+	for i := range 64 {
+		at := t0.Add(-time.Duration(i+1) * 37 * time.Minute)
+		msgs = append(msgs, &broker.Message{ID: fmt.Sprint(i), Death: &broker.Death{Reason: "rejected", First: at}})
+	}
+	newest, _ := collect(t, msgs, "reason", StatsOptions{})
+	reversed := append([]*broker.Message(nil), msgs...)
+	slices.Reverse(reversed)
+	oldest, _ := collect(t, reversed, "reason", StatsOptions{})
+	if d := diffJSONText(t, newest.Groups[0].Trend, oldest.Groups[0].Trend); d != "" {
+		t.Fatalf("trend depends on order:\n%s", d)
+	}
+	// Evenly spread deaths give an even trend: 4 a bucket, give or take one.
+	for i, c := range newest.Groups[0].Trend {
+		if c < 3 || c > 5 {
+			t.Errorf("bucket %d holds %d of 64 evenly spread deaths: %v", i, c, newest.Groups[0].Trend)
+		}
+	}
+	if s := Sparkline([]int64{0, 1, 4, 8}); s != "▁▃▅█" {
+		t.Errorf("Sparkline = %q", s)
 	}
 }
