@@ -199,7 +199,8 @@ type HotValues struct {
 	Position int        `json:"position"`
 	Values   []HotValue `json:"values"`
 	// Approximate is set when more distinct values came than are kept:
-	// counts are then upper bounds (the Space-Saving algorithm).
+	// counts are then lower bounds, and values seen fewer than twice are
+	// left out (see the Space-Saving algorithm).
 	Approximate bool `json:"approximate,omitempty"`
 }
 

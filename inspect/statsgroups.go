@@ -13,8 +13,11 @@ import (
 // Hot values: each group keeps, for each of its first maxHotSlots
 // placeholders, at most hotCapacity values with their counts (the
 // Space-Saving algorithm: exact while a placeholder has at most
-// hotCapacity distinct values, else the counts are upper bounds and the
-// most frequent values are kept). Results show the first hotShown.
+// hotCapacity distinct values; beyond, a value that is more frequent than
+// 1/hotCapacity of the messages is always kept, and each count is known to
+// within the count it inherited). Results report each value's guaranteed
+// count, leave out values guaranteed fewer than two messages once counts
+// are approximate (noise, not a hot key), and show the first hotShown.
 const (
 	maxHotSlots  = 8
 	hotCapacity  = 8
@@ -23,8 +26,9 @@ const (
 )
 
 type hotVal struct {
-	v string
-	n int64
+	v   string
+	n   int64 // an upper bound of the value's count
+	err int64 // how much of n it inherited: n-err is a lower bound
 }
 
 type hotSlot struct {
@@ -40,7 +44,7 @@ func (h *hotSlot) add(v string, n int64) {
 		}
 	}
 	if len(h.vals) < hotCapacity {
-		h.vals = append(h.vals, hotVal{strings.Clone(v), n})
+		h.vals = append(h.vals, hotVal{v: strings.Clone(v), n: n})
 		return
 	}
 	// Replace the least counted value; it inherits its count.
@@ -50,7 +54,7 @@ func (h *hotSlot) add(v string, n int64) {
 			lo = i
 		}
 	}
-	h.vals[lo] = hotVal{strings.Clone(v), h.vals[lo].n + n}
+	h.vals[lo] = hotVal{v: strings.Clone(v), n: h.vals[lo].n + n, err: h.vals[lo].n}
 	h.evicted = true
 }
 
@@ -158,7 +162,9 @@ func (s *Stats) mergeOf(members []*group, values []string) *mergedGroup {
 		}
 		for i := range min(len(g.hot), len(m.hot)) {
 			for _, v := range g.hot[i].vals {
-				m.hot[i].add(v.v, v.n)
+				if v.n > v.err {
+					m.hot[i].add(v.v, v.n-v.err)
+				}
 			}
 			m.hot[i].evicted = m.hot[i].evicted || g.hot[i].evicted
 		}
@@ -195,9 +201,12 @@ func (m *mergedGroup) hotValues(template string) []HotValues {
 		for _, ph := range placeholders(w) {
 			pos++
 			if typed < len(m.hot) {
-				h := HotValues{Placeholder: ph, Position: pos, Approximate: m.hot[typed].evicted}
-				for _, v := range m.hot[typed].vals {
-					h.Values = append(h.Values, HotValue{v.v, v.n})
+				slot := m.hot[typed]
+				h := HotValues{Placeholder: ph, Position: pos, Approximate: slot.evicted}
+				for _, v := range slot.vals {
+					if c := v.n - v.err; c >= 2 || !slot.evicted && c > 0 {
+						h.Values = append(h.Values, HotValue{v.v, c})
+					}
 				}
 				out = append(out, h.top())
 			}

@@ -246,3 +246,21 @@ func TestStatsTrendOrderIndependent(t *testing.T) {
 		t.Errorf("Sparkline = %q", s)
 	}
 }
+
+// A hot key among many distinct values is found, with a guaranteed count;
+// values seen once are not reported as hot.
+func TestStatsHotKeyAmongMany(t *testing.T) {
+	var msgs []*broker.Message
+	for i := range 1000 {
+		c := 1000 + i
+		if i%10 < 3 {
+			c = 42
+		}
+		msgs = append(msgs, &broker.Message{ID: fmt.Sprint(i), Headers: map[string]any{"x-exception-message": fmt.Sprintf("Customer cus_%d not found", c)}})
+	}
+	res, _ := collect(t, msgs, "reason", StatsOptions{})
+	h := res.Groups[0].Hot[0]
+	if !h.Approximate || len(h.Values) != 1 || h.Values[0].Value != "cus_42" || h.Values[0].Count < 200 || h.Values[0].Count > 300 {
+		t.Fatalf("hot values %+v: want cus_42 alone, 200..300 of its 300", h)
+	}
+}
