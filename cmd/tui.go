@@ -44,7 +44,10 @@ Screens: queues (depth, in-flight, consumers, DLQ marker, live depth trend) →
 messages (jq filter with /, reasons with g, select with space, all matching
 with a) → detail (death timeline, pretty JSON, raw/hex with r) → edit (e; the
 JSON is validated, the diff shown, then the edited message is published to
-its origin and the original removed) and stats (s). ? shows every key.
+its origin and the original removed) and stats (s: failure groups by
+reason shape, as ` + "`dlq stats`" + ` counts them, with trends and hot values; tab
+cycles groupings; R, D and x redrive, discard or export a whole group).
+? shows every key.
 
 Redrive (R, ctrl+a), discard (D, archive first) and edit are audited like the
 commands. With --read-only or a read-only context their keys do not exist.

@@ -392,12 +392,39 @@ func classify(a string) string {
 	switch {
 	case digits >= 4, dotted:
 		return ifThen(digits >= 4 && !dotted, PhID)
+	case seps == 1 && isWordDigits(a):
+		return ifThen(idSuffix(a), PhID) // SKU-7, cus_0; not UTF-16
 	case seps > 0 && digits >= 2:
 		return PhID // cus_12, ch_3NfK2a9
 	case len(a) >= 8 && digits >= 2 && upper > 0 && lower > 0 && isTokenChars(a):
 		return PhID // random tokens: 3NfK2a9x
 	}
 	return ""
+}
+
+// isWordDigits: letters, one - or _, then digits only (SKU-7, cus_0).
+func isWordDigits(a string) bool {
+	i := strings.IndexAny(a, "-_")
+	if i <= 0 || i == len(a)-1 || digitsAt(a, i+1) != len(a)-i-1 {
+		return false
+	}
+	for k := 0; k < i; k++ {
+		if !isLetter(a[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// idSuffix: a word-digits atom is an id unless its letters name an
+// encoding or a version (utf-8, UTF-16, ipv-6, http-2).
+func idSuffix(a string) bool {
+	i := strings.IndexAny(a, "-_")
+	switch strings.ToLower(a[:i]) {
+	case "utf", "ucs", "iso", "latin", "cp", "windows", "sha", "md", "base", "http", "tls", "ssl", "ipv", "v", "x":
+		return false
+	}
+	return true
 }
 
 func ifThen(c bool, s string) string {

@@ -74,6 +74,7 @@ func TestShapeValues(t *testing.T) {
 		{"connect [::1]:5672 refused", "connect [<ip>]:<num> refused", []string{"::1", "5672"}},
 		{"  spaced \t out\n text ", "spaced out text", nil},
 		{"utf-8 and base64 and sha256 stay words", "utf-8 and base64 and sha256 stay words", nil},
+		{"SKU-7 and cus_0 are ids, UTF-16 is not", "<id> and <id> are ids, UTF-16 is not", []string{"SKU-7", "cus_0"}},
 	}
 	for _, c := range cases {
 		sh, vals := Shape(c.in)
