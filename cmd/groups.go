@@ -20,7 +20,7 @@ type groupFlag struct {
 }
 
 func (g *groupFlag) register(c *cobra.Command, what string) {
-	c.Flags().StringSliceVar(&g.IDs, "group", nil, what+" only the messages of this failure group (an ID from `dlq stats QUEUE`); repeat or separate with commas")
+	c.Flags().StringSliceVar(&g.IDs, "group", nil, what+" only the messages of failure group `ID` (as dlq stats QUEUE shows them); repeat or separate with commas")
 }
 
 // validate checks the IDs and builds the selector (reason nil: the default
