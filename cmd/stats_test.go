@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/inspect"
@@ -348,5 +349,28 @@ func TestStatsDemoAcceptance(t *testing.T) {
 	}
 	if sum != res.Total {
 		t.Errorf("groups add up to %d, total %d", sum, res.Total)
+	}
+}
+
+// A long template is cut in its prom label; the group label carries the ID.
+func TestStatsPromTemplateBounded(t *testing.T) {
+	msgs := deadLetters(3)
+	long := "Validation failed: " + strings.Repeat("field amount is required and ", 10) + "more"
+	for _, m := range msgs {
+		m.Headers["x-exception-message"] = long
+	}
+	out, _, err := runStats(t, &fakeQueueBroker{msgs: msgs}, false, "prom", "orders.dlq", "-g", "reason")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := parseProm(t, out)
+	// The reason itself is cut to inspect.MaxReasonLen first.
+	id := inspect.GroupID(inspect.ShapeOf(inspect.Reason(msgs[0])))
+	key := `dlq_dead_letters{group=` + id + `,queue=orders.dlq,reason=` + truncate(long, promTemplateLen) + `}`
+	if v, ok := s[key]; !ok || v != 3 {
+		t.Fatalf("no series %s = 3 in\n%s", key, out)
+	}
+	if utf8.RuneCountInString(truncate(long, promTemplateLen)) != promTemplateLen {
+		t.Fatal("the label is not cut to its bound")
 	}
 }
