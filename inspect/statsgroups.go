@@ -331,7 +331,8 @@ func Sparkline(trend []int64) string {
 
 // HotText is a group's hot values on one line: for each placeholder its
 // most frequent values with their counts ("<id> cus_9901×29 cus_9903×29;
-// <num> 503×200"), at most perSlot values each.
+// <num> 503×200"; "×≥12" when the count is a lower bound), at most perSlot
+// values each.
 func HotText(hot []HotValues, perSlot int) string {
 	var b strings.Builder
 	for _, h := range hot {
@@ -346,6 +347,9 @@ func HotText(hot []HotValues, perSlot int) string {
 			b.WriteString(" ")
 			b.WriteString(v.Value)
 			b.WriteString("×")
+			if h.Approximate {
+				b.WriteString("≥")
+			}
 			b.WriteString(strconv.FormatInt(v.Count, 10))
 		}
 	}

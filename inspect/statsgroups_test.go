@@ -263,4 +263,7 @@ func TestStatsHotKeyAmongMany(t *testing.T) {
 	if !h.Approximate || len(h.Values) != 1 || h.Values[0].Value != "cus_42" || h.Values[0].Count < 200 || h.Values[0].Count > 300 {
 		t.Fatalf("hot values %+v: want cus_42 alone, 200..300 of its 300", h)
 	}
+	if txt := HotText(res.Groups[0].Hot, 3); !strings.HasPrefix(txt, "<id> cus_42×≥") {
+		t.Errorf("HotText = %q: a lower bound shows as ≥", txt)
+	}
 }
