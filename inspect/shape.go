@@ -717,7 +717,7 @@ func Mine(shapes []string) Templates {
 		if i > 0 && sorted[i-1] == sh {
 			continue
 		}
-		toks := strings.Fields(sh)
+		toks := words(sh)
 		key := bucketKey(toks)
 		var best *cluster
 		bestSim := 0.0
@@ -846,3 +846,7 @@ func placeholders(template string) []string {
 	}
 	return out
 }
+
+// words splits a shape into its words: Shape separates them by one ASCII
+// space (other spaces stay inside words).
+func words(shape string) []string { return strings.Split(shape, " ") }

@@ -129,7 +129,7 @@ func (s *Stats) mergeOf(members []*group, values []string) *mergedGroup {
 	m := &mergedGroup{group: group{values: values}}
 	var tmplWords []string
 	if s.reasonAt >= 0 && strings.Contains(values[s.reasonAt], PhAny) {
-		tmplWords = strings.Fields(values[s.reasonAt])
+		tmplWords = words(values[s.reasonAt])
 		m.star = map[int]map[string]int64{}
 	}
 	for _, g := range members {
@@ -169,13 +169,13 @@ func (s *Stats) mergeOf(members []*group, values []string) *mergedGroup {
 			m.hot[i].evicted = m.hot[i].evicted || g.hot[i].evicted
 		}
 		if tmplWords != nil {
-			words := strings.Fields(g.values[s.reasonAt])
+			ws := words(g.values[s.reasonAt])
 			for i, w := range tmplWords {
-				if w == PhAny && i < len(words) {
+				if w == PhAny && i < len(ws) {
 					if m.star[i] == nil {
 						m.star[i] = map[string]int64{}
 					}
-					m.star[i][words[i]] += g.count
+					m.star[i][ws[i]] += g.count
 				}
 			}
 		}
@@ -188,7 +188,7 @@ func (s *Stats) mergeOf(members []*group, values []string) *mergedGroup {
 func (m *mergedGroup) hotValues(template string) []HotValues {
 	var out []HotValues
 	typed, pos := 0, 0
-	for i, w := range strings.Fields(template) {
+	for i, w := range words(template) {
 		if w == PhAny {
 			pos++
 			h := HotValues{Placeholder: PhAny, Position: pos}
