@@ -24,6 +24,7 @@ type AuditRecord struct {
 	Source      string           `json:"source,omitempty"`
 	Destination string           `json:"destination,omitempty"`
 	Filter      string           `json:"filter,omitempty"`
+	Groups      []string         `json:"groups,omitempty"` // failure group IDs selected (--group)
 	Transform   string           `json:"transform,omitempty"`
 	Counts      map[string]int64 `json:"counts,omitempty"`
 	IDs         []string         `json:"ids,omitempty"` // message fingerprints

@@ -90,10 +90,11 @@ type discardOptions struct {
 func newCmdDiscard(f *Factory, runF func(*discardOptions) error) *cobra.Command {
 	opts := &discardOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "discard QUEUE (--filter JQ | --id ID… | --older-than D) (--archive-to file://… | --no-archive)",
+		Use:   "discard QUEUE (--filter JQ | --group ID… | --id ID… | --older-than D) (--archive-to file://… | --no-archive)",
 		Short: "Remove selected dead letters, archiving them first",
-		Long: `Remove the messages of QUEUE that --filter, --id, --older-than or --newer-than
-select (at most --limit). With --archive-to each batch is written to the
+		Long: `Remove the messages of QUEUE that --filter, --group, --id, --older-than or
+--newer-than select (at most --limit); --group takes a failure group ID from
+` + "`dlq stats QUEUE`" + ` (the queue is read once first to find the group's messages). With --archive-to each batch is written to the
 archive and fsynced before any of its messages is removed from the queue; a
 crash leaves a message in the archive and the queue, never in neither.
 Without an archive you must say --no-archive. Messages that are not selected
@@ -101,6 +102,7 @@ stay as they were (see ` + "`dlq help redrive-safety`" + `). On a terminal dlq a
 first; without one it needs --yes. To remove everything, use ` + "`dlq purge`" + `.`,
 		Example: `  dlq discard orders.dlq --filter '.reason == "expired"' --archive-to file://expired.jsonl.gz
   dlq discard orders.dlq --id 7f3c2a91,9d1e0b44 --no-archive --yes
+  dlq discard orders.dlq --group e4159da373 --archive-to file://read-timeouts.jsonl
   dlq discard orders.dlq --older-than 720h --archive-to file://old.jsonl --dry-run`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeQueueArg(f),
@@ -115,7 +117,7 @@ first; without one it needs --yes. To remove everything, use ` + "`dlq purge`" +
 				return err
 			}
 			if !opts.Select.any() {
-				return flagErrorf("discard needs a selection: `--filter`, `--id`, `--older-than` or `--newer-than`; to remove every message use `dlq purge`")
+				return flagErrorf("discard needs a selection: `--filter`, `--group`, `--id`, `--older-than` or `--newer-than`; to remove every message use `dlq purge`")
 			}
 			if err := opts.Archive.validate("discard"); err != nil {
 				return err
@@ -147,6 +149,9 @@ func discardRun(ctx context.Context, o *discardOptions) error {
 	}
 	defer src.Close()
 	name := shownName(queue, o.Queue)
+	if err := o.Select.Groups.resolve(ctx, f, src, queue, name, broker.PeekOptions{}); err != nil {
+		return err
+	}
 	if !o.DryRun && !o.Force {
 		if err := checkFilterPaths(ctx, f, src, queue, o.Select); err != nil {
 			return err
@@ -187,7 +192,7 @@ func discardRun(ctx context.Context, o *discardOptions) error {
 	if sum.Destination == "" {
 		sum.Destination = "discard"
 	}
-	return finishRemoval(f, o.format, "discard", src, name, o.Archive.ArchiveTo, o.Select.Filter, sum, runErr, o.DryRun)
+	return finishRemoval(f, o.format, "discard", src, name, o.Archive.ArchiveTo, o.Select.Filter, o.Select.Groups.IDs, sum, runErr, o.DryRun)
 }
 
 // checkFilterPaths reads the queue without changing it (a dry run) and
@@ -214,6 +219,9 @@ func describeSelection(s selectFlags) string {
 	if s.Filter != "" {
 		parts = append(parts, "match "+s.Filter)
 	}
+	if len(s.Groups.IDs) > 0 {
+		parts = append(parts, "are in group "+strings.Join(s.Groups.IDs, " or "))
+	}
 	if len(s.IDs) > 0 {
 		parts = append(parts, fmt.Sprintf("have one of %d IDs", len(s.IDs)))
 	}
@@ -231,11 +239,11 @@ func describeSelection(s selectFlags) string {
 }
 
 // finishRemoval audits, prints and maps the result of a discard or purge.
-func finishRemoval(f *Factory, format, action string, src broker.Broker, queue, archive, filter string, sum redrive.Summary, runErr error, dry bool) error {
+func finishRemoval(f *Factory, format, action string, src broker.Broker, queue, archive, filter string, groups []string, sum redrive.Summary, runErr error, dry bool) error {
 	outcome, exitErr := redriveOutcome(sum, runErr, dry)
 	if !dry {
 		if aerr := f.Audit(AuditRecord{Action: action, Broker: src.String(), Source: queue, Destination: archive,
-			Filter: filter, Counts: summaryCounts(sum), IDs: sum.IDs, Outcome: outcome, Error: errString(runErr)}); aerr != nil {
+			Filter: filter, Groups: groups, Counts: summaryCounts(sum), IDs: sum.IDs, Outcome: outcome, Error: errString(runErr)}); aerr != nil {
 			f.IO.Statusf("dlq: %v", aerr)
 		}
 	}

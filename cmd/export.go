@@ -26,6 +26,7 @@ type exportOptions struct {
 	Limit  int
 	Append bool
 	Peek   peekFlags
+	Groups groupFlag
 
 	format string
 	path   string
@@ -37,7 +38,8 @@ func newCmdExport(f *Factory, runF func(*exportOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export QUEUE --to file://DUMP.jsonl[.gz]",
 		Short: "Copy messages into an archive file without removing them",
-		Long: `Copy the messages of a queue (all, or those --filter selects, at most --limit)
+		Long: `Copy the messages of a queue (all, or those --filter and --group select, at
+most --limit)
 into an archive file, for evidence, offline analysis with ` + "`dlq stats`" + ` and
 ` + "`dlq peek`" + `, or a later ` + "`dlq redrive file://…`" + `. The queue is only peeked, under
 the rules of ` + "`dlq help peek-safety`" + `: nothing is removed.
@@ -48,6 +50,7 @@ Messages are written in batches, each fsynced before it is counted; the count
 printed is what the file holds. An existing file is refused unless --append.`,
 		Example: `  dlq export orders.dlq --to file://orders-dlq.jsonl.gz
   dlq export orders.dlq --to file://timeouts.jsonl --filter '.reason | test("timeout")'
+  dlq export orders.dlq --to file://read-timeouts.jsonl --group e4159da373
   dlq export events.dlq --since 24h --to file://last-day.jsonl`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeQueueArg(f),
@@ -74,6 +77,9 @@ printed is what the file holds. An existing file is refused unless --append.`,
 			if opts.filter, err = compileFlag("--filter", opts.Filter); err != nil {
 				return err
 			}
+			if err := opts.Groups.validate(nil); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -84,6 +90,7 @@ printed is what the file holds. An existing file is refused unless --append.`,
 	fl.StringVar(&opts.To, "to", "", "archive to write: file://PATH.jsonl or file://PATH.jsonl.gz")
 	_ = cmd.RegisterFlagCompletionFunc("to", completeArchive)
 	fl.StringVarP(&opts.Filter, "filter", "q", "", "export only messages for which this jq expression is true")
+	opts.Groups.register(cmd, "export")
 	fl.IntVarP(&opts.Limit, "limit", "n", 0, "most messages to export (0: all)")
 	fl.BoolVar(&opts.Append, "append", false, "append to an existing archive instead of refusing")
 	opts.Peek.register(cmd)
@@ -95,14 +102,14 @@ printed is what the file holds. An existing file is refused unless --append.`,
 // archive it takes --since), the filter and the limit.
 func exportWalk(opts *exportOptions, b broker.Broker, now time.Time) inspect.WalkOptions {
 	win := opts.Peek.window(b, now)
-	return inspect.WalkOptions{Peek: opts.Peek.options(now, 0), Filter: opts.filter, Limit: opts.Limit, Window: win, Now: now}
+	return inspect.WalkOptions{Peek: opts.Peek.options(now, 0), Filter: opts.filter, Groups: opts.Groups.sel, Limit: opts.Limit, Window: win, Now: now}
 }
 
 // exportPeek reads the whole queue the way stats does, unless only the
 // first --limit messages are wanted (no filter).
 func exportPeek(ctx context.Context, b broker.Broker, queue string, opts *exportOptions) broker.PeekOptions {
 	po := opts.Peek.options(opts.f.Now(), 0)
-	if opts.Limit > 0 && opts.filter == nil {
+	if opts.Limit > 0 && opts.filter == nil && opts.Groups.sel == nil {
 		po.Limit = opts.Limit
 	}
 	return fullRead(ctx, b, queue, po)
@@ -130,6 +137,9 @@ func exportRun(ctx context.Context, opts *exportOptions) error {
 		return err
 	}
 	defer b.Close()
+	if err := opts.Groups.resolve(ctx, f, b, queue, queue, opts.Peek.options(f.Now(), 0)); err != nil {
+		return err
+	}
 	db, _, err := f.OpenDestination(ctx, opts.To)
 	if err != nil {
 		return err

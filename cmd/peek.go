@@ -212,6 +212,7 @@ type peekOptions struct {
 	Reason string
 	Null   bool
 	Peek   peekFlags
+	Groups groupFlag
 
 	format string
 	filter *inspect.Query
@@ -224,8 +225,9 @@ func newCmdPeek(f *Factory, runF func(*peekOptions) error) *cobra.Command {
 		Use:   "peek QUEUE|file://ARCHIVE",
 		Short: "Show the first messages of a queue without removing them",
 		Long: `Show the first messages of a dead-letter queue (default 20) with their ID,
-age, size, delivery or receive count, source queue, failure reason and a
-body preview. DELIVERIES is the broker's delivery or receive count
+age, size, delivery or receive count, source queue, failure reason (its
+shape: ids, numbers, times and quoted values masked, as ` + "`dlq stats`" + ` groups
+them) and a body preview. DELIVERIES is the broker's delivery or receive count
 (x-delivery-count, ApproximateReceiveCount), DEATHS how often it was
 dead-lettered (x-death counts). Nothing is removed; what a peek changes on each kind of queue
 (redelivered flags, receive counts) is printed on stderr afterwards and
@@ -243,6 +245,7 @@ separated by NUL bytes instead, for bodies that contain newlines).`,
 		Example: `  dlq peek orders.dlq
   dlq peek orders.dlq --limit 5 --output json
   dlq peek orders.dlq --filter '.reason | test("timeout")'
+  dlq peek orders.dlq --group e4159da373     # a failure group from dlq stats
   dlq peek orders.dlq --output raw -0 | xargs -0 -n1 echo
   dlq peek events.dlq --since 2h            # a stream, from two hours ago
   dlq peek file://dead-letters.jsonl.gz`,
@@ -272,6 +275,13 @@ separated by NUL bytes instead, for bodies that contain newlines).`,
 				return err
 			}
 			opts.reason = inspect.ReasonFrom(rq)
+			var byReason inspect.ReasonFunc
+			if rq != nil {
+				byReason = opts.reason
+			}
+			if err := opts.Groups.validate(byReason); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -282,6 +292,7 @@ separated by NUL bytes instead, for bodies that contain newlines).`,
 	fl.IntVarP(&opts.Limit, "limit", "n", 20, "most messages to show (0: all)")
 	fl.StringVarP(&opts.Filter, "filter", "q", "", "show only messages for which this jq expression is true, over each message's document ({id, reason, headers, properties, attributes, death, body, …}: see it with --output json)")
 	fl.StringVar(&opts.Reason, "reason", "", "jq expression that computes the failure reason (default: framework headers, body fields, death reason)")
+	opts.Groups.register(cmd, "show")
 	fl.BoolVarP(&opts.Null, "null", "0", false, "with --output raw: end each body with a NUL byte instead of a newline")
 	opts.Peek.register(cmd)
 	addOutputFlags(cmd, f, OutputTable, OutputJSON, OutputJSONL, OutputRaw)
@@ -297,9 +308,12 @@ func peekRun(ctx context.Context, opts *peekOptions) error {
 	defer b.Close()
 
 	now := f.Now()
+	if err := opts.Groups.resolve(ctx, f, b, queue, queue, opts.Peek.options(now, 0)); err != nil {
+		return err
+	}
 	w := newPeekWriter(f, opts, now)
 	win := opts.Peek.window(b, now)
-	walk := inspect.WalkOptions{Peek: opts.Peek.options(now, 0), Filter: opts.filter, Limit: opts.Limit, Window: win, Now: now}
+	walk := inspect.WalkOptions{Peek: opts.Peek.options(now, 0), Filter: opts.filter, Groups: opts.Groups.sel, Limit: opts.Limit, Window: win, Now: now}
 	n := 0
 	rep, err := inspect.Walk(ctx, p, queue, walk, func(m *broker.Message) error {
 		n++
@@ -396,7 +410,9 @@ func (w *peekWriter) write(ctx context.Context, m *broker.Message) error {
 	case OutputJSON, OutputJSONL:
 		doc := peekDocument(m, w.now)
 		if w.opts.reason != nil && w.opts.Reason != "" {
-			doc["reason"] = w.reason(ctx, m)
+			r := w.reason(ctx, m)
+			shape := peekShape(r)
+			doc["reason"], doc["shape"], doc["group"] = r, shape, inspect.GroupID(shape)
 		}
 		b, err := marshalDoc(doc, w.opts.format == OutputJSON)
 		if err != nil {
@@ -420,7 +436,7 @@ func (w *peekWriter) write(ctx context.Context, m *broker.Message) error {
 		strconv.FormatInt(m.DeliveryCount, 10),
 		strconv.FormatInt(deaths(m), 10),
 		orDash(inspect.Source(m)),
-		orDash(w.reason(ctx, m)),
+		orDash(inspect.ShapeOf(w.reason(ctx, m))),
 	}
 	d := inspect.Decode(m)
 	if !w.tty {
@@ -533,3 +549,11 @@ var (
 	humanAge   = human.Age
 	humanBytes = human.Bytes
 )
+
+// peekShape is the shape of a reason, as stats groups it.
+func peekShape(r string) string {
+	if r == "" {
+		r = inspect.Unknown
+	}
+	return inspect.ShapeOf(r)
+}

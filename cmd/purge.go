@@ -91,5 +91,5 @@ func purgeRun(ctx context.Context, o *purgeOptions) error {
 	restore()
 	bar.finish()
 	sum.Source = name
-	return finishRemoval(f, o.format, "purge", src, name, o.Archive.ArchiveTo, "", sum, runErr, false)
+	return finishRemoval(f, o.format, "purge", src, name, o.Archive.ArchiveTo, "", nil, sum, runErr, false)
 }

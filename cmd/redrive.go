@@ -25,6 +25,7 @@ type selectFlags struct {
 	Limit     int64
 	OlderThan time.Duration
 	NewerThan time.Duration
+	Groups    groupFlag
 
 	filter *inspect.Query
 }
@@ -37,6 +38,7 @@ func (s *selectFlags) register(c *cobra.Command) {
 	fl.Int64Var(&s.Limit, "limit", 0, "move at most this many messages (0: all)")
 	fl.DurationVar(&s.OlderThan, "older-than", 0, "only messages dead-lettered longer ago than this (e.g. 1h)")
 	fl.DurationVar(&s.NewerThan, "newer-than", 0, "only messages dead-lettered within this (e.g. 30m)")
+	s.Groups.register(c, "select")
 }
 
 func (s *selectFlags) validate() error {
@@ -61,6 +63,9 @@ func (s *selectFlags) validate() error {
 			return flagErrorf("empty `--exclude-id`: pass the message IDs shown by `dlq peek`")
 		}
 	}
+	if err := s.Groups.validate(nil); err != nil {
+		return err
+	}
 	var err error
 	s.filter, err = compileFlag("--filter", s.Filter)
 	return err
@@ -70,12 +75,15 @@ func (s *selectFlags) apply(o *redrive.Options) {
 	if s.filter != nil {
 		o.Filter = s.filter
 	}
+	if s.Groups.sel != nil {
+		o.Filter = groupFilter{q: s.filter, sel: s.Groups.sel}
+	}
 	o.IDs, o.Limit, o.OlderThan, o.NewerThan = s.IDs, s.Limit, s.OlderThan, s.NewerThan
 	o.ExcludeIDs = s.Exclude
 }
 
 func (s *selectFlags) any() bool {
-	return s.Filter != "" || len(s.IDs) > 0 || s.OlderThan > 0 || s.NewerThan > 0
+	return s.Filter != "" || len(s.IDs) > 0 || s.OlderThan > 0 || s.NewerThan > 0 || len(s.Groups.IDs) > 0
 }
 
 type redriveOptions struct {
@@ -135,7 +143,9 @@ or a message that fails every time is cycled between the queues for ever.
 flag out for no limit). Redrives that left no record (--no-redrive-header,
 --server-side, the broker's own redrive) are not counted.
 
-Select with --filter, --id, --limit, --older-than, --newer-than; rewrite with
+Select with --filter, --group, --id, --limit, --older-than, --newer-than
+(--group takes a failure group ID from ` + "`dlq stats`" + `; the source is read once
+first, without removing anything, to find the group's messages); rewrite with
 --transform (jq over the same document as --filter, e.g. '.body.retry = 0')
 and --set-header. Death headers (x-death, x-first-death-*, x-last-death-*,
 x-delivery-count) are stripped unless --keep-death-headers, and the failure
@@ -160,6 +170,7 @@ moved: unroutable, refused); 4 read-only.`,
 		Example: `  dlq redrive orders.dlq --dry-run
   dlq redrive orders.dlq
   dlq redrive orders.dlq --filter '.death.reason == "rejected"' --transform '.body.retry = 0'
+  dlq redrive orders.dlq --group e4159da373 --group aa1169594c
   dlq redrive orders.dlq --to queue:orders.retry --rate 200/s --ramp 30s
   dlq redrive orders.dlq --max-redrives 3 --yes -o json   # from cron: poison messages stay
   dlq redrive https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq --server-side --rate 100
@@ -284,6 +295,9 @@ func (o *redriveOptions) validate() error {
 		if o.Ramp > 0 || o.Concurrency > 0 || o.Window > 0 || o.KeepDeathHeaders || o.KeepFailure || o.NoRedriveHeader {
 			return flagErrorf("`--ramp`, `--concurrency`, `--window`, `--keep-death-headers`, `--keep-failure-headers` and `--no-redrive-header` do not apply to `--server-side`: the broker moves messages as they are")
 		}
+		if len(o.Select.Groups.IDs) > 0 {
+			return flagErrorf("`--group` selects messages one by one, which `--server-side` cannot: the broker moves every message; drop one of them")
+		}
 		var ro redrive.Options
 		o.libOptions(&ro)
 		if err := redrive.ServerSideRefusal(ro); err != nil {
@@ -356,6 +370,7 @@ func (o *redriveOptions) plan() map[string]string {
 		}
 	}
 	add("filter", o.Select.Filter)
+	add("group", strings.Join(o.Select.Groups.IDs, ","))
 	add("id", strings.Join(o.Select.IDs, ","))
 	add("exclude-id", strings.Join(o.Select.Exclude, ","))
 	if o.Select.Limit > 0 {
@@ -401,6 +416,7 @@ func (o *redriveOptions) adoptPlan(p map[string]string) error {
 	errs := []error{
 		set("to", func(v string) error { o.To = v; return nil }),
 		set("filter", func(v string) error { o.Select.Filter = v; return nil }),
+		set("group", func(v string) error { o.Select.Groups.IDs = strings.Split(v, ","); return nil }),
 		set("id", func(v string) error { o.Select.IDs = strings.Split(v, ","); return nil }),
 		set("exclude-id", func(v string) error { o.Select.Exclude = strings.Split(v, ","); return nil }),
 		set("limit", func(v string) (err error) { o.Select.Limit, err = strconv.ParseInt(v, 10, 64); return }),
@@ -489,6 +505,9 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 		return redriveServerSide(ctx, o, src, srcName, dest)
 	}
 
+	if err := o.Select.Groups.resolve(ctx, f, src, queue, srcName, broker.PeekOptions{}); err != nil {
+		return err
+	}
 	ro := redrive.Options{Dest: dest, SourceName: srcName}
 	o.libOptions(&ro)
 	ro.Resume = resume
@@ -535,7 +554,7 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	outcome, exitErr := redriveOutcome(sum, runErr, o.DryRun)
 	if !o.DryRun {
 		if aerr := f.Audit(AuditRecord{Action: "redrive", Broker: src.String(), Source: srcName, Destination: o.To,
-			Filter: o.Select.Filter, Transform: o.Transform, Counts: summaryCounts(sum), IDs: sum.IDs,
+			Filter: o.Select.Filter, Groups: o.Select.Groups.IDs, Transform: o.Transform, Counts: summaryCounts(sum), IDs: sum.IDs,
 			Outcome: outcome, Error: errString(runErr)}); aerr != nil {
 			f.IO.Statusf("dlq: %v", aerr)
 		}
@@ -588,6 +607,8 @@ func confirmRedrive(ctx context.Context, f *Factory, src broker.Broker, queue st
 	n := printPreview(f.IO.ErrOut, ro.SourceName, s)
 	if q, ok := ro.Filter.(*inspect.Query); ok {
 		warnMissingPaths(f, "--filter", q)
+	} else if g, ok := ro.Filter.(groupFilter); ok && g.query() != nil {
+		warnMissingPaths(f, "--filter", g.query())
 	}
 	if n == 0 {
 		f.IO.Statusf("nothing to move; nothing was changed")

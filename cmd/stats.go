@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,6 +35,7 @@ type statsOptions struct {
 	MaxGroups int
 	Limit     int
 	Peek      peekFlags
+	Groups    groupFlag
 
 	format  string
 	groupBy []inspect.Grouping
@@ -46,14 +48,29 @@ func newCmdStats(f *Factory, runF func(*statsOptions) error) *cobra.Command {
 	opts := &statsOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "stats QUEUE|file://ARCHIVE",
-		Short: "Count dead letters by failure reason, source, header, body field or age",
+		Short: "Count dead letters by failure group, source, header, body field or age",
 		Long: `Read every message of a queue or archive once and count them by group:
-count, share, oldest and newest, total body bytes and example IDs per group,
+count, share, oldest and newest, how many died in the last hour, a trend
+across the time the queue spans, total body bytes and example IDs per group,
 plus messages whose duplicate key (default the message ID) was seen before.
 
 --group-by takes a comma list of: ` + inspect.GroupKinds + `.
 age buckets are <1m, <1h, <1d, <7d, older; day and hour are in UTC. Ages and
-times are those of the first death, else of publication.
+times are those of the first death, else of publication. redrives counts
+messages by how often dlq redrove them (their x-dlq-redrive record).
+
+reason (the default) groups failure reasons by shape: numbers, UUIDs, hex
+and other ids, times and durations, IP and email addresses, ids in URLs,
+quoted values and key=value values become placeholders (<num>, <uuid>,
+<hex>, <id>, <time>, <ip>, <email>, <str>), so "Customer cus_9944 not found"
+and "Customer cus_1207 not found" are one group, "Customer <id> not found".
+Shapes that differ only in a word after their first two merge, with <*> in
+its place ("Unknown event type <*>"). Each group has an ID, the same on
+every run and machine, that --group selects here and in peek, export,
+redrive and discard, and that jq filters see as .group (with .shape). The
+table shows, for each placeholder, its most frequent values (the hot keys:
+which SKU, which customer). reason-text groups by the exact text instead.
+--group reads the queue once more, first, to find the groups' messages.
 
 How it reads: like peek, never removing anything (see ` + "`dlq help peek-safety`" + `).
 An archive is read from start to end. A RabbitMQ stream is read from its
@@ -73,14 +90,23 @@ a real duplicate; a unique key may be counted as a duplicate with the
 probability printed (about 1 in 2.5 million at 1,000,000 keys, 1 in 450 at
 5,000,000).
 
+JSON has, per group, id, template, last_hour, trend (counts per equal span
+from trend_start, trend_step_seconds apart) and hot ({placeholder, position,
+values: [{value, count}]}); CSV has the trend as one column of counts
+separated by semicolons.
+
 --output prom writes Prometheus text exposition for node_exporter's textfile
-collector: dlq_dead_letters{queue,<groups>}, dlq_dead_letter_bytes,
+collector: dlq_dead_letters{queue,<groups>} (with the reason grouping, a
+group label with the ID and the template cut to 100 characters as reason),
+dlq_dead_letters_last_hour, dlq_dead_letter_bytes,
 dlq_dead_letter_oldest_age_seconds, dlq_dead_letter_newest_age_seconds per
 group, and dlq_dead_letter_messages, dlq_dead_letter_duplicates and
 dlq_dead_letter_stats_timestamp_seconds per queue. Its default --group-by is
 reason,source. Write it atomically: dlq stats … -o prom > f.tmp && mv f.tmp f.prom`,
 		Example: `  dlq stats orders.dlq
   dlq stats orders.dlq --group-by reason,source --output json
+  dlq stats orders.dlq --group e4159da373 --group-by source,hour
+  dlq stats orders.dlq --group-by redrives
   dlq stats orders.dlq --group-by header:x-tenant,age
   dlq stats orders.dlq --group-by 'body:.customer.tier' --filter '.body.amount > 100'
   dlq stats orders.dlq --reason '.headers["x-error-code"]' --dup-key '.body.order_id'
@@ -123,6 +149,13 @@ reason,source. Write it atomically: dlq stats … -o prom > f.tmp && mv f.tmp f.
 			if opts.dupKey, err = compileFlag("--dup-key", opts.DupKey); err != nil {
 				return err
 			}
+			var byReason inspect.ReasonFunc
+			if opts.reason != nil {
+				byReason = inspect.ReasonFrom(opts.reason)
+			}
+			if err := opts.Groups.validate(byReason); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -139,6 +172,7 @@ reason,source. Write it atomically: dlq stats … -o prom > f.tmp && mv f.tmp f.
 	fl.IntVar(&opts.Examples, "examples", 3, "example message IDs kept per group")
 	fl.IntVar(&opts.MaxGroups, "max-groups", 10000, "most distinct groups; further ones are counted as (other)")
 	fl.IntVarP(&opts.Limit, "limit", "n", 0, "read only the first N messages (0: all)")
+	opts.Groups.register(cmd, "count")
 	opts.Peek.register(cmd)
 	addOutputFlags(cmd, f, OutputTable, OutputJSON, OutputCSV, OutputProm)
 	return cmd
@@ -153,10 +187,14 @@ func statsRun(ctx context.Context, opts *statsOptions) error {
 	}
 	defer b.Close()
 	now := f.Now()
+	if err := opts.Groups.resolve(ctx, f, b, queue, queue, opts.Peek.options(now, opts.Limit)); err != nil {
+		return err
+	}
 	so := inspect.StatsOptions{
 		Window:       opts.Peek.window(b, now),
 		GroupBy:      opts.groupBy,
 		Filter:       opts.filter,
+		Groups:       opts.Groups.sel,
 		DupKey:       opts.dupKey,
 		NoDuplicates: opts.NoDups,
 		Examples:     opts.Examples,
@@ -210,7 +248,11 @@ func statsSummary(r inspect.StatsResult) string {
 		s += fmt.Sprintf(" (of %d read)", r.Read)
 	}
 	if r.Oldest != nil {
-		s += fmt.Sprintf(", oldest %s ago", humanAge(r.Now.Sub(*r.Oldest)))
+		s += fmt.Sprintf(", oldest %s ago, %d in the last hour", humanAge(r.Now.Sub(*r.Oldest)), r.LastHour)
+	}
+	if r.TrendStart != nil && r.TrendStepSeconds > 0 {
+		step := time.Duration(r.TrendStepSeconds) * time.Second
+		s += fmt.Sprintf("; TREND spans %s, %s a bar", humanAge(step*inspect.TrendBuckets), humanAge(step))
 	}
 	if d := r.Duplicates; d != nil {
 		s += fmt.Sprintf(", %d duplicates by %s", d.Messages, d.Key)
@@ -235,14 +277,25 @@ func statsSummary(r inspect.StatsResult) string {
 }
 
 func statsTable(r inspect.StatsResult, human bool) *Table {
+	shapes := slices.Contains(r.GroupBy, "reason")
 	var header []string
+	if shapes {
+		header = append(header, "ID")
+	}
 	for _, g := range r.GroupBy {
 		header = append(header, strings.ToUpper(g))
 	}
-	header = append(header, "COUNT", "SHARE", "OLDEST", "NEWEST", "BYTES", "EXAMPLES")
+	header = append(header, "COUNT", "SHARE", "LAST 1H", "TREND", "OLDEST", "NEWEST", "BYTES")
+	if shapes {
+		header = append(header, "HOT")
+	}
+	header = append(header, "EXAMPLES")
 	t := NewTable(header...)
 	for _, g := range r.Groups {
 		var cells []any
+		if shapes {
+			cells = append(cells, orDash(g.ID))
+		}
 		for _, v := range g.Values {
 			if human {
 				v = truncate(v, 60)
@@ -251,6 +304,11 @@ func statsTable(r inspect.StatsResult, human bool) *Table {
 		}
 		share := strconv.FormatFloat(g.Share, 'f', 6, 64)
 		oldest, newest, bytes := "", "", strconv.FormatInt(g.Bytes, 10)
+		trend := make([]string, len(g.Trend))
+		for i, c := range g.Trend {
+			trend[i] = strconv.FormatInt(c, 10)
+		}
+		spark := strings.Join(trend, ";")
 		if human {
 			share = fmt.Sprintf("%.1f%%", g.Share*100)
 			bytes = humanBytes(g.Bytes)
@@ -258,6 +316,7 @@ func statsTable(r inspect.StatsResult, human bool) *Table {
 			if g.Oldest != nil {
 				oldest, newest = humanAge(r.Now.Sub(*g.Oldest)), humanAge(r.Now.Sub(*g.Newest))
 			}
+			spark = inspect.Sparkline(g.Trend)
 		} else if g.Oldest != nil {
 			oldest, newest = g.Oldest.Format(time.RFC3339), g.Newest.Format(time.RFC3339)
 		}
@@ -265,7 +324,15 @@ func statsTable(r inspect.StatsResult, human bool) *Table {
 		if !human {
 			sep = ";"
 		}
-		cells = append(cells, g.Count, share, oldest, newest, bytes, strings.Join(g.Examples, sep))
+		cells = append(cells, g.Count, share, g.LastHour, spark, oldest, newest, bytes)
+		if shapes {
+			per := 5
+			if human {
+				per = 2
+			}
+			cells = append(cells, inspect.HotText(g.Hot, per))
+		}
+		cells = append(cells, strings.Join(g.Examples, sep))
 		t.Row(cells...)
 	}
 	return t
@@ -297,6 +364,9 @@ func promFloat(v float64) string {
 	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
+// promTemplateLen bounds a reason template in a label, in runes.
+const promTemplateLen = 100
+
 // writeProm writes r as Prometheus text exposition format 0.0.4.
 func writeProm(w io.Writer, r inspect.StatsResult) error {
 	labels := make([]string, len(r.GroupBy))
@@ -313,7 +383,13 @@ func writeProm(w io.Writer, r inspect.StatsResult) error {
 	sel := func(g inspect.GroupStats) string {
 		var b strings.Builder
 		b.WriteString(`{queue="` + q + `"`)
+		if g.ID != "" {
+			b.WriteString(`,group="` + g.ID + `"`)
+		}
 		for i, v := range g.Values {
+			if r.GroupBy[i] == "reason" {
+				v = truncate(v, promTemplateLen)
+			}
 			b.WriteString("," + labels[i] + `="` + promEscape(v) + `"`)
 		}
 		b.WriteString("}")
@@ -334,6 +410,7 @@ func writeProm(w io.Writer, r inspect.StatsResult) error {
 		}
 	}
 	metric("dlq_dead_letters", "Dead-lettered messages in the queue, by group.", func(g inspect.GroupStats) (float64, bool) { return float64(g.Count), true })
+	metric("dlq_dead_letters_last_hour", "Dead-lettered messages of the group that died in the last hour.", func(g inspect.GroupStats) (float64, bool) { return float64(g.LastHour), true })
 	metric("dlq_dead_letter_bytes", "Body bytes of the dead-lettered messages, by group.", func(g inspect.GroupStats) (float64, bool) { return float64(g.Bytes), true })
 	metric("dlq_dead_letter_oldest_age_seconds", "Age of the oldest dead letter of the group (since its first death, else publication).", func(g inspect.GroupStats) (float64, bool) {
 		if g.OldestAgeSeconds == nil {

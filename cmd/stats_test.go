@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/inspect"
@@ -48,7 +49,7 @@ func TestStatsFlags(t *testing.T) {
 				t.Errorf("%+v", po)
 			}
 		}},
-		{name: "bad group", args: []string{"q", "-g", "reason,colour"}, wantErr: "`--group-by`: unknown group \"colour\": use any of reason, source"},
+		{name: "bad group", args: []string{"q", "-g", "reason,colour"}, wantErr: "`--group-by`: unknown group \"colour\": use any of reason, reason-text, redrives, source"},
 		{name: "bad body path", args: []string{"q", "-g", "body:.a[["}, wantErr: "`--group-by`: group \"body:.a[[\": invalid jq"},
 		{name: "bad dup key", args: []string{"q", "--dup-key", "}"}, wantErr: "`--dup-key`: invalid jq"},
 		{name: "dups contradiction", args: []string{"q", "--no-dups", "--dup-key", ".id"}, wantErr: "contradict"},
@@ -106,17 +107,25 @@ func TestStatsRunTable(t *testing.T) {
 				t.Errorf("stats must read the whole queue: limit %d", b.peeks[0].Limit)
 			}
 			lines := strings.Split(strings.TrimSpace(out), "\n")
-			if len(lines) != 7 || !strings.HasPrefix(lines[0], "REASON") {
+			if len(lines) != 7 || !strings.HasPrefix(lines[0], "ID") || !strings.Contains(lines[0], "REASON") {
 				t.Fatalf("table:\n%s", out)
 			}
 			// i%3: 0 rejected, 1 expired, 2 timeout (body); i%2 source.
-			want := map[string]string{"rejected orders": "5", "rejected payments": "5", "expired orders": "5", "expired payments": "5"}
+			want := map[string]string{
+				inspect.GroupID("rejected") + " rejected orders":   "5",
+				inspect.GroupID("rejected") + " rejected payments": "5",
+				inspect.GroupID("expired") + " expired orders":     "5",
+				inspect.GroupID("expired") + " expired payments":   "5",
+			}
 			for _, l := range lines[1:] {
 				f := strings.Fields(l)
-				if strings.HasPrefix(l, "timeout") {
+				if strings.Contains(l, "timeout") {
+					if f[0] != inspect.GroupID(`timeout "<str>" line2`) || f[1] != "timeout" || f[2] != `"<str>"` {
+						t.Errorf("timeout row %q", l)
+					}
 					continue
 				}
-				if want[f[0]+" "+f[1]] != f[2] {
+				if want[f[0]+" "+f[1]+" "+f[2]] != f[3] {
 					t.Errorf("row %q", l)
 				}
 			}
@@ -146,11 +155,12 @@ func TestStatsRunJSONAndCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
-	if err != nil || len(recs) != 3 || strings.Join(recs[0], ",") != "source,count,share,oldest,newest,bytes,examples" || recs[1][1] != "3" {
+	if err != nil || len(recs) != 3 || strings.Join(recs[0], ",") != "source,count,share,last_1h,trend,oldest,newest,bytes,examples" || recs[1][1] != "3" {
 		t.Errorf("csv %v %v", recs, err)
 	}
-	if recs[1][3] != "2026-03-01T11:55:00Z" || recs[1][6] != "id-000;id-002;id-004" {
-		t.Errorf("csv row %v", recs[1])
+	// orders: deaths at 11:55, 11:57 and 11:59 in 19 s buckets from 11:54.
+	if d := diffText("orders,3,0.500000,3,0;0;0;1;0;0;0;0;0;1;0;0;0;0;0;1,2026-03-01T11:55:00Z,2026-03-01T11:59:00Z,88,id-000;id-002;id-004", strings.Join(recs[1], ",")); d != "" {
+		t.Errorf("csv row:\n%s", d)
 	}
 }
 
@@ -280,14 +290,16 @@ func TestStatsProm(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := parseProm(t, out)
+	exp, rej, tmo := inspect.GroupID("expired"), inspect.GroupID("rejected"), inspect.GroupID(`timeout "<str>" line2`)
 	want := map[string]float64{
-		`dlq_dead_letters{queue=orders.dlq,reason=expired,source=payments}`:                  2,
-		`dlq_dead_letters{queue=orders.dlq,reason=rejected,source=orders}`:                   2,
-		`dlq_dead_letters{queue=orders.dlq,reason=timeout \"x\" line2,source=payments}`:      1,
-		`dlq_dead_letters{queue=orders.dlq,reason=expired,source=pay\"ments\\eu\nwest}`:      0,
-		`dlq_dead_letter_messages{queue=orders.dlq}`:                                         9,
-		`dlq_dead_letter_duplicates{queue=orders.dlq}`:                                       0,
-		`dlq_dead_letter_oldest_age_seconds{queue=orders.dlq,reason=rejected,source=orders}`: 7 * 60,
+		`dlq_dead_letters{group=` + exp + `,queue=orders.dlq,reason=expired,source=payments}`:                  2,
+		`dlq_dead_letters{group=` + rej + `,queue=orders.dlq,reason=rejected,source=orders}`:                   2,
+		`dlq_dead_letters{group=` + tmo + `,queue=orders.dlq,reason=timeout \"<str>\" line2,source=payments}`:  1,
+		`dlq_dead_letters{group=` + exp + `,queue=orders.dlq,reason=expired,source=pay\"ments\\eu\nwest}`:      0,
+		`dlq_dead_letters_last_hour{group=` + rej + `,queue=orders.dlq,reason=rejected,source=orders}`:         2,
+		`dlq_dead_letter_messages{queue=orders.dlq}`:                                                           9,
+		`dlq_dead_letter_duplicates{queue=orders.dlq}`:                                                         0,
+		`dlq_dead_letter_oldest_age_seconds{group=` + rej + `,queue=orders.dlq,reason=rejected,source=orders}`: 7 * 60,
 	}
 	for k, v := range want {
 		got, ok := s[k]
@@ -337,5 +349,28 @@ func TestStatsDemoAcceptance(t *testing.T) {
 	}
 	if sum != res.Total {
 		t.Errorf("groups add up to %d, total %d", sum, res.Total)
+	}
+}
+
+// A long template is cut in its prom label; the group label carries the ID.
+func TestStatsPromTemplateBounded(t *testing.T) {
+	msgs := deadLetters(3)
+	long := "Validation failed: " + strings.Repeat("field amount is required and ", 10) + "more"
+	for _, m := range msgs {
+		m.Headers["x-exception-message"] = long
+	}
+	out, _, err := runStats(t, &fakeQueueBroker{msgs: msgs}, false, "prom", "orders.dlq", "-g", "reason")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := parseProm(t, out)
+	// The reason itself is cut to inspect.MaxReasonLen first.
+	id := inspect.GroupID(inspect.ShapeOf(inspect.Reason(msgs[0])))
+	key := `dlq_dead_letters{group=` + id + `,queue=orders.dlq,reason=` + truncate(long, promTemplateLen) + `}`
+	if v, ok := s[key]; !ok || v != 3 {
+		t.Fatalf("no series %s = 3 in\n%s", key, out)
+	}
+	if utf8.RuneCountInString(truncate(long, promTemplateLen)) != promTemplateLen {
+		t.Fatal("the label is not cut to its bound")
 	}
 }

@@ -44,7 +44,10 @@ Screens: queues (depth, in-flight, consumers, DLQ marker, live depth trend) →
 messages (jq filter with /, reasons with g, select with space, all matching
 with a) → detail (death timeline, pretty JSON, raw/hex with r) → edit (e; the
 JSON is validated, the diff shown, then the edited message is published to
-its origin and the original removed) and stats (s). ? shows every key.
+its origin and the original removed) and stats (s: failure groups by
+reason shape, as ` + "`dlq stats`" + ` counts them, with trends and hot values; tab
+cycles groupings; R, D and x redrive, discard or export a whole group).
+? shows every key.
 
 Redrive (R, ctrl+a), discard (D, archive first) and edit are audited like the
 commands. With --read-only or a read-only context their keys do not exist.
@@ -183,7 +186,10 @@ func tuiBackend(f *Factory, b broker.Broker, o *tuiOptions, readOnly bool, logge
 				return q.Match(ctx, m)
 			}, nil
 		},
-		Group: func(spec string) (func(*broker.Message) string, error) { return tuiGroup(spec, f.Now) },
+		Shape: inspect.ShapeOf,
+		Group: func(ctx context.Context, spec string, msgs []*broker.Message) (tui.Grouping, error) {
+			return tuiGrouping(ctx, spec, msgs, f.Now())
+		},
 	}
 	if ql, ok := b.(broker.QueueLister); ok {
 		tb.Queues = ql.Queues
@@ -223,43 +229,33 @@ func tuiBackend(f *Factory, b broker.Broker, o *tuiOptions, readOnly bool, logge
 	return tb
 }
 
-// tuiGroup maps the stats groupings onto inspect's, leaving the simple ones
-// that need no library to the TUI.
-func tuiGroup(spec string, now func() time.Time) (func(*broker.Message) string, error) {
-	gs, err := inspect.ParseGroupBy(spec)
+// tuiGrouping counts the TUI's messages as `dlq stats` does, with the same
+// groupings, keys, templates and trends.
+func tuiGrouping(ctx context.Context, spec string, msgs []*broker.Message, now time.Time) (tui.Grouping, error) {
+	res, of, err := inspect.GroupMessages(ctx, spec, msgs, now)
 	if err != nil {
-		return nil, err
+		return tui.Grouping{}, err
 	}
-	if len(gs) != 1 {
-		return nil, fmt.Errorf("group by one thing at a time, not %q", spec)
-	}
-	g := gs[0]
-	switch g.Kind {
-	case "source":
-		return inspect.Source, nil
-	case "age":
-		t := now()
-		return func(m *broker.Message) string { return inspect.AgeBucket(m.Age(t)) }, nil
-	case "body":
-		expr := strings.TrimSpace(g.Arg)
-		if !strings.HasPrefix(expr, ".") {
-			expr = "." + expr
+	out := tui.Grouping{Total: int(res.Total), TrendStep: time.Duration(res.TrendStepSeconds) * time.Second}
+	for _, g := range res.Groups {
+		row := tui.GroupRow{Key: strings.Join(g.Values, " · "), ID: g.ID, Count: int(g.Count), Bytes: g.Bytes, LastHour: g.LastHour,
+			Trend: inspect.Sparkline(g.Trend), Hot: inspect.HotText(g.Hot, 3)}
+		if g.Oldest != nil {
+			row.Oldest, row.Newest = *g.Oldest, *g.Newest
 		}
-		q, err := inspect.Compile(".body | " + expr)
-		if err != nil {
-			return nil, err
-		}
-		return func(m *broker.Message) string {
-			ctx, cancel := context.WithTimeout(context.Background(), inspect.DefaultEvalTimeout)
-			defer cancel()
-			v, ok, err := q.First(ctx, inspect.Document(m))
-			if err != nil || !ok {
-				return ""
-			}
-			return inspect.ValueText(v)
-		}, nil
+		out.Groups = append(out.Groups, row)
 	}
-	return nil, nil
+	index := make(map[*broker.Message]int, len(msgs))
+	for k, m := range msgs {
+		index[m] = of[k]
+	}
+	out.Of = func(m *broker.Message) int {
+		if i, ok := index[m]; ok {
+			return i
+		}
+		return -1
+	}
+	return out, nil
 }
 
 func tuiProgress(progress func(tui.Progress)) func(redrive.Progress) {
@@ -317,7 +313,7 @@ func tuiRedrive(ctx context.Context, f *Factory, b broker.Broker, req tui.Action
 	sum, runErr := redrive.Run(ctx, b, req.Queue, dst, ro)
 	outcome, _ := redriveOutcome(sum, runErr, false)
 	if aerr := f.Audit(AuditRecord{Action: "tui-redrive", Broker: b.String(), Source: req.Queue, Destination: req.Dest.String(),
-		Filter: req.Filter, Counts: summaryCounts(sum), IDs: sum.IDs, Outcome: outcome, Error: errString(runErr)}); aerr != nil && runErr == nil {
+		Filter: req.Filter, Groups: req.Groups, Counts: summaryCounts(sum), IDs: sum.IDs, Outcome: outcome, Error: errString(runErr)}); aerr != nil && runErr == nil {
 		runErr = fmt.Errorf("moved, but the audit log failed: %w", aerr)
 	}
 	return tuiResult(sum, "moved to "+req.Dest.String()+":"), runErr
@@ -351,7 +347,7 @@ func tuiDiscard(ctx context.Context, f *Factory, b broker.Broker, req tui.Action
 	sum, runErr := redrive.Discard(ctx, b, req.Queue, pub, broker.Destination{Kind: broker.ToFile, Path: req.Archive}, ro)
 	outcome, _ := redriveOutcome(sum, runErr, false)
 	if aerr := f.Audit(AuditRecord{Action: "tui-discard", Broker: b.String(), Source: req.Queue, Destination: ref,
-		Filter: req.Filter, Counts: summaryCounts(sum), IDs: sum.IDs, Outcome: outcome, Error: errString(runErr)}); aerr != nil && runErr == nil {
+		Filter: req.Filter, Groups: req.Groups, Counts: summaryCounts(sum), IDs: sum.IDs, Outcome: outcome, Error: errString(runErr)}); aerr != nil && runErr == nil {
 		runErr = fmt.Errorf("discarded, but the audit log failed: %w", aerr)
 	}
 	res := tuiResult(sum, "discarded")

@@ -2,12 +2,14 @@ package cmd
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/archive"
+	"github.com/dlq-tools/dlq/inspect"
 	"github.com/dlq-tools/dlq/tui"
 )
 
@@ -140,17 +142,45 @@ func TestTUIBackendOverDemoArchive(t *testing.T) {
 	if _, err := tb.Compile(".body |||"); err == nil {
 		t.Fatal("invalid jq compiled")
 	}
-	for _, spec := range []string{"source", "age", "body:.currency"} {
-		fn, err := tb.Group(spec)
-		if err != nil || fn == nil {
+	// The TUI groups as `dlq stats` does: same keys, counts, IDs and
+	// trends, for every grouping.
+	for _, spec := range []string{"reason", "reason-text", "redrives", "source", "exchange", "routing-key", "age", "day", "hour", "body:.currency", "reason,source"} {
+		got, err := tb.Group(ctx, spec, msgs)
+		if err != nil {
 			t.Fatalf("group %s: %v", spec, err)
 		}
-		_ = fn(msgs[0])
+		gs, err := inspect.ParseGroupBy(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _, err := inspect.CollectStats(ctx, &slicePeeker{msgs}, "orders.dlq", broker.PeekOptions{}, inspect.StatsOptions{GroupBy: gs, NoDuplicates: true, Now: f.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var w, g []string
+		for _, x := range want.Groups {
+			w = append(w, fmt.Sprintf("%s %s %d %s", x.ID, strings.Join(x.Values, " · "), x.Count, inspect.Sparkline(x.Trend)))
+		}
+		for _, x := range got.Groups {
+			g = append(g, fmt.Sprintf("%s %s %d %s", x.ID, x.Key, x.Count, x.Trend))
+		}
+		if d := diffText(strings.Join(w, "\n"), strings.Join(g, "\n")); d != "" {
+			t.Errorf("group by %s: the TUI differs from dlq stats:\n%s", spec, d)
+		}
+		// Every message is in the group the TUI counts it in.
+		n := make([]int, len(got.Groups))
+		for _, m := range msgs {
+			if i := got.Of(m); i >= 0 {
+				n[i]++
+			}
+		}
+		for i, x := range got.Groups {
+			if n[i] != x.Count {
+				t.Errorf("group by %s: %d messages map to %q, which counts %d", spec, n[i], x.Key, x.Count)
+			}
+		}
 	}
-	if fn, err := tb.Group("day"); err != nil || fn != nil {
-		t.Fatalf("day is left to the TUI: %v", err)
-	}
-	if _, err := tb.Group("nonsense"); err == nil {
+	if _, err := tb.Group(ctx, "nonsense", msgs); err == nil {
 		t.Fatal("unknown grouping accepted")
 	}
 	// Export writes exactly the given messages.
@@ -171,4 +201,16 @@ func TestTUIBackendOverDemoArchive(t *testing.T) {
 	if got != 3 {
 		t.Fatalf("archive holds %d messages, want 3", got)
 	}
+}
+
+// slicePeeker peeks a fixed list of messages.
+type slicePeeker struct{ msgs []*broker.Message }
+
+func (p *slicePeeker) Peek(ctx context.Context, _ string, _ broker.PeekOptions, visit func(*broker.Message) error) (broker.PeekReport, error) {
+	for _, m := range p.msgs {
+		if err := visit(m); err != nil {
+			return broker.PeekReport{}, err
+		}
+	}
+	return broker.PeekReport{Read: int64(len(p.msgs))}, nil
 }

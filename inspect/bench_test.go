@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 
@@ -80,4 +81,40 @@ func BenchmarkDocument(b *testing.B) {
 	for b.Loop() {
 		_ = DocumentAt(m, t0)
 	}
+}
+
+// BenchmarkShape is the shape of one failure reason with ids, a UUID and a
+// URL.
+func BenchmarkShape(b *testing.B) {
+	var s shaper
+	r := `Inventory service returned 503 for SKU-4821 calling https://inventory.internal/v2/items/4821?warehouse=7 (request 1b4e28ba-2fa1-11d2-883f-0016d3cca427)`
+	for b.Loop() {
+		s.shape(r)
+	}
+	if len(s.vals) != 5 {
+		b.Fatalf("values %q", s.vals)
+	}
+}
+
+// BenchmarkStatsShapes counts 10,000 reasons from five templates with
+// variable parts by shape, then mines and reports the groups.
+func BenchmarkStatsShapes(b *testing.B) {
+	var msgs []*broker.Message
+	for i := range 10000 {
+		msgs = append(msgs, &broker.Message{ID: fmt.Sprint(i), Headers: map[string]any{"x-exception-message": fmt.Sprintf(
+			[]string{"Customer cus_%d not found", "Read timed out after %dms", "duplicate key (id)=(%d)", "503 for SKU-%d", "bad date \"%d/13/2024\""}[i%5], i)}})
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		s := NewStats("q", StatsOptions{NoDuplicates: true, Now: t0})
+		for _, m := range msgs {
+			if err := s.Add(ctx, m); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if n := len(s.Result().Groups); n != 5 {
+			b.Fatalf("%d groups", n)
+		}
+	}
+	b.ReportMetric(float64(len(msgs)*b.N)/b.Elapsed().Seconds(), "msgs/s")
 }

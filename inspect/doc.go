@@ -8,8 +8,13 @@
 //
 //	{id, queue, system, headers, properties, attributes, system_attributes,
 //	 death, delivery_count, redelivered, timestamp, age_seconds, size,
-//	 reason, body}
+//	 reason, shape, group, body}
 //
 // where body is the parsed JSON when the (inflated) body is JSON, else the
-// text, else null with body_base64 holding the bytes.
+// text, else null with body_base64 holding the bytes, shape is the reason
+// with its variable parts masked (Shape) and group the shape's GroupID.
+//
+// Failure groups: Stats groups reasons by shape and merges shapes that
+// differ only in a word into templates (Mine); GroupSelector selects the
+// messages of groups by ID.
 package inspect

@@ -18,14 +18,16 @@ import (
 //
 //	{id, queue, system, headers, properties, attributes, system_attributes,
 //	 death, delivery_count, redelivered, timestamp, age_seconds, size,
-//	 reason, body}
+//	 reason, shape, group, body}
 //
 // Values are plain JSON values (map[string]any, []any, string, int,
 // float64, json.Number, bool, nil) that jq can use. body is the parsed JSON
 // when the body (after content-encoding inflation) is JSON, else its text
 // when it is UTF-8, else null with body_base64 holding the bytes. Times are
 // RFC 3339 strings in UTC; AMQP byte strings become text when they are
-// UTF-8, else base64.
+// UTF-8, else base64. shape is the reason's shape (Shape; "(unknown)" when
+// there is no reason) and group its GroupID: the message's own group,
+// before shapes that differ in a word are merged (see Mine).
 func Document(m *broker.Message) map[string]any {
 	return DocumentAt(m, time.Now())
 }
@@ -60,7 +62,11 @@ func DocumentAt(m *broker.Message, now time.Time) map[string]any {
 		doc["age_seconds"] = nil
 	}
 	doc["size"] = m.Size()
-	doc["reason"] = Reason(m)
+	reason := Reason(m)
+	doc["reason"] = reason
+	shape := ShapeOf(orDefault(reason, Unknown))
+	doc["shape"] = shape
+	doc["group"] = GroupID(shape)
 	body, raw := bodyValue(m)
 	doc["body"] = body
 	if raw != nil {

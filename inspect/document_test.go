@@ -50,7 +50,7 @@ func rabbitMsg() *broker.Message {
 
 func TestDocumentShape(t *testing.T) {
 	doc := DocumentAt(rabbitMsg(), t0)
-	for _, k := range []string{"id", "queue", "system", "headers", "properties", "attributes", "system_attributes", "death", "delivery_count", "redelivered", "timestamp", "age_seconds", "size", "reason", "body"} {
+	for _, k := range []string{"id", "queue", "system", "headers", "properties", "attributes", "system_attributes", "death", "delivery_count", "redelivered", "timestamp", "age_seconds", "size", "reason", "shape", "group", "body"} {
 		if _, ok := doc[k]; !ok {
 			t.Errorf("document lacks %q", k)
 		}
@@ -60,6 +60,9 @@ func TestDocumentShape(t *testing.T) {
 	}
 	if doc["reason"] != "card declined" {
 		t.Errorf("reason = %v", doc["reason"])
+	}
+	if doc["shape"] != "card declined" || doc["group"] != GroupID("card declined") {
+		t.Errorf("shape = %v, group = %v", doc["shape"], doc["group"])
 	}
 	h := doc["headers"].(map[string]any)
 	want := map[string]any{"tenant": "acme", "n8": -3, "n64": 1 << 40, "u32": 7, "f32": 1.5, "bytes": "text", "bin": "/wA=", "dec": 12.34, "when": "2026-03-01T12:00:00Z"}

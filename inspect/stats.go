@@ -7,6 +7,7 @@ import (
 	"math"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,8 +17,9 @@ import (
 
 // Grouping is one dimension of `--group-by`.
 type Grouping struct {
-	// Kind is reason, source, exchange, routing-key, header, attr, body,
-	// age, day or hour.
+	// Kind is reason (the reason's shape), reason-text (its exact text),
+	// redrives, source, exchange, routing-key, header, attr, body, age, day
+	// or hour.
 	Kind string
 	// Arg is the header or attribute name, or the body path.
 	Arg string
@@ -35,7 +37,7 @@ func (g Grouping) Name() string {
 }
 
 // GroupKinds lists what `--group-by` accepts.
-const GroupKinds = "reason, source, exchange, routing-key, header:NAME, attr:NAME, body:.json.path, age, day, hour"
+const GroupKinds = "reason, reason-text, redrives, source, exchange, routing-key, header:NAME, attr:NAME, body:.json.path, age, day, hour"
 
 var simplePath = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\.[A-Za-z_][A-Za-z0-9_-]*)+$`) })
 
@@ -52,12 +54,16 @@ func ParseGroupBy(spec string) ([]Grouping, error) {
 		kind = strings.ToLower(strings.TrimSpace(kind))
 		g := Grouping{Kind: kind, Arg: arg}
 		switch kind {
-		case "reason", "source", "exchange", "routing-key", "age", "day", "hour":
+		case "reason", "reason-text", "redrives", "source", "exchange", "routing-key", "age", "day", "hour":
 			if hasArg {
 				return nil, fmt.Errorf("group %q takes no argument: use %q", part, kind)
 			}
 		case "routing_key", "routingkey":
 			g.Kind = "routing-key"
+		case "reason_text", "text":
+			g.Kind = "reason-text"
+		case "redrive":
+			g.Kind = "redrives"
 		case "header", "attr":
 			if strings.TrimSpace(arg) == "" {
 				return nil, fmt.Errorf("group %q needs a name: use %s:NAME", part, kind)
@@ -131,6 +137,9 @@ type StatsOptions struct {
 	GroupBy []Grouping
 	// Filter selects the messages counted; the others are only read.
 	Filter *Query
+	// Groups, when set, counts only the messages of the selected groups
+	// (with Filter: of both).
+	Groups *GroupSelector
 	// Window selects the messages counted by age, at Now.
 	Window AgeWindow
 	// Reason overrides Reason (`--reason 'JQ'`); nil uses Reason. Like
@@ -168,6 +177,37 @@ type GroupStats struct {
 	OldestAgeSeconds *float64 `json:"oldest_age_seconds,omitempty"`
 	NewestAgeSeconds *float64 `json:"newest_age_seconds,omitempty"`
 	Examples         []string `json:"examples"`
+	// ID is the group ID of the reason's template (GroupID), with the
+	// reason grouping; Template is that template.
+	ID       string `json:"id,omitempty"`
+	Template string `json:"template,omitempty"`
+	// LastHour counts the messages that died in the hour before Now.
+	LastHour int64 `json:"last_hour"`
+	// Trend counts the group's messages in TrendBuckets equal spans of
+	// time from the result's TrendStart (death time, else enqueue time).
+	Trend []int64 `json:"trend,omitempty"`
+	// Hot are the most frequent values of each placeholder of the
+	// template: the hot keys.
+	Hot []HotValues `json:"hot,omitempty"`
+}
+
+// HotValues are the most frequent values of one placeholder.
+type HotValues struct {
+	// Placeholder is <num>, <id>, …, or <*> for a merged word.
+	Placeholder string `json:"placeholder"`
+	// Position is the placeholder's place in the template, from 1.
+	Position int        `json:"position"`
+	Values   []HotValue `json:"values"`
+	// Approximate is set when more distinct values came than are kept:
+	// counts are then lower bounds, and values seen fewer than twice are
+	// left out (see the Space-Saving algorithm).
+	Approximate bool `json:"approximate,omitempty"`
+}
+
+// HotValue is one value with how many messages had it.
+type HotValue struct {
+	Value string `json:"value"`
+	Count int64  `json:"count"`
 }
 
 // DuplicateStats reports messages whose duplicate key was seen before.
@@ -215,13 +255,25 @@ type StatsResult struct {
 	// are grouped as "(unknown)").
 	ReasonErrors int64     `json:"reason_errors,omitempty"`
 	Now          time.Time `json:"now"`
+	// LastHour counts the messages that died in the hour before Now.
+	LastHour int64 `json:"last_hour"`
+	// TrendStart and TrendStepSeconds place each group's Trend buckets:
+	// bucket i spans [start + i·step, start + (i+1)·step).
+	TrendStart       *time.Time `json:"trend_start,omitempty"`
+	TrendStepSeconds float64    `json:"trend_step_seconds,omitempty"`
 }
+
+// TrendBuckets is the number of buckets of a group's trend.
+const TrendBuckets = 16
 
 type group struct {
 	values         []string
 	count, bytes   int64
 	oldest, newest time.Time
 	examples       []string
+	lastHour       int64
+	hist           []uint32 // fine timeline buckets, see timeline
+	hot            []hotSlot
 }
 
 // Stats aggregates messages in memory that does not grow with their number:
@@ -246,6 +298,13 @@ type Stats struct {
 	dupOrder []string
 	keyBuf   []byte
 	needDoc  bool
+	// reason shapes
+	reasonAt int // index of the reason grouping, -1 without
+	shaper   shaper
+	shapeOK  bool // the shaper holds this message's shape and values
+	interned map[string]string
+	tl       timeline
+	tmpl     Templates
 }
 
 // NewStats starts an aggregation.
@@ -262,10 +321,13 @@ func NewStats(queue string, opts StatsOptions) *Stats {
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
-	s := &Stats{opts: opts, groups: make(map[string]*group)}
+	s := &Stats{opts: opts, groups: make(map[string]*group), reasonAt: -1, interned: map[string]string{}}
 	s.res.Queue = queue
 	s.res.Now = opts.Now.UTC()
-	for _, g := range opts.GroupBy {
+	for i, g := range opts.GroupBy {
+		if g.Kind == "reason" {
+			s.reasonAt = i
+		}
 		s.res.GroupBy = append(s.res.GroupBy, g.Name())
 		if g.query != nil {
 			s.needDoc = true
@@ -315,6 +377,15 @@ func (s *Stats) Add(ctx context.Context, m *broker.Message) error {
 			return nil
 		}
 	}
+	if s.opts.Groups != nil {
+		ok, err := s.opts.Groups.Match(ctx, m)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil
+		}
+	}
 	s.res.Total++
 	size := int64(len(m.Body))
 	s.res.Bytes += size
@@ -330,6 +401,11 @@ func (s *Stats) Add(ctx context.Context, m *broker.Message) error {
 		}
 	}
 
+	recent := !t.IsZero() && s.opts.Now.Sub(t) < time.Hour
+	if recent {
+		s.res.LastHour++
+	}
+	s.shapeOK = false
 	key := s.keyBuf[:0]
 	var vals [8]string
 	values := vals[:0]
@@ -375,6 +451,15 @@ func (s *Stats) Add(ctx context.Context, m *broker.Message) error {
 	if len(gr.examples) < s.opts.Examples {
 		gr.examples = append(gr.examples, m.ID)
 	}
+	if recent {
+		gr.lastHour++
+	}
+	if !t.IsZero() {
+		s.tl.add(s, gr, t.Unix())
+	}
+	if s.shapeOK && gr != s.other {
+		gr.countHot(s.shaper.vals)
+	}
 
 	if s.bloom != nil {
 		var dk string
@@ -416,22 +501,22 @@ func (s *Stats) dupID(key, id string) {
 
 func (s *Stats) value(ctx context.Context, g Grouping, m *broker.Message, t time.Time, getDoc func() map[string]any) (string, error) {
 	switch g.Kind {
-	case "reason":
-		r := ""
-		if s.opts.Reason != nil {
-			var err error
-			r, err = s.opts.Reason(ctx, m)
-			if err != nil {
-				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-					return "", err
-				}
-				s.res.ReasonErrors++
-				r = ""
-			}
-		} else {
-			r = Reason(m)
+	case "reason", "reason-text":
+		r, err := s.reason(ctx, m)
+		if err != nil {
+			return "", err
 		}
-		return orDefault(r, Unknown), nil
+		if r == "" {
+			return Unknown, nil
+		}
+		if g.Kind == "reason-text" {
+			return r, nil
+		}
+		s.shaper.shape(r)
+		s.shapeOK = len(placeholders(string(s.shaper.out))) == len(s.shaper.vals)
+		return s.intern(s.shaper.out), nil
+	case "redrives":
+		return strconv.FormatInt(Redrives(m), 10), nil
 	case "source":
 		return orDefault(Source(m), Unknown), nil
 	case "exchange":
@@ -548,6 +633,36 @@ func jsonBody(m *broker.Message) []byte {
 	return b
 }
 
+// reason is the failure reason of m, by opts.Reason or Reason.
+func (s *Stats) reason(ctx context.Context, m *broker.Message) (string, error) {
+	if s.opts.Reason == nil {
+		return Reason(m), nil
+	}
+	r, err := s.opts.Reason(ctx, m)
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return "", err
+		}
+		s.res.ReasonErrors++
+		return "", nil
+	}
+	return r, nil
+}
+
+// intern returns b as a string, the same string for equal shapes (as many
+// as there may be groups), so that counting a known shape allocates
+// nothing.
+func (s *Stats) intern(b []byte) string {
+	if v, ok := s.interned[string(b)]; ok {
+		return v
+	}
+	v := string(b)
+	if len(s.interned) < s.opts.MaxGroups {
+		s.interned[v] = v
+	}
+	return v
+}
+
 func orDefault(s, def string) string {
 	if s == "" {
 		return def
@@ -555,20 +670,37 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// Result returns the aggregation so far.
+// Result returns the aggregation so far. With the reason grouping, the
+// shapes counted so far are mined (Mine) and the groups of shapes that
+// merge into one template are counted as one.
 func (s *Stats) Result() StatsResult {
 	r := s.res
-	r.Groups = make([]GroupStats, 0, len(s.groups)+1)
-	add := func(g *group) {
+	groups := s.merged()
+	r.Groups = make([]GroupStats, 0, len(groups)+1)
+	var step int64
+	if r.Oldest != nil {
+		span := r.Newest.Unix() - r.Oldest.Unix() + 1
+		step = max(1, (span+TrendBuckets-1)/TrendBuckets)
+		start := r.Oldest.Truncate(time.Second)
+		r.TrendStart = &start
+		r.TrendStepSeconds = float64(step)
+	}
+	add := func(g *mergedGroup) {
 		gs := GroupStats{
 			Values:   g.values,
 			Key:      make(map[string]string, len(g.values)),
 			Count:    g.count,
 			Bytes:    g.bytes,
 			Examples: append([]string{}, g.examples...),
+			LastHour: g.lastHour,
 		}
 		for i, v := range g.values {
 			gs.Key[r.GroupBy[i]] = v
+		}
+		if s.reasonAt >= 0 && g.values[s.reasonAt] != OtherGroup {
+			gs.Template = g.values[s.reasonAt]
+			gs.ID = GroupID(gs.Template)
+			gs.Hot = g.hotValues(gs.Template)
 		}
 		if r.Total > 0 {
 			gs.Share = math.Round(float64(g.count)/float64(r.Total)*1e6) / 1e6
@@ -579,9 +711,12 @@ func (s *Stats) Result() StatsResult {
 			oa, na := r.Now.Sub(o).Seconds(), r.Now.Sub(n).Seconds()
 			gs.OldestAgeSeconds, gs.NewestAgeSeconds = &oa, &na
 		}
+		if step > 0 {
+			gs.Trend = s.tl.resample(g.hist, r.Oldest.Unix(), step)
+		}
 		r.Groups = append(r.Groups, gs)
 	}
-	for _, g := range s.groups {
+	for _, g := range groups {
 		add(g)
 	}
 	sort.Slice(r.Groups, func(i, j int) bool {
@@ -592,7 +727,7 @@ func (s *Stats) Result() StatsResult {
 		return strings.Join(a.Values, "\x00") < strings.Join(b.Values, "\x00")
 	})
 	if s.other != nil {
-		add(s.other)
+		add(s.mergeOf([]*group{s.other}, s.other.values))
 		r.Folded = s.foldedN
 	}
 	if s.res.Duplicates != nil {
@@ -609,6 +744,50 @@ func (s *Stats) Result() StatsResult {
 		r.Duplicates = &d
 	}
 	return r
+}
+
+// Classify returns the values of m's group in the last Result (templates
+// in place of shapes), or nil when m is not counted (Window, Filter or
+// Groups leave it out). Values of groups beyond MaxGroups are those of
+// the group m would have had.
+func (s *Stats) Classify(ctx context.Context, m *broker.Message) ([]string, error) {
+	if !s.opts.Window.Admits(m, s.opts.Now) {
+		return nil, nil
+	}
+	if s.opts.Filter != nil {
+		ok, err := s.opts.Filter.Match(ctx, m)
+		if err != nil || !ok {
+			return nil, err
+		}
+	}
+	if s.opts.Groups != nil {
+		ok, err := s.opts.Groups.Match(ctx, m)
+		if err != nil || !ok {
+			return nil, err
+		}
+	}
+	t := deadTime(m)
+	var doc map[string]any
+	getDoc := func() map[string]any {
+		if doc == nil {
+			doc = DocumentAt(m, s.opts.Now)
+		}
+		return doc
+	}
+	out := make([]string, len(s.opts.GroupBy))
+	for i, g := range s.opts.GroupBy {
+		v, err := s.value(ctx, g, m, t, getDoc)
+		if err != nil {
+			return nil, err
+		}
+		if i == s.reasonAt {
+			if tm, ok := s.tmpl[v]; ok {
+				v = tm
+			}
+		}
+		out[i] = v
+	}
+	return out, nil
 }
 
 // ReusingPeeker is a Peeker that can also lend its messages: each is valid

@@ -15,6 +15,8 @@ type WalkOptions struct {
 	Peek broker.PeekOptions
 	// Filter selects the messages handed to visit; nil selects all.
 	Filter *Query
+	// Groups, when set, selects the messages of these groups too (AND).
+	Groups *GroupSelector
 	// Limit is the most messages handed to visit; 0 means no limit.
 	Limit int
 	// Window selects by age, at Now (default time.Now()).
@@ -30,7 +32,7 @@ type WalkOptions struct {
 // to visit must be cloned to be kept.
 func Walk(ctx context.Context, p broker.Peeker, queue string, opts WalkOptions, visit func(*broker.Message) error) (broker.PeekReport, error) {
 	po := opts.Peek
-	if opts.Filter == nil && opts.Window.IsZero() && opts.Limit > 0 && (po.Limit == 0 || po.Limit > opts.Limit) {
+	if opts.Filter == nil && opts.Groups == nil && opts.Window.IsZero() && opts.Limit > 0 && (po.Limit == 0 || po.Limit > opts.Limit) {
 		po.Limit = opts.Limit
 	}
 	now := opts.Now
@@ -44,6 +46,15 @@ func Walk(ctx context.Context, p broker.Peeker, queue string, opts WalkOptions, 
 		}
 		if opts.Filter != nil {
 			ok, err := opts.Filter.Match(ctx, m)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return nil
+			}
+		}
+		if opts.Groups != nil {
+			ok, err := opts.Groups.Match(ctx, m)
 			if err != nil {
 				return err
 			}

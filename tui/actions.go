@@ -61,10 +61,15 @@ func (m Model) sampleOf(ids []string) *broker.Message {
 // askRedrive picks a destination for the given messages, shows the count and
 // asks to confirm. With no ids it redrives everything matching filter.
 func (m Model) askRedrive(ids []string, filter string, count int64) (Model, tea.Cmd) {
-	return m.askRedriveSample(ids, filter, count, m.sampleOf(ids))
+	return m.askRedriveSample(ids, filter, count, m.sampleOf(ids), nil)
 }
 
-func (m Model) askRedriveSample(ids []string, filter string, count int64, sample *broker.Message) (Model, tea.Cmd) {
+// askRedriveGroup redrives the loaded messages of a failure group.
+func (m Model) askRedriveGroup(ids, groups []string) (Model, tea.Cmd) {
+	return m.askRedriveSample(ids, "", int64(len(ids)), m.sampleOf(ids), groups)
+}
+
+func (m Model) askRedriveSample(ids []string, filter string, count int64, sample *broker.Message, groups []string) (Model, tea.Cmd) {
 	if m.c.backend.Redrive == nil {
 		return m, nil
 	}
@@ -78,7 +83,7 @@ func (m Model) askRedriveSample(ids []string, filter string, count int64, sample
 	m.dialog = newChoice("redrive "+what+" to", []string{"messages are removed from " + queue + " only after the destination confirms them"}, opts, hints,
 		func(m Model, choice int, _ string) (Model, tea.Cmd) {
 			confirm := func(m Model, dest broker.Destination) (Model, tea.Cmd) {
-				return m.confirmRedrive(ActionRequest{Queue: queue, IDs: ids, Filter: filter, Dest: dest, Expected: count})
+				return m.confirmRedrive(ActionRequest{Queue: queue, IDs: ids, Filter: filter, Dest: dest, Expected: count, Groups: groups})
 			}
 			if dests[choice] == nil {
 				return m.askCustomDestination(confirm)
@@ -107,7 +112,7 @@ func (m Model) askRedriveAll() (Model, tea.Cmd) {
 			m.notice = &notice{text: fmt.Sprintf("the list stops at %d messages: redrive the whole queue with `dlq redrive %s`", m.c.opts.Limit, mv.queue), isErr: true}
 			return m, nil
 		}
-		return m.askRedriveSample(nil, mv.expr, n, mv.at(0).msg)
+		return m.askRedriveSample(nil, mv.expr, n, mv.at(0).msg, nil)
 	}
 	ids := make([]string, 0, n)
 	for i := range int(n) {
@@ -140,6 +145,12 @@ func (m Model) confirmRedrive(req ActionRequest) (Model, tea.Cmd) {
 // askDiscard asks for the archive path first: a discard always archives
 // what it removes, and the archive is synced before anything is deleted.
 func (m Model) askDiscard(ids []string) (Model, tea.Cmd) {
+	return m.askDiscardGroup(ids, nil)
+}
+
+// askDiscardGroup discards ids, chosen as the messages of groups (none: by
+// hand).
+func (m Model) askDiscardGroup(ids, groups []string) (Model, tea.Cmd) {
 	if m.c.backend.Discard == nil || len(ids) == 0 {
 		return m, nil
 	}
@@ -153,7 +164,7 @@ func (m Model) askDiscard(ids []string) (Model, tea.Cmd) {
 			return m, nil
 		}
 		path = strings.TrimPrefix(path, "file://")
-		req := ActionRequest{Queue: queue, IDs: ids, Archive: path, Expected: int64(len(ids))}
+		req := ActionRequest{Queue: queue, IDs: ids, Archive: path, Expected: int64(len(ids)), Groups: groups}
 		discard := m.c.backend.Discard
 		m.dialog = newConfirm(fmt.Sprintf("discard %d message(s)?", len(ids)), []string{
 			fmt.Sprintf("remove %d message(s) from %s after archiving them to %s.", len(ids), queue, path),
@@ -172,6 +183,12 @@ func (m Model) askDiscard(ids []string) (Model, tea.Cmd) {
 
 // askExport copies messages to an archive; nothing changes on the broker.
 func (m Model) askExport(ids []string, label string) (Model, tea.Cmd) {
+	return m.askExportGroup(ids, nil, label)
+}
+
+// askExportGroup exports ids, chosen as the messages of groups (none: by
+// hand).
+func (m Model) askExportGroup(ids, groups []string, label string) (Model, tea.Cmd) {
 	if m.c.backend.Export == nil || len(ids) == 0 {
 		return m, nil
 	}
@@ -182,7 +199,7 @@ func (m Model) askExport(ids []string, label string) (Model, tea.Cmd) {
 				return m, nil
 			}
 			path = strings.TrimPrefix(path, "file://")
-			req := ActionRequest{Queue: queue, IDs: ids, Archive: path, Expected: int64(len(ids)), Messages: m.messagesOf(ids)}
+			req := ActionRequest{Queue: queue, IDs: ids, Archive: path, Expected: int64(len(ids)), Messages: m.messagesOf(ids), Groups: groups}
 			export := m.c.backend.Export
 			return m.startJob(fmt.Sprintf("exporting %d", len(ids)), func(ctx context.Context, p func(Progress)) (Result, error) {
 				return export(ctx, req, p)

@@ -39,11 +39,14 @@ type Backend struct {
 	// Decode returns the body decoded for reading (gzip undone) and what it
 	// is: "json", "text" or "binary".
 	Decode func(m *broker.Message) (body []byte, kind string)
-	// Group returns the grouping key function for a stats grouping spec:
-	// reason, source, exchange, routing-key, header:NAME, attr:NAME,
-	// body:.path, age, day, hour. A nil function with a nil error leaves the
-	// spec to the TUI's own grouping.
-	Group func(spec string) (func(m *broker.Message) string, error)
+	// Shape returns the shape of a failure reason (variable parts masked),
+	// shown in the REASON column; nil shows reasons as they are.
+	Shape func(reason string) string
+	// Group counts msgs by a stats grouping spec (reason, reason-text,
+	// redrives, source, exchange, routing-key, header:NAME, attr:NAME,
+	// body:.path, age, day, hour), as `dlq stats` does; nil leaves the TUI
+	// without its statistics screen.
+	Group func(ctx context.Context, spec string, msgs []*broker.Message) (Grouping, error)
 
 	// Redrive moves messages from a queue to a destination (origin by
 	// default); every record of it goes to the audit log.
@@ -56,6 +59,33 @@ type Backend struct {
 	// Replace publishes edited to dest with confirms, then removes original
 	// from queue: one redrive of one message with a transform, audited.
 	Replace func(ctx context.Context, req ReplaceRequest) (Result, error)
+}
+
+// Grouping is messages counted by one grouping, largest group first.
+type Grouping struct {
+	Groups []GroupRow
+	Total  int
+	// TrendStep is the span of time of one bucket of each group's Trend.
+	TrendStep time.Duration
+	// Of returns the index in Groups of m's group, -1 when m is in none.
+	Of func(m *broker.Message) int
+}
+
+// GroupRow is one group of a Grouping.
+type GroupRow struct {
+	// Key is the group's value (a reason template, a source, …).
+	Key string
+	// ID is the failure group ID of a reason template ("" otherwise).
+	ID             string
+	Count          int
+	Bytes          int64
+	Oldest, Newest time.Time
+	LastHour       int64
+	// Trend is a sparkline of the group's deaths over the time the queue
+	// spans, one character a TrendStep.
+	Trend string
+	// Hot lists the most frequent values of the template's placeholders.
+	Hot string
 }
 
 // Matcher reports whether a message matches a compiled filter.
@@ -76,6 +106,9 @@ type ActionRequest struct {
 	// Messages are the messages as read, for Export: it writes exactly what
 	// the user saw, without reading the queue again.
 	Messages []*broker.Message
+	// Groups are the failure group IDs the messages were chosen by, for the
+	// audit record.
+	Groups []string
 }
 
 // ReplaceRequest is one edited message to publish in place of its original.

@@ -16,6 +16,7 @@ import (
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/inspect"
 )
 
 var testNow = time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
@@ -96,6 +97,8 @@ func (f *fakeBackend) backend(readOnly bool) Backend {
 			}
 			return deathReason(m)
 		},
+		Shape: inspect.ShapeOf,
+		Group: fakeGroup,
 		Export: func(ctx context.Context, req ActionRequest, p func(Progress)) (Result, error) {
 			f.mu.Lock()
 			f.exports = append(f.exports, req)
@@ -362,4 +365,29 @@ func keyMsg(k string) tea.KeyPressMsg {
 	}
 	r := []rune(k)[0]
 	return tea.KeyPressMsg{Code: r, Text: k}
+}
+
+// fakeGroup groups with inspect, as the cmd layer does, at the tests' clock.
+func fakeGroup(ctx context.Context, spec string, msgs []*broker.Message) (Grouping, error) {
+	res, of, err := inspect.GroupMessages(ctx, spec, msgs, testNow)
+	if err != nil {
+		return Grouping{}, err
+	}
+	out := Grouping{Total: int(res.Total), TrendStep: time.Duration(res.TrendStepSeconds) * time.Second}
+	for _, g := range res.Groups {
+		r := GroupRow{Key: strings.Join(g.Values, " · "), ID: g.ID, Count: int(g.Count), LastHour: g.LastHour, Trend: inspect.Sparkline(g.Trend), Hot: inspect.HotText(g.Hot, 3)}
+		if g.Oldest != nil {
+			r.Oldest, r.Newest = *g.Oldest, *g.Newest
+		}
+		out.Groups = append(out.Groups, r)
+	}
+	out.Of = func(m *broker.Message) int {
+		for k, x := range msgs {
+			if x == m {
+				return of[k]
+			}
+		}
+		return -1
+	}
+	return out, nil
 }

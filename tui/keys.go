@@ -48,6 +48,9 @@ type editKeys struct {
 
 type statsKeys struct {
 	Up, Down, Cycle, Custom, Filter key.Binding
+	Export                          key.Binding
+	// dangerous
+	Redrive, Discard key.Binding
 }
 
 type dialogKeys struct {
@@ -138,15 +141,18 @@ func newKeyMap(c capabilities) keyMap {
 	if c.export {
 		km.messages.Export = bind([]string{"x"}, "x", "export to archive")
 		km.detail.Export = bind([]string{"x"}, "x", "export to archive")
+		km.stats.Export = bind([]string{"x"}, "x", "export group to archive")
 	}
 	if c.redrive {
 		km.messages.Redrive = bind([]string{"R"}, "R", "redrive selected ⚠")
 		km.messages.RedriveAll = bind([]string{"ctrl+a"}, "ctrl+a", "redrive all matching ⚠")
 		km.detail.Redrive = bind([]string{"R"}, "R", "redrive this ⚠")
+		km.stats.Redrive = bind([]string{"R"}, "R", "redrive group ⚠")
 	}
 	if c.discard {
 		km.messages.Discard = bind([]string{"D"}, "D", "discard selected ⚠")
 		km.detail.Discard = bind([]string{"D"}, "D", "discard this ⚠")
+		km.stats.Discard = bind([]string{"D"}, "D", "discard group ⚠")
 	}
 	if c.edit {
 		km.detail.Edit = bind([]string{"e"}, "e", "edit and republish ⚠")
@@ -228,7 +234,8 @@ func (k keyMap) statsHelp() helpMap {
 		short: present(s.Cycle, s.Custom, s.Filter, g.Help, g.Back),
 		full: [][]key.Binding{
 			present(s.Up, s.Down),
-			present(s.Cycle, s.Custom, s.Filter),
+			present(s.Cycle, s.Custom, s.Filter, s.Export),
+			present(s.Redrive, s.Discard),
 			present(g.Help, g.Back, g.Quit),
 		},
 	}

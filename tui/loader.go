@@ -18,6 +18,7 @@ type row struct {
 	msg     *broker.Message
 	id      string
 	reason  string
+	shape   string // the reason with its variable parts masked
 	source  string
 	deliv   int64 // delivery or receive count
 	deaths  int64 // times dead-lettered
@@ -54,6 +55,7 @@ func startLoad(ctx context.Context, b Backend, queue string, limit, gen int) tea
 		reason = deathReason
 	}
 	decode := b.Decode
+	shape := b.Shape
 	go func() {
 		defer close(ch)
 		var rep broker.PeekReport
@@ -76,7 +78,11 @@ func startLoad(ctx context.Context, b Backend, queue string, limit, gen int) tea
 		seq := 0
 		last := time.Now()
 		rep, err = b.Peek(ctx, queue, func(m *broker.Message) error {
-			page = append(page, newRow(m, seq, reason, decode))
+			r := newRow(m, seq, reason, decode)
+			if shape != nil {
+				r.shape = shape(r.reason)
+			}
+			page = append(page, r)
 			seq++
 			if len(page) >= want || (len(page) > 0 && time.Since(last) > 100*time.Millisecond) {
 				select {
@@ -126,6 +132,7 @@ func newRow(m *broker.Message, seq int, reason func(*broker.Message) string, dec
 		m.ID = r.id
 	}
 	r.reason = reason(m)
+	r.shape = r.reason
 	if d := m.Death; d != nil {
 		r.source = d.Queue
 		r.deaths = d.Count

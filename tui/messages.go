@@ -428,7 +428,7 @@ func (m Model) countReasons() tea.Cmd {
 	return m.c.safe(func() tea.Msg {
 		counts := map[string]int{}
 		for _, r := range rows {
-			counts[r.reason]++
+			counts[r.shape]++
 		}
 		out := reasonsMsg{}
 		for k := range counts {
@@ -466,7 +466,7 @@ func (m Model) showReasons(msg reasonsMsg) (Model, tea.Cmd) {
 		func(m Model, choice int, _ string) (Model, tea.Cmd) {
 			reason := msg.reasons[choice]
 			m.msgs.quickLabel = "reason = " + oneLine(reason, 60)
-			m.msgs.quick = func(r *row) bool { return r.reason == reason }
+			m.msgs.quick = func(r *row) bool { return r.shape == reason }
 			return m, m.msgs.setFilter()
 		})
 	return m, nil
@@ -558,7 +558,7 @@ func (mv *messagesView) view(h, w int) []string {
 		if mv.selected[r.id] {
 			mark = "● "
 		}
-		line := mark + fit(r.id, idW) + " " + fitRight(humanAge(r.msg.Age(now)), ageW) + " " + fit(r.reason, reasonW) + " " +
+		line := mark + fit(r.id, idW) + " " + fitRight(humanAge(r.msg.Age(now)), ageW) + " " + fit(r.shape, reasonW) + " " +
 			fit(r.source, srcW) + " " + fitRight(strconv.FormatInt(r.deliv, 10), delivW) + " " + fitRight(strconv.FormatInt(r.deaths, 10), deathW) + " " + fitRight(humanBytes(int64(r.size)), sizeW) + " " +
 			fit(r.preview, previewW)
 		switch {

@@ -1,13 +1,13 @@
 package tui
 
 import (
-	"cmp"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
@@ -18,13 +18,14 @@ import (
 )
 
 // statsView is the failure statistics of the open queue as a bar chart,
-// grouped by reason, source, exchange, routing key, a header, an attribute
-// or a body path.
+// grouped by reason shape (with failure group IDs, trends and hot values),
+// exact reason text, redrives, source, exchange, routing key, a header, an
+// attribute or a body path — the groupings of `dlq stats`, computed by the
+// backend.
 type statsView struct {
 	c       *common
 	spec    string
-	groups  []group
-	total   int
+	res     Grouping
 	cursor  int
 	offset  int
 	busy    bool
@@ -33,26 +34,16 @@ type statsView struct {
 	input   textinput.Model
 	typing  bool
 	rows    []*row
-	key     func(*row) string
-}
-
-type group struct {
-	key            string
-	count          int
-	bytes          int64
-	oldest, newest time.Time
 }
 
 type statsMsg struct {
-	gen    int
-	spec   string
-	groups []group
-	total  int
-	err    error
-	key    func(*row) string
+	gen  int
+	spec string
+	res  Grouping
+	err  error
 }
 
-var statsSpecs = []string{"reason", "source", "exchange", "routing-key", "day", "hour", "age"}
+var statsSpecs = []string{"reason", "source", "exchange", "routing-key", "redrives", "reason-text", "day", "hour", "age"}
 
 func newStatsView(c *common) statsView {
 	ti := textinput.New()
@@ -77,67 +68,22 @@ func (s *statsView) compute(rows []*row) tea.Cmd {
 	s.busy = true
 	s.rows = rows
 	gen, spec := s.gen, s.spec
-	keyFn, err := s.keyFunc(spec)
-	if err != nil {
+	group := s.c.backend.Group
+	if group == nil {
 		s.busy = false
-		return func() tea.Msg { return statsMsg{gen: gen, spec: spec, err: err} }
+		return func() tea.Msg {
+			return statsMsg{gen: gen, spec: spec, err: errors.New("statistics are not available here")}
+		}
 	}
+	msgs := make([]*broker.Message, len(rows))
+	for i, r := range rows {
+		msgs[i] = r.msg
+	}
+	ctx := s.c.ctx
 	return s.c.safe(func() tea.Msg {
-		by := map[string]*group{}
-		for _, r := range rows {
-			k := keyFn(r)
-			g := by[k]
-			if g == nil {
-				g = &group{key: k}
-				by[k] = g
-			}
-			g.count++
-			g.bytes += int64(r.size)
-			t := r.msg.Timestamp
-			if r.msg.Death != nil && !r.msg.Death.First.IsZero() {
-				t = r.msg.Death.First
-			}
-			if !t.IsZero() {
-				if g.oldest.IsZero() || t.Before(g.oldest) {
-					g.oldest = t
-				}
-				if t.After(g.newest) {
-					g.newest = t
-				}
-			}
-		}
-		out := statsMsg{gen: gen, spec: spec, total: len(rows), key: keyFn}
-		for _, g := range by {
-			out.groups = append(out.groups, *g)
-		}
-		slices.SortFunc(out.groups, func(a, b group) int {
-			if c := cmp.Compare(b.count, a.count); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.key, b.key)
-		})
-		return out
+		res, err := group(ctx, spec, msgs)
+		return statsMsg{gen: gen, spec: spec, res: res, err: err}
 	})
-}
-
-func (s *statsView) keyFunc(spec string) (func(*row) string, error) {
-	if spec == "reason" {
-		return func(r *row) string { return r.reason }, nil
-	}
-	if g := s.c.backend.Group; g != nil {
-		fn, err := g(spec)
-		if err != nil {
-			return nil, err
-		}
-		if fn != nil {
-			return func(r *row) string { return fn(r.msg) }, nil
-		}
-	}
-	fn, err := defaultGroup(spec, s.c.now())
-	if err != nil {
-		return nil, err
-	}
-	return func(r *row) string { return fn(r.msg) }, nil
 }
 
 func (s statsView) update(msg tea.Msg) (statsView, tea.Cmd) {
@@ -146,18 +92,42 @@ func (s statsView) update(msg tea.Msg) (statsView, tea.Cmd) {
 		if m.err != nil {
 			return s, func() tea.Msg { return errMsg{m.err} }
 		}
-		s.groups, s.total, s.key = m.groups, m.total, m.key
-		s.cursor = min(s.cursor, max(0, len(s.groups)-1))
+		s.res = m.res
+		s.cursor = min(s.cursor, max(0, len(s.res.Groups)-1))
 	}
 	return s, nil
+}
+
+// groupRows returns the loaded rows of group i, in queue order.
+func (s *statsView) groupRows(i int) []*row {
+	of := s.res.Of
+	if of == nil || i >= len(s.res.Groups) {
+		return nil
+	}
+	var out []*row
+	for _, r := range s.rows {
+		if of(r.msg) == i {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// groupLabel names group i for a notice or a filter.
+func (s *statsView) groupLabel(i int) string {
+	g := s.res.Groups[i]
+	if g.ID != "" {
+		return "group " + g.ID + " (" + oneLine(g.Key, 50) + ")"
+	}
+	return s.spec + " = " + oneLine(g.Key, 60)
 }
 
 func (m Model) updateStatsKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	s := &m.stats
 	km := m.c.keys.stats
 	if s.typing {
-		switch k.String() {
-		case "enter":
+		switch {
+		case key.Matches(k, m.c.keys.dialog.Confirm):
 			s.typing = false
 			s.input.Blur()
 			spec := strings.TrimSpace(s.input.Value())
@@ -166,7 +136,7 @@ func (m Model) updateStatsKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			}
 			s.spec = spec
 			return m, s.compute(m.msgs.rows)
-		case "esc":
+		case key.Matches(k, m.c.keys.dialog.Cancel):
 			s.typing = false
 			s.input.Blur()
 			return m, nil
@@ -175,11 +145,26 @@ func (m Model) updateStatsKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		s.input, cmd = s.input.Update(k)
 		return m, cmd
 	}
+	// The group's messages, for the actions on a whole group.
+	group := func() ([]string, string, []string, bool) {
+		if s.busy || s.pending || s.cursor >= len(s.res.Groups) {
+			return nil, "", nil, false
+		}
+		var ids []string
+		for _, r := range s.groupRows(s.cursor) {
+			ids = append(ids, r.id)
+		}
+		var gids []string
+		if id := s.res.Groups[s.cursor].ID; id != "" {
+			gids = []string{id}
+		}
+		return ids, s.groupLabel(s.cursor), gids, len(ids) > 0
+	}
 	switch {
 	case key.Matches(k, km.Up):
 		s.cursor = max(0, s.cursor-1)
 	case key.Matches(k, km.Down):
-		s.cursor = min(max(0, len(s.groups)-1), s.cursor+1)
+		s.cursor = min(max(0, len(s.res.Groups)-1), s.cursor+1)
 	case key.Matches(k, km.Cycle):
 		i := slices.Index(statsSpecs, s.spec)
 		s.spec = statsSpecs[(i+1)%len(statsSpecs)]
@@ -191,13 +176,26 @@ func (m Model) updateStatsKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		s.input.SetWidth(max(20, m.c.width-14))
 		return m, s.input.Focus()
 	case key.Matches(k, km.Filter):
-		if s.cursor < len(s.groups) && s.key != nil {
-			g := s.groups[s.cursor].key
-			fn := s.key
-			m.msgs.quickLabel = s.spec + " = " + oneLine(g, 60)
-			m.msgs.quick = func(r *row) bool { return fn(r) == g }
+		if s.cursor < len(s.res.Groups) && s.res.Of != nil {
+			i, of := s.cursor, s.res.Of
+			m.msgs.quickLabel = s.groupLabel(i)
+			m.msgs.quick = func(r *row) bool { return of(r.msg) == i }
 			m.screen = screenMessages
 			return m, m.msgs.setFilter()
+		}
+	case key.Matches(k, km.Redrive), key.Matches(k, km.Discard), key.Matches(k, km.Export):
+		ids, label, gids, ok := group()
+		if !ok {
+			m.notice = &notice{text: "wait until the whole queue is read and grouped to act on a group", isErr: true}
+			return m, nil
+		}
+		switch {
+		case key.Matches(k, km.Redrive):
+			return m.askRedriveGroup(ids, gids)
+		case key.Matches(k, km.Discard):
+			return m.askDiscardGroup(ids, gids)
+		default:
+			return m.askExportGroup(ids, gids, label)
 		}
 	case key.Matches(k, m.c.keys.global.Back):
 		s.pending = false
@@ -208,11 +206,15 @@ func (m Model) updateStatsKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 
 func (s *statsView) view(h, w int) []string {
 	st := s.c.styles
+	groups := s.res.Groups
 	var out []string
 	if s.typing {
 		out = append(out, s.input.View())
 	} else {
-		line := "group by " + st.header.Render(s.spec) + st.subtle.Render(fmt.Sprintf("  ·  %s, %s", countOf(s.total, "message"), countOf(len(s.groups), "group")))
+		line := "group by " + st.header.Render(s.spec) + st.subtle.Render(fmt.Sprintf("  ·  %s, %s", countOf(s.res.Total, "message"), countOf(len(groups), "group")))
+		if s.res.TrendStep > 0 {
+			line += st.subtle.Render(fmt.Sprintf("  ·  trend %s, %s a bar", humanAge(s.res.TrendStep*time.Duration(trendWidth(groups))), humanAge(s.res.TrendStep)))
+		}
 		if s.busy {
 			line += st.subtle.Render("  ·  counting…")
 		}
@@ -221,20 +223,30 @@ func (s *statsView) view(h, w int) []string {
 		}
 		out = append(out, line)
 	}
-	if len(s.groups) == 0 {
+	if len(groups) == 0 {
 		if s.busy {
 			return append(out, "", "  counting…")
 		}
 		return append(out, "", "  no messages")
 	}
-	labelW := min(40, max(12, w/3))
-	numW := 8
-	tailW := 6 + 1 + 8 + 1 + 11 + 1 + 11
-	barW := max(5, w-labelW-numW-tailW-4)
-	hdr := fit("GROUP", labelW) + " " + fit("", barW) + " " + fitRight("COUNT", numW) + " " + fitRight("SHARE", 6) + " " + fitRight("BYTES", 8) + " " + fit(" OLDEST", 11) + " " + fit(" NEWEST", 11)
+	ids := groups[0].ID != "" || len(groups) > 1 && groups[1].ID != ""
+	idW := 0
+	if ids {
+		idW = 11
+	}
+	trendW := max(5, trendWidth(groups))
+	numW := 7
+	tailW := 6 + 1 + 5 + 1 + trendW + 1 + 9 + 1 + 9
+	labelW := min(60, max(12, w-idW-numW-tailW-4-8))
+	barW := max(3, w-idW-labelW-numW-tailW-4)
+	hdr := ""
+	if ids {
+		hdr = fit("ID", idW)
+	}
+	hdr += fit("GROUP", labelW) + " " + fit("", barW) + " " + fitRight("COUNT", numW) + " " + fitRight("SHARE", 6) + " " + fitRight("1H", 5) + " " + fit("TREND", trendW) + " " + fitRight("OLDEST", 9) + " " + fitRight("NEWEST", 9)
 	out = append(out, st.header.Render(fit(hdr, w)))
-	top := s.groups[0].count
-	rows := h - len(out)
+	top := groups[0].Count
+	rows := h - len(out) - 1 // the last line shows the hot values
 	if s.cursor < s.offset {
 		s.offset = s.cursor
 	}
@@ -242,23 +254,41 @@ func (s *statsView) view(h, w int) []string {
 		s.offset = s.cursor - rows + 1
 	}
 	now := s.c.now()
-	for i := s.offset; i < len(s.groups) && i < s.offset+rows; i++ {
-		g := s.groups[i]
-		fill, empty := bar(float64(g.count)/float64(top), barW)
-		share := fmt.Sprintf("%.1f%%", 100*float64(g.count)/float64(max(1, s.total)))
-		label := oneLine(g.key, 200)
+	for i := s.offset; i < len(groups) && i < s.offset+rows; i++ {
+		g := groups[i]
+		fill, empty := bar(float64(g.Count)/float64(top), barW)
+		share := fmt.Sprintf("%.1f%%", 100*float64(g.Count)/float64(max(1, s.res.Total)))
+		label := oneLine(g.Key, 200)
 		if label == "" {
 			label = "(none)"
 		}
-		tail := " " + fitRight(strconv.Itoa(g.count), numW) + " " + fitRight(share, 6) + " " + fitRight(humanBytes(g.bytes), 8) + " " +
-			fitRight(ageOrDash(now, g.oldest), 11) + " " + fitRight(ageOrDash(now, g.newest), 11)
+		head := ""
+		if ids {
+			head = fit(g.ID, idW)
+		}
+		tail := " " + fitRight(strconv.Itoa(g.Count), numW) + " " + fitRight(share, 6) + " " + fitRight(strconv.FormatInt(g.LastHour, 10), 5) + " " +
+			fit(g.Trend, trendW) + " " + fitRight(ageOrDash(now, g.Oldest), 9) + " " + fitRight(ageOrDash(now, g.Newest), 9)
 		if i == s.cursor {
-			out = append(out, st.cursor.Render(fit(label, labelW)+" "+fill+empty+tail))
+			out = append(out, st.cursor.Render(head+fit(label, labelW)+" "+fill+empty+tail))
 			continue
 		}
-		out = append(out, fit(label, labelW)+" "+st.barFill.Render(fill)+empty+tail)
+		out = append(out, head+fit(label, labelW)+" "+st.barFill.Render(fill)+empty+tail)
+	}
+	for len(out) < h-1 {
+		out = append(out, "")
+	}
+	if s.cursor < len(groups) && groups[s.cursor].Hot != "" {
+		out = append(out, st.subtle.Render(fit("hot: "+groups[s.cursor].Hot, w)))
 	}
 	return out
+}
+
+// trendWidth is the width of the groups' sparklines (all have the same).
+func trendWidth(groups []GroupRow) int {
+	if len(groups) == 0 {
+		return 0
+	}
+	return utf8.RuneCountInString(groups[0].Trend)
 }
 
 func ageOrDash(now, t time.Time) string {
@@ -266,117 +296,6 @@ func ageOrDash(now, t time.Time) string {
 		return "-"
 	}
 	return humanAge(now.Sub(t)) + " ago"
-}
-
-// defaultGroup implements the grouping specs when the backend has none of
-// its own.
-func defaultGroup(spec string, now time.Time) (func(*broker.Message) string, error) {
-	switch {
-	case spec == "source":
-		return func(m *broker.Message) string {
-			if m.Death != nil {
-				return m.Death.Queue
-			}
-			return ""
-		}, nil
-	case spec == "exchange":
-		return func(m *broker.Message) string {
-			if m.Death != nil {
-				return m.Death.Exchange
-			}
-			return m.Exchange
-		}, nil
-	case spec == "routing-key":
-		return func(m *broker.Message) string {
-			if m.Death != nil && len(m.Death.RoutingKeys) > 0 {
-				return strings.Join(m.Death.RoutingKeys, ",")
-			}
-			return m.RoutingKey
-		}, nil
-	case spec == "day", spec == "hour":
-		layout := "2006-01-02"
-		if spec == "hour" {
-			layout = "2006-01-02 15:00"
-		}
-		return func(m *broker.Message) string {
-			t := deathTime(m)
-			if t.IsZero() {
-				return ""
-			}
-			return t.UTC().Format(layout)
-		}, nil
-	case spec == "age":
-		return func(m *broker.Message) string {
-			t := deathTime(m)
-			if t.IsZero() {
-				return "unknown"
-			}
-			switch d := now.Sub(t); {
-			case d < time.Hour:
-				return "< 1h"
-			case d < 24*time.Hour:
-				return "1h–1d"
-			case d < 7*24*time.Hour:
-				return "1d–7d"
-			default:
-				return "> 7d"
-			}
-		}, nil
-	case strings.HasPrefix(spec, "header:"):
-		name := strings.TrimPrefix(spec, "header:")
-		return func(m *broker.Message) string {
-			if v, ok := m.Headers[name]; ok {
-				return headerString(v)
-			}
-			return ""
-		}, nil
-	case strings.HasPrefix(spec, "attr:"):
-		name := strings.TrimPrefix(spec, "attr:")
-		return func(m *broker.Message) string {
-			if a, ok := m.Attributes[name]; ok {
-				return a.StringValue
-			}
-			return m.SystemAttributes[name]
-		}, nil
-	case strings.HasPrefix(spec, "body:"):
-		path := strings.TrimPrefix(strings.TrimPrefix(spec, "body:"), ".")
-		var parts []string
-		if path != "" {
-			parts = strings.Split(path, ".")
-		}
-		return func(m *broker.Message) string {
-			var v any
-			if json.Unmarshal(m.Body, &v) != nil {
-				return ""
-			}
-			for _, p := range parts {
-				o, ok := v.(map[string]any)
-				if !ok {
-					return ""
-				}
-				v = o[p]
-			}
-			if s, ok := v.(string); ok {
-				return s
-			}
-			if v == nil {
-				return ""
-			}
-			b, _ := jsonMarshal(v)
-			return string(b)
-		}, nil
-	}
-	return nil, fmt.Errorf("unknown grouping %q: use reason, source, exchange, routing-key, day, hour, age, header:NAME, attr:NAME or body:.path", spec)
-}
-
-func deathTime(m *broker.Message) time.Time {
-	if m.Death != nil && !m.Death.Last.IsZero() {
-		return m.Death.Last
-	}
-	if m.Death != nil && !m.Death.First.IsZero() {
-		return m.Death.First
-	}
-	return m.Timestamp
 }
 
 func stripStyles(s string) string { return ansi.Strip(s) }

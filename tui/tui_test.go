@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,10 +15,12 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/aymanbagabas/go-udiff"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/inspect"
 )
 
 // Every screen at 100×30 against golden files (go test -update rewrites them).
@@ -618,4 +621,83 @@ func TestLimitStopsReading(t *testing.T) {
 	if m.Loaded() != 100 {
 		t.Fatalf("loaded %d, want 100", m.Loaded())
 	}
+}
+
+// incidentMessages are the dead letters of an incident: customers not
+// found (ids vary), 503s naming SKUs, timeouts that stopped two hours ago.
+func incidentMessages(queue string) []*broker.Message {
+	var out []*broker.Message
+	for i := range 45 {
+		var reason string
+		at := testNow.Add(-time.Duration(i+1) * 10 * time.Minute)
+		switch i % 3 {
+		case 0:
+			reason = fmt.Sprintf("Customer cus_%d not found", 9900+i%4)
+		case 1:
+			reason = fmt.Sprintf("Inventory service returned 503 for SKU-%d", 4821+i%2)
+			at = testNow.Add(-time.Duration(i+1) * 3 * time.Minute)
+		case 2:
+			reason = fmt.Sprintf("Read timed out after %dms", 5000+i)
+			at = at.Add(-2 * time.Hour)
+		}
+		m := sampleMessages(queue, 1)[0]
+		m.ID = fmt.Sprintf("inc-%02d", i)
+		m.Body = []byte(fmt.Sprintf(`{"order_id":%d,"error":%q}`, i, reason))
+		m.Death.First, m.Death.Last, m.Timestamp = at, at, at
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestGroupViewTrendsAndGroupActions(t *testing.T) {
+	f := newFake()
+	f.messages["orders.dlq"] = incidentMessages("orders.dlq")
+	f.expectCall("redrive")
+	f.expectCall("discard")
+	h := start(t, f.backend(false), Options{Queue: "orders.dlq"})
+	h.waitFor("45 read", "Customer <id>")
+	h.key("s")
+	customers := inspect.GroupID("Customer <id> not found")
+	h.waitFor("group by reason", "45 messages, 3 groups", customers, "hot: <id> cus_9900×4")
+	golden.RequireEqual(t, stripStyles(*h.frame.Load()))
+
+	// R on the cursor's group (sorted by count, then key: customers first).
+	h.key("R")
+	h.waitFor("redrive 15 message(s) to")
+	h.key("enter")
+	h.waitFor("redrive 15 message(s)?")
+	h.key("y")
+	h.waitFor("moved 15 messages to origin", "45 read")
+	// Back in the list, reloaded; the group view again, the next group.
+	h.key("esc", "s")
+	h.waitFor("group by reason", "45 messages, 3 groups")
+	h.key("down", "D")
+	h.waitFor("discard: archive to")
+	h.key("enter")
+	h.waitFor("discard 15 message(s)?")
+	h.key("y")
+	h.waitFor("discarded")
+	h.final()
+	f.verify(t)
+	var want []string
+	for i := 0; i < 45; i += 3 {
+		want = append(want, fmt.Sprintf("inc-%02d", i))
+	}
+	req := f.redrives[0]
+	if d := cmpLines(want, req.IDs); d != "" || !slices.Equal(req.Groups, []string{customers}) {
+		t.Fatalf("redrive of the customers group: groups %v, ids:\n%s", req.Groups, d)
+	}
+	dreq := f.discards[0]
+	if len(dreq.IDs) != 15 || !slices.Equal(dreq.Groups, []string{inspect.GroupID("Inventory service returned <num> for <id>")}) {
+		t.Fatalf("discard of the 503 group: %+v", dreq)
+	}
+}
+
+// cmpLines is a unified diff of two lists, "" when equal.
+func cmpLines(want, got []string) string {
+	w, g := strings.Join(want, "\n")+"\n", strings.Join(got, "\n")+"\n"
+	if w == g {
+		return ""
+	}
+	return udiff.Unified("want", "got", w, g)
 }

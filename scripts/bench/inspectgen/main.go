@@ -30,6 +30,7 @@ func main() {
 	sqsEndpoint := flag.String("sqs", "", "fill this SQS endpoint instead of writing an archive")
 	queue := flag.String("queue", "", "queue to fill (created when missing)")
 	del := flag.Bool("delete", false, "delete -queue instead of filling it")
+	templates := flag.Int("templates", -1, "write an incident archive instead: failure reasons with variable parts from this many templates (0: the five of an incident)")
 	flag.Parse()
 	var err error
 	switch {
@@ -39,6 +40,8 @@ func main() {
 		err = fillSQS(*sqsEndpoint, *queue, *n, *size, *del)
 	case *out == "":
 		err = fmt.Errorf("-o FILE, -rabbit URL or -sqs ENDPOINT is required")
+	case *templates >= 0:
+		err = incident(*n, *out, *size, *templates)
 	default:
 		err = run(*n, *out, *size)
 	}
@@ -101,4 +104,66 @@ func run(n int, path string, size int) error {
 		}
 	}
 	return w.Close()
+}
+
+// incident writes n dead letters whose x-exception-message reasons carry
+// variable parts (ids, numbers, UUIDs, quoted dates). With templates 0 they
+// come from the five templates of an incident (duplicate keys, read
+// timeouts with an id in the URL, 503s naming a SKU and a request UUID,
+// customers not found, a date-parse error); with templates k > 0 from k
+// templates that differ in their first two words, so that none merge.
+func incident(n int, path string, size, templates int) error {
+	os.Remove(path)
+	w, err := archive.NewWriter(path, archive.WriterOptions{Generator: "inspectgen", Source: archive.Source{System: broker.RabbitMQ, Queue: "bench.dlq"}})
+	if err != nil {
+		return err
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	now := time.Now().UTC()
+	pad := strings.Repeat("x", size)
+	for i := range n {
+		var reason string
+		if templates > 0 {
+			k := rng.IntN(templates)
+			reason = fmt.Sprintf("Handler %s failed on step %s for order %d", word(k), word(k/7), rng.IntN(1e6))
+		} else {
+			switch rng.IntN(5) {
+			case 0:
+				reason = fmt.Sprintf(`ERROR: duplicate key value violates unique constraint "orders_pkey" Detail: Key (id)=(%d) already exists.`, rng.IntN(1e7))
+			case 1:
+				reason = fmt.Sprintf("Read timed out calling https://pricing.internal/v2/orders/%d/quote after %dms", rng.IntN(1e7), 5000+rng.IntN(100))
+			case 2:
+				reason = fmt.Sprintf("Inventory service returned 503 for SKU-%d (request %08x-%04x-4%03x-a%03x-%012x)", rng.IntN(10000), rng.Uint32(), rng.IntN(1<<16), rng.IntN(1<<12), rng.IntN(1<<12), rng.Int64N(1<<48))
+			case 3:
+				reason = fmt.Sprintf("Customer cus_%d not found", rng.IntN(100000))
+			default:
+				reason = fmt.Sprintf(`Cannot deserialize value of type java.time.LocalDate from String "%02d/%02d/20%02d": not a valid date`, 1+rng.IntN(31), 13+rng.IntN(20), rng.IntN(30))
+			}
+		}
+		ts := now.Add(-time.Duration(rng.Int64N(int64(7 * 24 * time.Hour)))).Truncate(time.Second)
+		m := &broker.Message{
+			ID: fmt.Sprintf("msg-%08d", i), System: broker.RabbitMQ, Queue: "bench.dlq",
+			Properties: broker.Properties{ContentType: "application/json", DeliveryMode: 2, MessageID: fmt.Sprintf("msg-%08d", i), Timestamp: ts},
+			Headers:    map[string]any{"x-exception-message": reason},
+			Death:      &broker.Death{Reason: "rejected", Queue: "orders", Count: 1, First: ts.Add(time.Second), Last: ts.Add(time.Second)},
+		}
+		body := fmt.Sprintf(`{"order_id":"ord-%d","amount":%d,`, i, rng.IntN(1000))
+		m.Body = []byte(body + `"note":"` + pad[:max(size-len(body)-10, 0)] + `"}`)
+		if err := w.Write(m); err != nil {
+			return err
+		}
+	}
+	return w.Close()
+}
+
+// word spells k in letters only (a literal word, never an id).
+func word(k int) string {
+	b := []byte{'X'}
+	for {
+		b = append(b, byte('a'+k%26))
+		k /= 26
+		if k == 0 {
+			return string(b)
+		}
+	}
 }

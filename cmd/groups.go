@@ -1,0 +1,92 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/inspect"
+)
+
+// groupFlag is `--group ID` (repeatable): select the messages of failure
+// groups, by the IDs `dlq stats` shows.
+type groupFlag struct {
+	IDs []string
+	sel *inspect.GroupSelector
+}
+
+func (g *groupFlag) register(c *cobra.Command, what string) {
+	c.Flags().StringSliceVar(&g.IDs, "group", nil, what+" only the messages of failure group `ID` (as dlq stats QUEUE shows them); repeat or separate with commas")
+}
+
+// validate checks the IDs and builds the selector (reason nil: the default
+// failure reason).
+func (g *groupFlag) validate(reason inspect.ReasonFunc) error {
+	if len(g.IDs) == 0 {
+		return nil
+	}
+	for i, id := range g.IDs {
+		id = strings.ToLower(strings.TrimSpace(id))
+		if len(id) != 10 || strings.Trim(id, "0123456789abcdef") != "" {
+			return flagErrorf("`--group %s` is not a group ID: IDs are 10 hex digits, as `dlq stats QUEUE --group-by reason` shows", g.IDs[i])
+		}
+		g.IDs[i] = id
+	}
+	g.sel = inspect.NewGroupSelector(g.IDs, reason)
+	return nil
+}
+
+// resolve reads queue once without removing anything (a peek, as stats
+// reads) to learn which templates the IDs name, and fails with a one-line
+// error for an ID that no message has.
+func (g *groupFlag) resolve(ctx context.Context, f *Factory, b broker.Broker, queue, shown string, po broker.PeekOptions) error {
+	if g.sel == nil {
+		return nil
+	}
+	p, ok := b.(broker.Peeker)
+	if !ok {
+		return flagErrorf("`--group` needs to read `%s` first, and %s cannot read messages without removing them: select with `--filter '.group == \"ID\"'` instead", shown, Redact(b.String()))
+	}
+	if f.IO.IsStderrTTY() {
+		f.IO.Statusf("dlq: reading `%s` to find its failure groups (nothing is changed)…", shown)
+	}
+	rep, err := g.sel.Resolve(ctx, p, queue, fullRead(ctx, b, queue, po), 0)
+	if rep.Changed != "" {
+		f.IO.Statusf("%s", rep.Changed)
+	}
+	var ue *inspect.UnknownGroupError
+	if errors.As(err, &ue) {
+		noun := "group"
+		if len(ue.IDs) > 1 {
+			noun = "groups"
+		}
+		return flagErrorf("no message of `%s` is in %s %s: list its groups with `dlq stats %s --group-by reason`", shown, noun, strings.Join(ue.IDs, ", "), shown)
+	}
+	if err != nil {
+		return suggestQueue(ctx, b, queue, fmt.Errorf("find failure groups: %w", err))
+	}
+	return nil
+}
+
+// groupFilter is a redrive filter: the jq filter (if any) and the groups.
+type groupFilter struct {
+	q   *inspect.Query
+	sel *inspect.GroupSelector
+}
+
+func (g groupFilter) Match(ctx context.Context, m *broker.Message) (bool, error) {
+	if g.q != nil {
+		ok, err := g.q.Match(ctx, m)
+		if err != nil || !ok {
+			return ok, err
+		}
+	}
+	return g.sel.Match(ctx, m)
+}
+
+// query is the jq part, for warnings about paths it reads.
+func (g groupFilter) query() *inspect.Query { return g.q }

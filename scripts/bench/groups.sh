@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Benchmarks of failure groups (run by `make bench`, or alone):
+#
+#  1. `dlq stats` (reasons grouped by shape, the default) over incident
+#     archives (five failure templates with variable parts: ids, numbers,
+#     UUIDs, quoted dates; 256-byte bodies) of 100k and 1M messages, against
+#     jq 1.6 streaming the same file, `jq -n 'reduce inputs as $m ({}; …)'`,
+#     with the same reason rule (the x-exception-message header, variable
+#     parts masked with gsub). Seconds (wall and CPU), messages/s, peak RSS.
+#     Targets: dlq at least 10x faster than jq; peak RSS within 10% from
+#     100k to 1M.
+#  2. 1M messages from 100,000 distinct templates: memory stays bounded by
+#     --max-groups (default 10,000; the rest is counted as "(other)").
+#
+# dlq's figures are the median of 3 runs after a warm-up run; jq runs once.
+# The machine is often shared: the load average is printed with the figures.
+#
+#   DLQ_BENCH_GROUPS_N   archive sizes (default "100000 1000000")
+#   DLQ_BENCH_SKIP_JQ=1  skip jq (about 7 minutes at 1M)
+#   DLQ_BENCH_DIR        where archives are cached (default /tmp/dlq-bench)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+SIZES=${DLQ_BENCH_GROUPS_N:-"100000 1000000"}
+DIR=${DLQ_BENCH_DIR:-/tmp/dlq-bench}
+mkdir -p "$DIR"
+BIN="$DIR/dlq-groups"
+go build -o "$BIN" ./cmd/dlq
+GEN="$DIR/inspectgen"
+go build -o "$GEN" ./scripts/bench/inspectgen
+
+# The reason rule of dlq's shapes, as far as jq's regexes go.
+JQ_PROG='def shape:
+  gsub("[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"; "<uuid>")
+  | gsub("\"[^\"]*\""; "\"<str>\"")
+  | gsub("[A-Za-z]+[-_][0-9]+"; "<id>")
+  | gsub("[0-9]+ms"; "<time>")
+  | gsub("[0-9]+"; "<num>");
+reduce inputs as $m ({}; (($m.headers["x-exception-message"].value // $m.death.reason // "(unknown)") | shape) as $k | .[$k] += 1)'
+
+# measure CMD… : SECS (wall), CPU (user + system), RSS_MB (peak).
+measure() {
+  local log="$DIR/groups-time.log"
+  /usr/bin/time -v "$@" >"$DIR/groups-out" 2>"$log" || { echo "failed: $*" >&2; tail -5 "$log" >&2; return 1; }
+  SECS=$(awk -F': ' '/Elapsed \(wall clock\)/{n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; print s}' "$log")
+  CPU=$(awk -F': ' '/User time|System time/{s+=$2} END{printf "%.2f", s}' "$log")
+  RSS_MB=$(awk -F': ' '/Maximum resident set size/{printf "%.1f", $2/1024}' "$log")
+}
+
+# median3 CMD… : a warm-up run, then three; medians of SECS and CPU, the
+# largest RSS_MB.
+median3() {
+  local secs=() cpus=() rss=0
+  "$@" >/dev/null
+  for _ in 1 2 3; do
+    measure "$@"
+    secs+=("$SECS") cpus+=("$CPU")
+    rss=$(echo "$RSS_MB $rss" | awk '{print ($1 > $2) ? $1 : $2}')
+  done
+  SECS=$(printf '%s\n' "${secs[@]}" | sort -g | sed -n 2p)
+  CPU=$(printf '%s\n' "${cpus[@]}" | sort -g | sed -n 2p)
+  RSS_MB=$rss
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.1f", a / b; else print "inf" }'; }
+
+echo "== dlq stats (failure groups) vs jq -n 'reduce inputs as \$m ({}; …)' with the same reason rule"
+echo "   (incident archives, 256-byte bodies; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg))"
+printf '%-9s %-5s %9s %7s %11s %12s %7s\n' messages tool seconds cpu_s msgs/s peak_RSS_MB groups
+summary=()
+first_rss="" first_n="" last_rss="" last_n=""
+for n in $SIZES; do
+  f="$DIR/groups-incident-$n.jsonl"
+  [ -s "$f" ] || { echo "generating $f…" >&2; "$GEN" -n "$n" -templates 0 -size 256 -o "$f"; }
+  median3 "$BIN" stats "file://$f" --output json
+  groups=$(grep -c '"template"' "$DIR/groups-out" || true)
+  d_secs=$SECS d_cpu=$CPU d_rss=$RSS_MB
+  printf '%-9s %-5s %9.2f %7s %11.0f %12s %7s\n' "$n" dlq "$d_secs" "$d_cpu" "$(ratio "$n" "$d_secs")" "$d_rss" "$groups"
+  [ -n "$first_rss" ] || { first_rss=$d_rss; first_n=$n; }
+  last_rss=$d_rss last_n=$n
+  if [ "${DLQ_BENCH_SKIP_JQ:-}" != 1 ]; then
+    measure jq -n "$JQ_PROG" "$f"
+    groups=$(grep -c '": [0-9]' "$DIR/groups-out" || true)
+    printf '%-9s %-5s %9.2f %7s %11.0f %12s %7s\n' "$n" jq "$SECS" "$CPU" "$(ratio "$n" "$SECS")" "$RSS_MB" "$groups"
+    x=$(ratio "$SECS" "$d_secs")
+    verdict=$(awk -v x="$x" 'BEGIN{print (x >= 10) ? "ok" : "MISSED"}')
+    summary+=("$(printf '%s messages: dlq %.2f s, jq %.2f s: dlq is %sx faster (target >= 10x): %s; in CPU time %sx' "$n" "$d_secs" "$SECS" "$x" "$verdict" "$(ratio "$CPU" "$d_cpu")")")
+  fi
+done
+
+many="$DIR/groups-many-1000000.jsonl"
+[ -s "$many" ] || { echo "generating $many…" >&2; "$GEN" -n 1000000 -templates 100000 -size 256 -o "$many"; }
+median3 "$BIN" stats "file://$many" --output json
+folded=$(grep -m1 -o '"folded": *[0-9]*' "$DIR/groups-out" | grep -o '[0-9]*$' || echo 0)
+printf '%-9s %-5s %9.2f %7s %11.0f %12s %7s\n' "1000000" dlq "$SECS" "$CPU" "$(ratio 1000000 "$SECS")" "$RSS_MB" "100000 templates"
+echo
+echo "summary:"
+for l in "${summary[@]}"; do echo "  $l"; done
+if [ "$first_n" != "$last_n" ]; then
+  change=$(awk -v a="$first_rss" -v b="$last_rss" 'BEGIN{printf "%+.1f", (b - a) / a * 100}')
+  verdict=$(awk -v c="$change" 'BEGIN{print (c <= 10 && c >= -10) ? "ok" : "MISSED"}')
+  echo "  dlq peak RSS: $first_rss MB at $first_n messages, $last_rss MB at $last_n: ${change}% (target within 10%): $verdict"
+fi
+echo "  1,000,000 messages from 100,000 templates: peak RSS $RSS_MB MB, $folded messages beyond --max-groups counted as (other)"
