@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/inspect"
 )
 
 // RedriveHeader is the header (SQS: message attribute) that records that a
 // message was redriven: {count, time, source, id} (id: the run and a
 // sequence number, unique per publish). RabbitMQ carries it as a
 // table; SQS as a String attribute holding the same JSON object.
-const RedriveHeader = "x-dlq-redrive"
+const RedriveHeader = inspect.RedriveHeader
 
 // shape makes nm (a copy of orig, maybe transformed) ready for the
 // destination: death metadata stripped unless kept, --set-header applied,
@@ -100,32 +101,7 @@ func (e *engine) shape(nm, orig *broker.Message) error {
 var errAttributeLimit = errors.New("too many message attributes")
 
 // previousRedrives reads the count of an earlier x-dlq-redrive record.
-func previousRedrives(m *broker.Message) int64 {
-	if v, ok := m.Headers[RedriveHeader]; ok {
-		switch t := v.(type) {
-		case map[string]any:
-			if n, ok := broker.Int64(t["count"]); ok {
-				return n
-			}
-		case string:
-			var rec struct {
-				Count int64 `json:"count"`
-			}
-			if json.Unmarshal([]byte(t), &rec) == nil {
-				return rec.Count
-			}
-		}
-	}
-	if a, ok := m.Attributes[RedriveHeader]; ok {
-		var rec struct {
-			Count int64 `json:"count"`
-		}
-		if json.Unmarshal([]byte(a.StringValue), &rec) == nil {
-			return rec.Count
-		}
-	}
-	return 0
-}
+func previousRedrives(m *broker.Message) int64 { return inspect.Redrives(m) }
 
 // attributesToHeaders maps an SQS message for RabbitMQ or an archive:
 // String attributes become string headers, Number ones integers (or floats
