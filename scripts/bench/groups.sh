@@ -38,14 +38,8 @@ JQ_PROG='def shape:
   | gsub("[0-9]+"; "<num>");
 reduce inputs as $m ({}; (($m.headers["x-exception-message"].value // $m.death.reason // "(unknown)") | shape) as $k | .[$k] += 1)'
 
-# measure CMD… : SECS (wall), CPU (user + system), RSS_MB (peak).
-measure() {
-  local log="$DIR/groups-time.log"
-  /usr/bin/time -v "$@" >"$DIR/groups-out" 2>"$log" || { echo "failed: $*" >&2; tail -5 "$log" >&2; return 1; }
-  SECS=$(awk -F': ' '/Elapsed \(wall clock\)/{n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; print s}' "$log")
-  CPU=$(awk -F': ' '/User time|System time/{s+=$2} END{printf "%.2f", s}' "$log")
-  RSS_MB=$(awk -F': ' '/Maximum resident set size/{printf "%.1f", $2/1024}' "$log")
-}
+MEASURE_OUT=$DIR/groups-out
+. scripts/bench/measure.bash
 
 # median3 CMD… : a warm-up run, then three; medians of SECS and CPU, the
 # largest RSS_MB.

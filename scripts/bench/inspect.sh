@@ -39,15 +39,8 @@ GEN="$DIR/inspectgen"
 go build -o "$GEN" ./scripts/bench/inspectgen
 export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-test} AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-test} AWS_REGION=${AWS_REGION:-us-east-1}
 
-# measure CMD… : runs CMD with /usr/bin/time -v, its output to $DIR/out;
-# sets SECS (wall), CPU (user + system) and RSS_MB (peak).
-measure() {
-  local log="$DIR/time.log"
-  /usr/bin/time -v "$@" >"$DIR/out" 2>"$log" || { echo "failed: $*" >&2; tail -5 "$log" >&2; return 1; }
-  SECS=$(awk -F': ' '/Elapsed \(wall clock\)/{n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; print s}' "$log")
-  CPU=$(awk -F': ' '/User time|System time/{s+=$2} END{printf "%.2f", s}' "$log")
-  RSS_MB=$(awk -F': ' '/Maximum resident set size/{printf "%.1f", $2/1024}' "$log")
-}
+# measure: see measure.bash.
+. scripts/bench/measure.bash
 
 # median5 CMD… : a warm-up run, then five measured ones; SECS and CPU are
 # the medians, RSS_MB the largest peak.

@@ -24,14 +24,8 @@ go build -o "$GEN" ./scripts/bench/inspectgen
 cpus=$(nproc)
 export DLQ_BROKER=$DLQ_TEST_AMQP_URL
 
-# measure CMD… : sets SECS (wall), CPU (user + system) and RSS_MB (peak).
-measure() {
-	local log="$DIR/runtime-time.log"
-	/usr/bin/time -v "$@" >/dev/null 2>"$log" || { echo "failed: $*" >&2; tail -5 "$log" >&2; return 1; }
-	SECS=$(awk -F': ' '/Elapsed \(wall clock\)/{n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; print s}' "$log")
-	CPU=$(awk -F': ' '/User time|System time/{s+=$2} END{printf "%.2f", s}' "$log")
-	RSS_MB=$(awk -F': ' '/Maximum resident set size/{printf "%.1f", $2/1024}' "$log")
-}
+MEASURE_OUT=/dev/null
+. scripts/bench/measure.bash
 median() { printf '%s\n' "$@" | sort -g | sed -n "$((($# + 1) / 2))p"; }
 
 echo "== dlq stats: GOGC $( grep -oE 'statsGCPercent = [0-9]+' cmd/runtime.go | grep -oE '[0-9]+$') (dlq) against 100 (Go's default)"
