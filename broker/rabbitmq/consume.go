@@ -169,19 +169,14 @@ func (s *Subscription) Next(ctx context.Context) (*broker.Delivery, error) {
 	d, err := s.receive(ctx, s.idle)
 	// Silence is not an empty queue while the queue still holds ready
 	// messages (a broker busy persisting, a consumer ahead of us in a
-	// single-active-consumer queue), nor while the broker cannot say how
-	// many it holds (a quorum queue electing a leader after a node went
-	// down): wait on, up to stallLimit, rather than end a move early and
-	// call it done.
+	// single-active-consumer queue): wait on, up to stallLimit, rather than
+	// end a move early and call it done.
 	for waited := s.idle; err == nil && d == nil && !s.isCancelled(); waited += s.idle {
 		ready, _, ierr := s.b.inspect(ctx, s.queue)
-		if ierr == nil && ready == 0 {
+		if ierr != nil || ready == 0 {
 			break
 		}
 		if waited >= s.stallLimit() {
-			if ierr != nil {
-				return nil, fmt.Errorf("consume queue `%s`: no delivery for %s, and the broker cannot say whether the queue is empty (%v): run again when the queue is available", s.queue, waited.Round(time.Second), ierr)
-			}
 			return nil, fmt.Errorf("consume queue `%s`: no delivery for %s although it holds %d ready messages (another consumer may be active, e.g. single active consumer): stop it, or run again later", s.queue, waited.Round(time.Second), ready)
 		}
 		d, err = s.receive(ctx, s.idle)
