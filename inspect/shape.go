@@ -250,6 +250,15 @@ func isURLish(w string) bool {
 
 // url writes a URL or path: the scheme and host stay (an IP host is
 // masked), path segments and query values that are ids are masked.
+// maskOrKeep writes v as its placeholder when it is an id, else as is.
+func (s *shaper) maskOrKeep(v string) {
+	if ph := classify(v); ph != "" {
+		s.mask(ph, v)
+	} else {
+		s.out = append(s.out, v...)
+	}
+}
+
 func (s *shaper) url(w string) {
 	// Trailing punctuation and closing brackets stay literal.
 	end := len(w)
@@ -302,12 +311,7 @@ func (s *shaper) url(w string) {
 		for e < len(path) && path[e] != '/' {
 			e++
 		}
-		seg := path[k:e]
-		if ph := classify(seg); ph != "" {
-			s.mask(ph, seg)
-		} else {
-			s.out = append(s.out, seg...)
-		}
+		s.maskOrKeep(path[k:e])
 		k = e
 	}
 	for k := 0; k < len(query); {
@@ -320,12 +324,7 @@ func (s *shaper) url(w string) {
 				for e < len(query) && query[e] != '&' && query[e] != '#' {
 					e++
 				}
-				v := query[k:e]
-				if ph := classify(v); ph != "" {
-					s.mask(ph, v)
-				} else {
-					s.out = append(s.out, v...)
-				}
+				s.maskOrKeep(query[k:e])
 				k = e
 			}
 			continue
