@@ -41,20 +41,6 @@ reduce inputs as $m ({}; (($m.headers["x-exception-message"].value // $m.death.r
 MEASURE_OUT=$DIR/groups-out
 . scripts/bench/measure.bash
 
-# median3 CMD… : a warm-up run, then three; medians of SECS and CPU, the
-# largest RSS_MB.
-median3() {
-  local secs=() cpus=() rss=0
-  "$@" >/dev/null
-  for _ in 1 2 3; do
-    measure "$@"
-    secs+=("$SECS") cpus+=("$CPU")
-    rss=$(echo "$RSS_MB $rss" | awk '{print ($1 > $2) ? $1 : $2}')
-  done
-  SECS=$(printf '%s\n' "${secs[@]}" | sort -g | sed -n 2p)
-  CPU=$(printf '%s\n' "${cpus[@]}" | sort -g | sed -n 2p)
-  RSS_MB=$rss
-}
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.1f", a / b; else print "inf" }'; }
 
@@ -66,7 +52,7 @@ first_rss="" first_n="" last_rss="" last_n=""
 for n in $SIZES; do
   f="$DIR/groups-incident-$n.jsonl"
   [ -s "$f" ] || { echo "generating $f…" >&2; "$GEN" -n "$n" -templates 0 -size 256 -o "$f"; }
-  median3 "$BIN" stats "file://$f" --output json
+  median 3 "$BIN" stats "file://$f" --output json
   groups=$(grep -c '"template"' "$DIR/groups-out" || true)
   d_secs=$SECS d_cpu=$CPU d_rss=$RSS_MB
   printf '%-9s %-5s %9.2f %7s %11.0f %12s %7s\n' "$n" dlq "$d_secs" "$d_cpu" "$(ratio "$n" "$d_secs")" "$d_rss" "$groups"
@@ -84,7 +70,7 @@ done
 
 many="$DIR/groups-many-1000000.jsonl"
 [ -s "$many" ] || { echo "generating $many…" >&2; "$GEN" -n 1000000 -templates 100000 -size 256 -o "$many"; }
-median3 "$BIN" stats "file://$many" --output json
+median 3 "$BIN" stats "file://$many" --output json
 folded=$(grep -m1 -o '"folded": *[0-9]*' "$DIR/groups-out" | grep -o '[0-9]*$' || echo 0)
 printf '%-9s %-5s %9.2f %7s %11.0f %12s %7s\n' "1000000" dlq "$SECS" "$CPU" "$(ratio 1000000 "$SECS")" "$RSS_MB" "100000 templates"
 echo

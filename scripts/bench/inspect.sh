@@ -42,20 +42,6 @@ export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-test} AWS_SECRET_ACCESS_KEY=${AWS_
 # measure: see measure.bash.
 . scripts/bench/measure.bash
 
-# median5 CMD… : a warm-up run, then five measured ones; SECS and CPU are
-# the medians, RSS_MB the largest peak.
-median5() {
-  local secs=() cpus=() rss=0
-  "$@" >/dev/null
-  for _ in 1 2 3 4 5; do
-    measure "$@"
-    secs+=("$SECS") cpus+=("$CPU")
-    rss=$(echo "$RSS_MB $rss" | awk '{print ($1 > $2) ? $1 : $2}')
-  done
-  SECS=$(printf '%s\n' "${secs[@]}" | sort -g | sed -n 3p)
-  CPU=$(printf '%s\n' "${cpus[@]}" | sort -g | sed -n 3p)
-  RSS_MB=$rss
-}
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.1f", a / b; else print "inf" }'; }
 
@@ -67,7 +53,7 @@ first_rss="" first_n="" last_rss="" last_n=""
 for n in $STATS_N; do
   f="$DIR/stats-$n.jsonl"
   [ -s "$f" ] || { echo "generating $f…" >&2; "$GEN" -n "$n" -o "$f"; }
-  median5 "$BIN" stats "file://$f" --group-by reason --output json
+  median 5 "$BIN" stats "file://$f" --group-by reason --output json
   read_n=$(grep -m1 -o '"read": *[0-9]*' "$DIR/out" | grep -o '[0-9]*$')
   [ "$read_n" = "$n" ] || { echo "dlq stats read $read_n messages of $n" >&2; exit 1; }
   d_secs=$SECS d_cpu=$CPU d_rss=$RSS_MB

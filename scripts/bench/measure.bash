@@ -10,3 +10,19 @@ measure() {
   CPU=$(awk -F': ' '/User time|System time/{s+=$2} END{printf "%.2f", s}' "$log")
   RSS_MB=$(awk -F': ' '/Maximum resident set size/{printf "%.1f", $2/1024}' "$log")
 }
+
+# median N CMD… : a warm-up run, then N measured ones (N odd); SECS and CPU
+# are the medians, RSS_MB the largest peak.
+median() {
+  local n=$1 secs=() cpus=() rss=0 i
+  shift
+  "$@" >/dev/null
+  for ((i = 0; i < n; i++)); do
+    measure "$@"
+    secs+=("$SECS") cpus+=("$CPU")
+    rss=$(echo "$RSS_MB $rss" | awk '{print ($1 > $2) ? $1 : $2}')
+  done
+  SECS=$(printf '%s\n' "${secs[@]}" | sort -g | sed -n "$(((n + 1) / 2))p")
+  CPU=$(printf '%s\n' "${cpus[@]}" | sort -g | sed -n "$(((n + 1) / 2))p")
+  RSS_MB=$rss
+}

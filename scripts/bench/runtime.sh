@@ -26,7 +26,7 @@ export DLQ_BROKER=$DLQ_TEST_AMQP_URL
 
 MEASURE_OUT=/dev/null
 . scripts/bench/measure.bash
-median() { printf '%s\n' "$@" | sort -g | sed -n "$((($# + 1) / 2))p"; }
+middle() { printf '%s\n' "$@" | sort -g | sed -n "$((($# + 1) / 2))p"; }
 
 echo "== dlq stats: GOGC $( grep -oE 'statsGCPercent = [0-9]+' cmd/runtime.go | grep -oE '[0-9]+$') (dlq) against 100 (Go's default)"
 echo "   ($cpus CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg))"
@@ -41,7 +41,7 @@ for n in ${RUNTIME_BENCH_STATS_N:-100000 1000000}; do
 			cpu+=("$CPU")
 			rss=$(awk -v a="$RSS_MB" -v b="$rss" 'BEGIN{print (a > b) ? a : b}')
 		done
-		printf '%-9s %-9s %7s %12s\n' "$n" "$setting" "$(median "${cpu[@]}")" "$rss"
+		printf '%-9s %-9s %7s %12s\n' "$n" "$setting" "$(middle "${cpu[@]}")" "$rss"
 	done
 done
 
@@ -71,6 +71,6 @@ for round in 1 2 3; do
 done
 for setting in dlq "GOMAXPROCS=$cpus"; do
 	# shellcheck disable=SC2086
-	s=$(median ${secs[$setting]}) c=$(median ${cpu[$setting]})
+	s=$(middle ${secs[$setting]}) c=$(middle ${cpu[$setting]})
 	printf '%-14s %7s %7s %16s\n' "$setting" "$s" "$c" "$(awk -v c="$c" -v n="$n" 'BEGIN{printf "%.1f", c * 1000000 / n}')"
 done
