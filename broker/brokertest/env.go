@@ -24,6 +24,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -66,11 +67,20 @@ func need(t testing.TB, vars ...string) []string {
 	return vals
 }
 
+// answered holds the hosts that have answered once in this process. The
+// fault tests restart their servers while sibling tests start, so a server
+// that answered once is up for the test binary's purposes: a later check
+// would only race a sibling's restart, and the test itself waits for it.
+var answered sync.Map
+
 func reachable(t testing.TB, rawURL string) {
 	t.Helper()
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		t.Fatalf("bad test URL: %v", err)
+	}
+	if _, ok := answered.Load(u.Host); ok {
+		return
 	}
 	c, err := net.DialTimeout("tcp", u.Host, 3*time.Second)
 	if err != nil {
@@ -80,6 +90,7 @@ func reachable(t testing.TB, rawURL string) {
 		t.Skipf("test server %s is down: run `scripts/brokers up`", u.Host)
 	}
 	c.Close()
+	answered.Store(u.Host, true)
 }
 
 // RabbitMQ returns the test RabbitMQ server or skips the test.
