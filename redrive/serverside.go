@@ -91,6 +91,10 @@ func ServerSide(ctx context.Context, src broker.Broker, queue string, opts Serve
 	if err != nil {
 		return task, err
 	}
+	if err := ctx.Err(); err != nil && !task.State.Done() {
+		// Interrupted while the broker answered: the move runs; name it.
+		return task, err
+	}
 	if !opts.Wait {
 		return task, nil
 	}

@@ -61,6 +61,9 @@ func (b *Broker) localURI() string {
 	return "amqp:///" + url.PathEscape(b.vhost)
 }
 
+// startTimeout bounds the request that declares a shovel.
+const startTimeout = 30 * time.Second
+
 // StartMove declares a dynamic shovel that moves every message queue holds
 // now to dest. ToOrigin is accepted when queue has exactly one dead-letter
 // source queue (a shovel has one fixed destination; messages from several
@@ -111,7 +114,12 @@ func (b *Broker) StartMove(ctx context.Context, queue string, dest broker.Destin
 	_, _ = rand.Read(r[:])
 	name := shovelPrefix + queue + "-" + hex.EncodeToString(r[:])
 	path := "/parameters/shovel/" + b.vhostPath() + "/" + url.PathEscape(name)
-	if err := b.mgmtDo(ctx, "PUT", path, map[string]any{"value": v}, nil); err != nil {
+	// Once sent, the shovel may run whether or not the answer arrives: an
+	// interrupt must not cut the answer off, or dlq could not name the
+	// shovel it declared. The request runs to its end, bounded on its own.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	defer cancel()
+	if err := b.mgmtDo(pctx, "PUT", path, map[string]any{"value": v}, nil); err != nil {
 		if errors.Is(err, broker.ErrNotFound) {
 			return broker.MoveTask{}, broker.Errorf(broker.ErrUnsupported, op, "the management API has no shovels: enable the rabbitmq_shovel and rabbitmq_shovel_management plugins, or drop `--server-side`")
 		}

@@ -16,6 +16,9 @@ import (
 // maxMoveRate is SQS's cap on MaxNumberOfMessagesPerSecond.
 const maxMoveRate = 500
 
+// startTimeout bounds a request that starts a move task.
+const startTimeout = 30 * time.Second
+
 var _ broker.ServerSideMover = (*Broker)(nil)
 
 // StartMove starts an SQS message move task from the DLQ queue to dest: a
@@ -56,7 +59,12 @@ func (b *Broker) StartMove(ctx context.Context, queue string, dest broker.Destin
 	if opts.MaxPerSecond > 0 {
 		in.MaxNumberOfMessagesPerSecond = aws.Int32(int32(opts.MaxPerSecond))
 	}
-	out, err := b.client.StartMessageMoveTask(ctx, in)
+	// Once asked, the task may run whether or not the answer arrives: an
+	// interrupt must not cut the answer off, or dlq could not name the
+	// task it started. The request runs to its end, bounded on its own.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	defer cancel()
+	out, err := b.client.StartMessageMoveTask(sctx, in)
 	if err != nil {
 		return broker.MoveTask{}, translateErr(op, err)
 	}
