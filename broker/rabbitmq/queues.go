@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -249,7 +251,21 @@ func (b *Broker) mgmtQueue(ctx context.Context, name, columns string, out *mgmtQ
 
 // inspect is a passive declare on a fresh channel: the exact number of
 // ready messages and of consumers, or ErrNotFound.
+//
+// A quorum queue answers from the state of its leader, and answers 0 and 0
+// when the leader does not reply within 250 ms: while it elects a leader,
+// or on a busy node (rabbit_quorum_queue:stat/2). Taken at its word, such
+// a zero would end a redrive that has barely begun, so a zero is checked
+// (see checkZero).
 func (b *Broker) inspect(ctx context.Context, name string) (messages, consumers int64, err error) {
+	messages, consumers, err = b.declarePassive(ctx, name)
+	if err != nil || messages > 0 || consumers > 0 {
+		return messages, consumers, err
+	}
+	return b.checkZero(ctx, name)
+}
+
+func (b *Broker) declarePassive(ctx context.Context, name string) (messages, consumers int64, err error) {
 	err = b.withChannel(ctx, func(ch *amqp.Channel) error {
 		q, err := ch.QueueDeclarePassive(name, false, false, false, false, nil)
 		if err != nil {
@@ -262,6 +278,69 @@ func (b *Broker) inspect(ctx context.Context, name string) (messages, consumers 
 		err = b.notFoundQueue("open queue `"+name+"`", name)
 	}
 	return messages, consumers, err
+}
+
+// LeaderWait is how long a count of a quorum queue waits for the queue to
+// have a leader again (a node lost, an election) before it fails.
+var LeaderWait = time.Minute
+
+// zeroRetries and zeroPause: how often, and how far apart, a zero from a
+// quorum queue with a leader is asked again (a leader too busy to reply
+// within 250 ms also reads as zero).
+const (
+	zeroRetries = 3
+	zeroPause   = 50 * time.Millisecond
+)
+
+// checkZero confirms a passive declare's zero. For a quorum queue it asks
+// the management API whether the queue has a leader: while it has none,
+// it waits (up to LeaderWait) and then fails rather than call the queue
+// empty; once it has one, it asks the queue again. Without the management
+// API, the queue is asked again all the same.
+func (b *Broker) checkZero(ctx context.Context, name string) (messages, consumers int64, err error) {
+	if _, ok := b.notQuorum.Load(name); ok {
+		return 0, 0, nil
+	}
+	deadline := time.Now().Add(LeaderWait)
+	for {
+		var mq mgmtQueue
+		merr := b.mgmtDo(ctx, "GET", "/queues/"+b.vhostPath()+"/"+url.PathEscape(name)+"?columns=type,leader,members,online", nil, &mq)
+		if merr == nil && mq.Type != "quorum" {
+			b.notQuorum.Store(name, true)
+			return 0, 0, nil
+		}
+		leader, _ := mq.Leader.(string)
+		if merr != nil || (leader != "" && slices.Contains(mq.Online, leader)) {
+			for i := 0; i < zeroRetries; i++ {
+				if err := sleepCtx(ctx, zeroPause); err != nil {
+					return 0, 0, err
+				}
+				messages, consumers, err = b.declarePassive(ctx, name)
+				if err != nil || messages > 0 || consumers > 0 {
+					return messages, consumers, err
+				}
+			}
+			return 0, 0, nil
+		}
+		if time.Now().After(deadline) {
+			return 0, 0, &broker.Error{Kind: broker.ErrUnreachable, Op: "count quorum queue `" + name + "`",
+				Msg: fmt.Sprintf("it has had no leader for %s (%d of %d members online): RabbitMQ can neither count nor deliver its messages until a majority of its members is back; run the command again once the cluster has recovered", LeaderWait, len(mq.Online), len(mq.Members))}
+		}
+		if err := sleepCtx(ctx, 500*time.Millisecond); err != nil {
+			return 0, 0, err
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // DefaultExchangeName stands for the default exchange ("") in

@@ -103,6 +103,9 @@ type Broker struct {
 	unblocked chan struct{}
 	// pubPool keeps Publish's confirm channels between calls.
 	pubPool publishPool
+	// notQuorum holds the queues the management API named as not quorum
+	// queues: their zero needs no second look (see checkZero).
+	notQuorum sync.Map
 }
 
 var (
