@@ -96,12 +96,14 @@ func FromDocument(m *broker.Message, before map[string]json.RawMessage, after ma
 		}
 		switch enc := strings.ToLower(nm.Properties.ContentEncoding); enc {
 		case "", "identity", "utf-8", "utf8":
+			if enc == "" && isGzip(m.Body) && !bytes.Equal(BodyBytes(m), m.Body) {
+				// Compressed without a content encoding (the document
+				// showed it inflated, by gzip's magic bytes): the edit is
+				// compressed again, as the consumer expects the body.
+				b = gzipBytes(b)
+			}
 		case "gzip", "x-gzip":
-			var buf bytes.Buffer
-			zw := gzip.NewWriter(&buf)
-			_, _ = zw.Write(b)
-			_ = zw.Close()
-			b = buf.Bytes()
+			b = gzipBytes(b)
 		default:
 			return nil, fmt.Errorf("the body is %s-encoded and cannot be re-encoded: set `.properties.content_encoding` to \"\" in the transform", enc)
 		}
@@ -483,4 +485,12 @@ func attributesFrom(orig map[string]broker.Attribute, v any) (map[string]broker.
 		out[k] = at
 	}
 	return out, nil
+}
+
+func gzipBytes(b []byte) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write(b)
+	_ = zw.Close()
+	return buf.Bytes()
 }

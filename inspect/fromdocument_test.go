@@ -60,3 +60,26 @@ func TestFromDocumentBinaryBodyToText(t *testing.T) {
 		t.Errorf("changing .id: %v", err)
 	}
 }
+
+// A body compressed without a content encoding is shown inflated (by
+// gzip's magic bytes); an edit of it is compressed again, as the consumer
+// reads the body, and an encoded one is compressed as its encoding says.
+func TestFromDocumentKeepsCompression(t *testing.T) {
+	for _, enc := range []string{"", "gzip"} {
+		m := &broker.Message{ID: "m", Body: gz(t, `{"n":1}`), Properties: broker.Properties{ContentEncoding: enc}}
+		before := Document(m)
+		after := maps.Clone(before)
+		after["body"] = map[string]any{"n": 2}
+		got, err := FromDocument(m, Canonical(before), after)
+		if err != nil {
+			t.Fatalf("encoding %q: %v", enc, err)
+		}
+		if !isGzip(got.Body) {
+			t.Errorf("encoding %q: the edited body is no longer gzip: %q", enc, got.Body)
+			continue
+		}
+		if b := BodyBytes(got); string(b) != `{"n":2}` {
+			t.Errorf("encoding %q: the edited body inflates to %s, want {\"n\":2}", enc, b)
+		}
+	}
+}
