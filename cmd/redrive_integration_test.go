@@ -1049,9 +1049,15 @@ func TestRedriveIntegrationSQSServerSide(t *testing.T) {
 	}
 	riPoll(t, 20*time.Second, "20 messages in the source", func() bool { return s.count(src) == 20 })
 
-	// A slow move: one message a second.
+	// A slow move: one message a second, of more messages than a loaded
+	// machine could let pass before the test interrupts it.
 	s.drain(src)
-	s.send(dlq, es...)
+	const slow = 120
+	var ses []sqstypes.SendMessageBatchRequestEntry
+	for i := 0; i < slow; i++ {
+		ses = append(ses, sqstypes.SendMessageBatchRequestEntry{MessageBody: aws.String(fmt.Sprint("s", i))})
+	}
+	s.send(dlq, ses...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan ExitCode, 1)
 	var out, errOut *bytes.Buffer
@@ -1080,8 +1086,8 @@ func TestRedriveIntegrationSQSServerSide(t *testing.T) {
 		stdout, _, _ := runDLQ(t, append(s.args, "redrive", "status", dlq, "-o", "json")...)
 		return !strings.Contains(stdout, `"running"`) && !strings.Contains(stdout, `"cancelling"`)
 	})
-	if moved, left := s.count(src), s.count(dlq); moved+left != 20 || left == 0 {
-		t.Errorf("after cancel: %d moved, %d left (want all 20 accounted for, some left)", moved, left)
+	if moved, left := s.count(src), s.count(dlq); moved+left != slow || left == 0 {
+		t.Errorf("after cancel: %d moved, %d left (want all %d accounted for, some left)", moved, left, slow)
 	}
 	riCheckAudit(t, "redrive-server-side", "redrive-cancel")
 }
