@@ -302,6 +302,7 @@ func (b *Broker) checkZero(ctx context.Context, name string) (messages, consumer
 		return 0, 0, nil
 	}
 	deadline := time.Now().Add(LeaderWait)
+	warned := false
 	for {
 		var mq mgmtQueue
 		merr := b.mgmtDo(ctx, "GET", "/queues/"+b.vhostPath()+"/"+url.PathEscape(name)+"?columns=type,leader,members,online", nil, &mq)
@@ -321,6 +322,10 @@ func (b *Broker) checkZero(ctx context.Context, name string) (messages, consumer
 				}
 			}
 			return 0, 0, nil
+		}
+		if !warned {
+			warned = true
+			b.log.Warn("waiting for the quorum queue to elect a leader", "queue", name, "online", len(mq.Online), "members", len(mq.Members), "wait", LeaderWait)
 		}
 		if time.Now().After(deadline) {
 			return 0, 0, &broker.Error{Kind: broker.ErrUnreachable, Op: "count quorum queue `" + name + "`",
