@@ -58,18 +58,11 @@ func (m Model) sampleOf(ids []string) *broker.Message {
 	return nil
 }
 
-// askRedrive picks a destination for the given messages, shows the count and
-// asks to confirm. With no ids it redrives everything matching filter.
-func (m Model) askRedrive(ids []string, filter string, count int64) (Model, tea.Cmd) {
-	return m.askRedriveSample(ids, filter, count, m.sampleOf(ids), nil)
-}
-
-// askRedriveGroup redrives the loaded messages of a failure group.
-func (m Model) askRedriveGroup(ids, groups []string) (Model, tea.Cmd) {
-	return m.askRedriveSample(ids, "", int64(len(ids)), m.sampleOf(ids), groups)
-}
-
-func (m Model) askRedriveSample(ids []string, filter string, count int64, sample *broker.Message, groups []string) (Model, tea.Cmd) {
+// askRedrive picks a destination for the given messages (chosen as the
+// messages of groups, or by hand), shows the count and asks to confirm. With
+// no ids it redrives everything matching filter. sample gives the
+// destination hints.
+func (m Model) askRedrive(ids []string, filter string, count int64, sample *broker.Message, groups []string) (Model, tea.Cmd) {
 	if m.c.backend.Redrive == nil {
 		return m, nil
 	}
@@ -93,34 +86,6 @@ func (m Model) askRedriveSample(ids []string, filter string, count int64, sample
 	return m, nil
 }
 
-// askRedriveAll redrives every message matching the filter bar. A jq filter
-// alone goes to the library as a filter (it re-reads the queue); a quick
-// filter (reason, stats group) becomes the list of matching IDs.
-func (m Model) askRedriveAll() (Model, tea.Cmd) {
-	mv := &m.msgs
-	if mv.loading || mv.fbusy {
-		m.notice = &notice{text: "still reading the queue: wait until every message is read to redrive all matching", isErr: true}
-		return m, nil
-	}
-	n := int64(mv.length())
-	if n == 0 {
-		m.notice = &notice{text: "no message matches", isErr: true}
-		return m, nil
-	}
-	if mv.quick == nil {
-		if mv.expr == "" && len(mv.rows) >= m.c.opts.Limit {
-			m.notice = &notice{text: fmt.Sprintf("the list stops at %d messages: redrive the whole queue with `dlq redrive %s`", m.c.opts.Limit, mv.queue), isErr: true}
-			return m, nil
-		}
-		return m.askRedriveSample(nil, mv.expr, n, mv.at(0).msg, nil)
-	}
-	ids := make([]string, 0, n)
-	for i := range int(n) {
-		ids = append(ids, mv.at(i).id)
-	}
-	return m.askRedrive(ids, "", n)
-}
-
 func (m Model) confirmRedrive(req ActionRequest) (Model, tea.Cmd) {
 	body := []string{
 		fmt.Sprintf("move %d message(s) from %s to %s.", req.Expected, req.Queue, req.Dest),
@@ -142,15 +107,10 @@ func (m Model) confirmRedrive(req ActionRequest) (Model, tea.Cmd) {
 	return m, nil
 }
 
-// askDiscard asks for the archive path first: a discard always archives
-// what it removes, and the archive is synced before anything is deleted.
-func (m Model) askDiscard(ids []string) (Model, tea.Cmd) {
-	return m.askDiscardGroup(ids, nil)
-}
-
-// askDiscardGroup discards ids, chosen as the messages of groups (none: by
-// hand).
-func (m Model) askDiscardGroup(ids, groups []string) (Model, tea.Cmd) {
+// askDiscard discards ids, chosen as the messages of groups (none: by
+// hand). It asks for the archive path first: a discard always archives what
+// it removes, and the archive is synced before anything is deleted.
+func (m Model) askDiscard(ids, groups []string) (Model, tea.Cmd) {
 	if m.c.backend.Discard == nil || len(ids) == 0 {
 		return m, nil
 	}
@@ -181,14 +141,9 @@ func (m Model) askDiscardGroup(ids, groups []string) (Model, tea.Cmd) {
 	return m, cmd
 }
 
-// askExport copies messages to an archive; nothing changes on the broker.
-func (m Model) askExport(ids []string, label string) (Model, tea.Cmd) {
-	return m.askExportGroup(ids, nil, label)
-}
-
-// askExportGroup exports ids, chosen as the messages of groups (none: by
-// hand).
-func (m Model) askExportGroup(ids, groups []string, label string) (Model, tea.Cmd) {
+// askExport copies ids, chosen as the messages of groups (none: by hand),
+// to an archive; nothing changes on the broker.
+func (m Model) askExport(ids, groups []string, label string) (Model, tea.Cmd) {
 	if m.c.backend.Export == nil || len(ids) == 0 {
 		return m, nil
 	}

@@ -12,6 +12,8 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+
+	"github.com/dlq-tools/dlq/broker"
 )
 
 type screen int
@@ -56,8 +58,87 @@ type notice struct {
 // errMsg reports a failure; it becomes a dismissible notice.
 type errMsg struct{ err error }
 
-// noticeMsg shows an informational notice.
-type noticeMsg string
+// The messages below are what a screen asks of the root model: screens
+// never touch the notice, the dialog or each other. A screen's update
+// returns at most one of them beside its command, and the root handles it
+// at once, before the next key, so that keys typed ahead reach the screen
+// they were meant for.
+
+// noticeMsg shows a notice; an empty text clears it.
+type noticeMsg struct {
+	text  string
+	isErr bool
+}
+
+// navigateMsg shows another screen.
+type navigateMsg struct{ to screen }
+
+// openQueueMsg asks to show a queue's messages.
+type openQueueMsg struct{ name string }
+
+// reloadMsg reads the open queue (or the queue list) again.
+type reloadMsg struct{}
+
+// openDetailMsg shows the index-th message of the list, its body in mode.
+type openDetailMsg struct {
+	index int
+	mode  bodyMode
+}
+
+// openStatsMsg shows the statistics of the messages read so far.
+type openStatsMsg struct{}
+
+// loadedMsg says the open queue has been read to the end.
+type loadedMsg struct{ rows []*row }
+
+// openEditMsg opens the editor on a message.
+type openEditMsg struct{ msg *broker.Message }
+
+// publishEditMsg asks where to publish the edited message.
+type publishEditMsg struct{}
+
+// showMatchesMsg lists the messages that match, under label.
+type showMatchesMsg struct {
+	label string
+	match func(*row) bool
+}
+
+// redriveMsg asks to redrive ids (none: every message matching filter).
+// sample, when set, is the message destination hints are taken from.
+type redriveMsg struct {
+	ids    []string
+	filter string
+	count  int64
+	groups []string
+	sample *broker.Message
+}
+
+// discardMsg asks to discard ids, chosen as the messages of groups.
+type discardMsg struct{ ids, groups []string }
+
+// exportMsg asks to export ids, chosen as the messages of groups.
+type exportMsg struct {
+	ids, groups []string
+	label       string
+}
+
+// openDialogMsg opens a dialog; cmd starts it (a text field's cursor).
+type openDialogMsg struct {
+	d   *dialog
+	cmd tea.Cmd
+}
+
+// dialogDoneMsg is the answer of the open dialog; dialogClosedMsg says it
+// was cancelled.
+type (
+	dialogDoneMsg struct {
+		choice int
+		text   string
+	}
+	dialogClosedMsg struct{}
+)
+
+func errNotice(text string) noticeMsg { return noticeMsg{text: text, isErr: true} }
 
 // New builds the TUI over a backend. ctx bounds every background call; when
 // it is cancelled, running actions stop after their in-flight work.
@@ -100,9 +181,6 @@ func (m Model) Init() tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
-// openQueueMsg asks to show a queue's messages.
-type openQueueMsg struct{ name string }
-
 // Update handles one message. It never blocks: anything slow is a tea.Cmd.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
@@ -116,11 +194,6 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.c.log.Debug("error", "err", msg.err)
 		m.notice = &notice{text: firstLine(msg.err.Error()), isErr: true}
 		return m, nil
-	case noticeMsg:
-		m.notice = &notice{text: string(msg)}
-		return m, nil
-	case openQueueMsg:
-		return m.openQueue(msg.name)
 	case jobProgressMsg:
 		if m.job != nil && msg.job == m.job.id {
 			m.job.progress = msg.p
@@ -140,20 +213,127 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	}
+	if mm, cmd, ok := m.request(msg); ok {
+		return mm, cmd
+	}
 	return m.route(msg)
+}
+
+// handle is Update for the root's own callbacks.
+func (m Model) handle(msg tea.Msg) (Model, tea.Cmd) {
+	next, cmd := m.Update(msg)
+	return next.(Model), cmd
+}
+
+// then handles what a screen asked for, after the screen's own command.
+func (m Model) then(cmd tea.Cmd, ask tea.Msg) (tea.Model, tea.Cmd) {
+	if ask == nil {
+		return m, cmd
+	}
+	next, more := m.handle(ask)
+	return next, tea.Batch(cmd, more)
+}
+
+// request handles what screens and dialogs ask of the root model.
+func (m Model) request(msg tea.Msg) (Model, tea.Cmd, bool) {
+	switch msg := msg.(type) {
+	case noticeMsg:
+		m.notice = nil
+		if msg.text != "" {
+			m.notice = &notice{text: msg.text, isErr: msg.isErr}
+		}
+		return m, nil, true
+	case navigateMsg:
+		m.screen = msg.to
+		if msg.to == screenQueues {
+			return m, m.queues.fetch(), true
+		}
+		return m, nil, true
+	case openQueueMsg:
+		m.screen = screenMessages
+		return m, m.msgs.open(msg.name), true
+	case reloadMsg:
+		m, cmd := m.reload()
+		return m, cmd, true
+	case openDetailMsg:
+		mv := &m.msgs
+		if msg.index >= 0 && msg.index < mv.length() {
+			mv.cursor = msg.index
+			mv.clampCursor()
+			m.detail = newDetailView(m.c, mv.at(msg.index), msg.index)
+			if msg.mode != m.detail.mode {
+				m.detail.mode = msg.mode
+				m.detail.relayout()
+			}
+			m.screen = screenDetail
+		}
+		return m, nil, true
+	case openStatsMsg:
+		m.screen = screenStats
+		var cmd tea.Cmd
+		m.stats, cmd = m.stats.open(m.msgs.rows, m.msgs.loading)
+		return m, cmd, true
+	case loadedMsg:
+		var cmd tea.Cmd
+		m.stats, cmd = m.stats.loaded(msg.rows)
+		return m, cmd, true
+	case openEditMsg:
+		e, cmd, err := newEditView(m.c, m.msgs.queue, msg.msg)
+		if err != nil {
+			m.notice = &notice{text: err.Error(), isErr: true}
+			return m, nil, true
+		}
+		m.edit = e
+		m.screen = screenEdit
+		return m, cmd, true
+	case publishEditMsg:
+		m, cmd := m.chooseEditDestination()
+		return m, cmd, true
+	case showMatchesMsg:
+		m.screen = screenMessages
+		return m, m.msgs.showMatches(msg.label, msg.match), true
+	case redriveMsg:
+		sample := msg.sample
+		if sample == nil {
+			sample = m.sampleOf(msg.ids)
+		}
+		m, cmd := m.askRedrive(msg.ids, msg.filter, msg.count, sample, msg.groups)
+		return m, cmd, true
+	case discardMsg:
+		m, cmd := m.askDiscard(msg.ids, msg.groups)
+		return m, cmd, true
+	case exportMsg:
+		m, cmd := m.askExport(msg.ids, msg.groups, msg.label)
+		return m, cmd, true
+	case openDialogMsg:
+		m.dialog = msg.d
+		return m, msg.cmd, true
+	case dialogClosedMsg:
+		m.dialog = nil
+		return m, nil, true
+	case dialogDoneMsg:
+		d := m.dialog
+		m.dialog = nil
+		if d == nil {
+			return m, nil, true
+		}
+		m, cmd := d.onDone(m, msg.choice, msg.text)
+		return m, cmd, true
+	}
+	return m, nil, false
 }
 
 // route hands a non-key message to the screen that owns it.
 func (m Model) route(msg tea.Msg) (tea.Model, tea.Cmd) {
 	var cmd tea.Cmd
-	switch msg := msg.(type) {
+	var ask tea.Msg
+	switch msg.(type) {
 	case queuesMsg, refreshTickMsg:
 		m.queues, cmd = m.queues.update(msg)
 		return m, cmd
 	case pageMsg, filterMsg, reasonsMsg:
-		var out tea.Cmd
-		m, out = m.updateMessagesMsg(msg)
-		return m, out
+		m.msgs, cmd, ask = m.msgs.update(msg)
+		return m.then(cmd, ask)
 	case statsMsg:
 		m.stats, cmd = m.stats.update(msg)
 		return m, cmd
@@ -172,7 +352,7 @@ func (m Model) route(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 func (m Model) handleKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	g := m.c.keys.global
-	if k.String() == "ctrl+c" && m.dialog == nil && m.screen != screenEdit {
+	if key.Matches(k, g.Interrupt) && m.dialog == nil && m.screen != screenEdit {
 		return m.quit()
 	}
 	if m.notice != nil && key.Matches(k, g.Dismiss) {
@@ -182,7 +362,7 @@ func (m Model) handleKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	if m.helpAll {
 		// Any key closes the full help; q still quits.
 		m.helpAll = false
-		if key.Matches(k, g.Quit) && k.String() != "ctrl+c" {
+		if key.Matches(k, g.Quit) {
 			return m.quit()
 		}
 		return m, nil
@@ -197,8 +377,7 @@ func (m Model) handleKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	}
-	typing := (m.screen == screenEdit) || m.inputActive()
-	if !typing {
+	if !m.typing() {
 		switch {
 		case key.Matches(k, g.Help):
 			m.helpAll = true
@@ -207,19 +386,33 @@ func (m Model) handleKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			return m.quit()
 		}
 	}
+	var cmd tea.Cmd
+	var ask tea.Msg
 	switch m.screen {
 	case screenQueues:
-		return m.updateQueuesKey(k)
+		m.queues, cmd, ask = m.queues.updateKey(k)
 	case screenMessages:
-		return m.updateMessagesKey(k)
+		m.msgs, cmd, ask = m.msgs.updateKey(k)
 	case screenDetail:
-		return m.updateDetailKey(k)
+		m.detail, cmd, ask = m.detail.updateKey(k)
 	case screenEdit:
 		return m.updateEdit(k)
 	case screenStats:
-		return m.updateStatsKey(k)
+		m.stats, cmd, ask = m.stats.updateKey(k)
 	}
-	return m, nil
+	return m.then(cmd, ask)
+}
+
+func (m Model) updateDialog(msg tea.Msg) (tea.Model, tea.Cmd) {
+	cmd, ask := m.dialog.update(m.c.keys.dialog, msg)
+	return m.then(cmd, ask)
+}
+
+func (m Model) updateEdit(msg tea.Msg) (tea.Model, tea.Cmd) {
+	var cmd tea.Cmd
+	var ask tea.Msg
+	m.edit, cmd, ask = m.edit.update(msg)
+	return m.then(cmd, ask)
 }
 
 // quit leaves the TUI. With an action running it asks first, cancels it,
@@ -245,9 +438,12 @@ func (m Model) quit() (Model, tea.Cmd) {
 	return m, nil
 }
 
-// inputActive reports whether a text field has the keyboard.
-func (m Model) inputActive() bool {
+// typing reports whether the keyboard is writing text: in the editor or in
+// a screen's text field.
+func (m Model) typing() bool {
 	switch m.screen {
+	case screenEdit:
+		return true
 	case screenQueues:
 		return m.queues.filtering
 	case screenMessages:
@@ -316,7 +512,7 @@ func (m Model) render() string {
 		box := st.dialog.Render(st.title.Render("keys: "+m.screen.String()) + "\n\n" + m.fullHelp(hm.full, w-6) + "\n\n" + st.subtle.Render("any key to close"))
 		body = padLines(overlay(body, box, w), bodyH)
 	} else if m.dialog != nil {
-		body = padLines(overlay(body, m.dialog.view(st, w), w), bodyH)
+		body = padLines(overlay(body, m.dialog.view(st, c.keys.dialog, w), w), bodyH)
 	}
 
 	lines := make([]string, 0, h)
@@ -372,6 +568,9 @@ func (m Model) currentHelp() helpMap {
 	case screenDetail:
 		return k.detailHelp()
 	case screenEdit:
+		if m.edit.stage == stageReview {
+			return k.reviewHelp()
+		}
 		return k.editHelp()
 	case screenStats:
 		return k.statsHelp()
