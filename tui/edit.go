@@ -42,6 +42,8 @@ type editView struct {
 	err      string
 	tooLarge bool
 	locked   []string
+	// attrs: the message keeps its metadata as attributes.
+	attrs bool
 }
 
 // editorDoneMsg returns from $EDITOR.
@@ -51,7 +53,8 @@ type editorDoneMsg struct {
 }
 
 func newEditView(c *common, queue string, m *broker.Message) (editView, tea.Cmd, error) {
-	doc, err := editDocument(m)
+	attrs := c.backend.Attributes != nil && c.backend.Attributes(m)
+	doc, err := editDocument(m, attrs)
 	if err != nil {
 		return editView{}, nil, err
 	}
@@ -61,7 +64,7 @@ func newEditView(c *common, queue string, m *broker.Message) (editView, tea.Cmd,
 	ta.MaxWidth = 0
 	ta.CharLimit = 0
 	ta.Placeholder = "{}"
-	e := editView{c: c, queue: queue, orig: m, before: doc}
+	e := editView{c: c, queue: queue, orig: m, before: doc, attrs: attrs}
 	if strings.Count(doc, "\n") > maxEditLines {
 		e.tooLarge = true
 	} else {
@@ -169,7 +172,7 @@ func (e *editView) review() {
 		return
 	}
 	e.err = ""
-	after, _ := editDocument(edited)
+	after, _ := editDocument(edited, e.attrs)
 	e.diff = textdiff.Fold(textdiff.Lines(e.before, after), 3)
 	e.edited = edited
 	changed := false
