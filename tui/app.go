@@ -323,6 +323,16 @@ func (m Model) request(msg tea.Msg) (Model, tea.Cmd, bool) {
 	return m, nil, false
 }
 
+// reload reads the open queue again (after an action changed it).
+func (m Model) reload() (Model, tea.Cmd) {
+	if m.msgs.queue == "" {
+		return m, m.queues.fetch()
+	}
+	m.screen = screenMessages
+	cmd := m.msgs.open(m.msgs.queue)
+	return m, tea.Batch(cmd, m.queues.fetch())
+}
+
 // route hands a non-key message to the screen that owns it.
 func (m Model) route(msg tea.Msg) (tea.Model, tea.Cmd) {
 	var cmd tea.Cmd
@@ -482,7 +492,7 @@ func (m Model) render() string {
 	footer := m.help.ShortHelpView(m.currentHelp().short)
 	var bottom []string
 	if m.job != nil {
-		bottom = append(bottom, m.job.view(st, w))
+		bottom = append(bottom, m.job.view(st, c.keys.global.CancelJob, w))
 	}
 	if m.notice != nil {
 		style := st.notice

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -212,46 +211,6 @@ func (e *editView) openExternal() tea.Cmd {
 	c := exec.Command(args[0], append(args[1:], path)...)
 	e.c.log.Debug("external editor", "cmd", c.String())
 	return tea.ExecProcess(c, func(err error) tea.Msg { return editorDoneMsg{path: path, err: err} })
-}
-
-func (m Model) chooseEditDestination() (Model, tea.Cmd) {
-	e := &m.edit
-	opts, hints, dests := destinationChoices(e.orig, m.msgs.queue)
-	m.dialog = newChoice("publish the edited message to", []string{"the original is removed from " + e.queue + " only after the broker confirms"}, opts, hints,
-		func(m Model, choice int, _ string) (Model, tea.Cmd) {
-			if dests[choice] == nil {
-				return m.askCustomDestination(func(m Model, d broker.Destination) (Model, tea.Cmd) { return m.confirmReplace(d) })
-			}
-			return m.confirmReplace(*dests[choice])
-		})
-	return m, nil
-}
-
-func (m Model) confirmReplace(dest broker.Destination) (Model, tea.Cmd) {
-	e := m.edit
-	body := []string{
-		fmt.Sprintf("publish the edited message %s to %s with confirms,", e.orig.ID, dest),
-		fmt.Sprintf("then remove the original from %s.", e.queue),
-		"the action is written to the audit log.",
-	}
-	m.dialog = newConfirm("save edited message?", body, true, func(m Model) (Model, tea.Cmd) {
-		req := ReplaceRequest{Queue: m.edit.queue, Original: m.edit.orig, Edited: m.edit.edited, Dest: dest}
-		replace := m.c.backend.Replace
-		return m.startJob("publishing edited message", func(ctx context.Context, progress func(Progress)) (Result, error) {
-			progress(Progress{Total: 1})
-			res, err := replace(ctx, req)
-			if err == nil {
-				progress(Progress{Done: 1, Total: 1})
-				if res.Summary == "" {
-					res.Summary = fmt.Sprintf("published edited %s to %s and removed the original from %s", req.Original.ID, dest, req.Queue)
-				}
-			}
-			return res, err
-		}, func(m Model, res Result) (Model, tea.Cmd) {
-			return m.reload()
-		})
-	})
-	return m, nil
 }
 
 func (e *editView) view(h, w int) []string {

@@ -97,16 +97,6 @@ func (mv *messagesView) open(name string) tea.Cmd {
 	return startLoad(ctx, mv.c.backend, name, mv.c.opts.Limit, mv.gen)
 }
 
-// reload reads the open queue again (after an action changed it).
-func (m Model) reload() (Model, tea.Cmd) {
-	if m.msgs.queue == "" {
-		return m, m.queues.fetch()
-	}
-	m.screen = screenMessages
-	cmd := m.msgs.open(m.msgs.queue)
-	return m, tea.Batch(cmd, m.queues.fetch())
-}
-
 // update takes the pages of the queue being read and the results of
 // filtering and grouping them.
 func (mv messagesView) update(msg tea.Msg) (messagesView, tea.Cmd, tea.Msg) {
@@ -484,7 +474,7 @@ func (mv *messagesView) showReasons(msg reasonsMsg) tea.Msg {
 		opts[i] = fitRight(strconv.Itoa(msg.counts[i]), 7) + "  " + oneLine(r, 60)
 		hints[i] = fmt.Sprintf("%.0f%%", 100*float64(msg.counts[i])/float64(total))
 	}
-	return openDialogMsg{d: newChoice("failure reasons", []string{fmt.Sprintf("%d messages, %d reasons — enter shows one reason's messages", total, len(opts))}, opts, hints,
+	return openDialogMsg{d: newChoice("failure reasons", []string{fmt.Sprintf("%d messages, %d reasons — %s shows one reason's messages", total, len(opts), mv.c.keys.dialog.Confirm.Help().Key)}, opts, hints,
 		func(m Model, choice int, _ string) (Model, tea.Cmd) {
 			reason := msg.reasons[choice]
 			return m.handle(showMatchesMsg{label: "reason = " + oneLine(reason, 60), match: func(r *row) bool { return r.shape == reason }})
