@@ -187,6 +187,10 @@ func tuiBackend(f *Factory, b broker.Broker, o *tuiOptions, readOnly bool, logge
 			}, nil
 		},
 		Shape: inspect.ShapeOf,
+		Attributes: func(m *broker.Message) bool {
+			t := broker.TraitsOf(b, broker.Queue{Name: m.Queue})
+			return t.Attributes != nil && t.Attributes(m)
+		},
 		Group: func(ctx context.Context, spec string, msgs []*broker.Message) (tui.Grouping, error) {
 			return tuiGrouping(ctx, spec, msgs, f.Now())
 		},

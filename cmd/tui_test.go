@@ -105,6 +105,13 @@ func TestTUIBackendOverDemoArchive(t *testing.T) {
 	ios, _, _, _ := Test()
 	f := NewFactory(ios, nil)
 	tb := tuiBackend(f, b, &tuiOptions{f: f, Limit: 1000}, true, f.Logger)
+	// The editor offers attributes for the messages the broker keeps
+	// attributes on (in an archive, those read from SQS), headers for others.
+	for _, m := range []*broker.Message{{Queue: "q", System: broker.SQS}, {Queue: "q", System: broker.RabbitMQ}} {
+		if got, want := tb.Attributes(m), m.System == broker.SQS; got != want {
+			t.Errorf("a message archived from %s keeps attributes: %v, want %v", m.System, got, want)
+		}
+	}
 	ctx := context.Background()
 	qs, err := tb.Queues(ctx)
 	if err != nil || len(qs) == 0 {

@@ -58,18 +58,11 @@ func (m Model) sampleOf(ids []string) *broker.Message {
 	return nil
 }
 
-// askRedrive picks a destination for the given messages, shows the count and
-// asks to confirm. With no ids it redrives everything matching filter.
-func (m Model) askRedrive(ids []string, filter string, count int64) (Model, tea.Cmd) {
-	return m.askRedriveSample(ids, filter, count, m.sampleOf(ids), nil)
-}
-
-// askRedriveGroup redrives the loaded messages of a failure group.
-func (m Model) askRedriveGroup(ids, groups []string) (Model, tea.Cmd) {
-	return m.askRedriveSample(ids, "", int64(len(ids)), m.sampleOf(ids), groups)
-}
-
-func (m Model) askRedriveSample(ids []string, filter string, count int64, sample *broker.Message, groups []string) (Model, tea.Cmd) {
+// askRedrive picks a destination for the given messages (chosen as the
+// messages of groups, or by hand), shows the count and asks to confirm. With
+// no ids it redrives everything matching filter. sample gives the
+// destination hints.
+func (m Model) askRedrive(ids []string, filter string, count int64, sample *broker.Message, groups []string) (Model, tea.Cmd) {
 	if m.c.backend.Redrive == nil {
 		return m, nil
 	}
@@ -93,34 +86,6 @@ func (m Model) askRedriveSample(ids []string, filter string, count int64, sample
 	return m, nil
 }
 
-// askRedriveAll redrives every message matching the filter bar. A jq filter
-// alone goes to the library as a filter (it re-reads the queue); a quick
-// filter (reason, stats group) becomes the list of matching IDs.
-func (m Model) askRedriveAll() (Model, tea.Cmd) {
-	mv := &m.msgs
-	if mv.loading || mv.fbusy {
-		m.notice = &notice{text: "still reading the queue: wait until every message is read to redrive all matching", isErr: true}
-		return m, nil
-	}
-	n := int64(mv.length())
-	if n == 0 {
-		m.notice = &notice{text: "no message matches", isErr: true}
-		return m, nil
-	}
-	if mv.quick == nil {
-		if mv.expr == "" && len(mv.rows) >= m.c.opts.Limit {
-			m.notice = &notice{text: fmt.Sprintf("the list stops at %d messages: redrive the whole queue with `dlq redrive %s`", m.c.opts.Limit, mv.queue), isErr: true}
-			return m, nil
-		}
-		return m.askRedriveSample(nil, mv.expr, n, mv.at(0).msg, nil)
-	}
-	ids := make([]string, 0, n)
-	for i := range int(n) {
-		ids = append(ids, mv.at(i).id)
-	}
-	return m.askRedrive(ids, "", n)
-}
-
 func (m Model) confirmRedrive(req ActionRequest) (Model, tea.Cmd) {
 	body := []string{
 		fmt.Sprintf("move %d message(s) from %s to %s.", req.Expected, req.Queue, req.Dest),
@@ -142,15 +107,10 @@ func (m Model) confirmRedrive(req ActionRequest) (Model, tea.Cmd) {
 	return m, nil
 }
 
-// askDiscard asks for the archive path first: a discard always archives
-// what it removes, and the archive is synced before anything is deleted.
-func (m Model) askDiscard(ids []string) (Model, tea.Cmd) {
-	return m.askDiscardGroup(ids, nil)
-}
-
-// askDiscardGroup discards ids, chosen as the messages of groups (none: by
-// hand).
-func (m Model) askDiscardGroup(ids, groups []string) (Model, tea.Cmd) {
+// askDiscard discards ids, chosen as the messages of groups (none: by
+// hand). It asks for the archive path first: a discard always archives what
+// it removes, and the archive is synced before anything is deleted.
+func (m Model) askDiscard(ids, groups []string) (Model, tea.Cmd) {
 	if m.c.backend.Discard == nil || len(ids) == 0 {
 		return m, nil
 	}
@@ -181,14 +141,9 @@ func (m Model) askDiscardGroup(ids, groups []string) (Model, tea.Cmd) {
 	return m, cmd
 }
 
-// askExport copies messages to an archive; nothing changes on the broker.
-func (m Model) askExport(ids []string, label string) (Model, tea.Cmd) {
-	return m.askExportGroup(ids, nil, label)
-}
-
-// askExportGroup exports ids, chosen as the messages of groups (none: by
-// hand).
-func (m Model) askExportGroup(ids, groups []string, label string) (Model, tea.Cmd) {
+// askExport copies ids, chosen as the messages of groups (none: by hand),
+// to an archive; nothing changes on the broker.
+func (m Model) askExport(ids, groups []string, label string) (Model, tea.Cmd) {
 	if m.c.backend.Export == nil || len(ids) == 0 {
 		return m, nil
 	}
@@ -207,6 +162,47 @@ func (m Model) askExportGroup(ids, groups []string, label string) (Model, tea.Cm
 		})
 	m.dialog = d
 	return m, cmd
+}
+
+// chooseEditDestination asks where to publish the edited message.
+func (m Model) chooseEditDestination() (Model, tea.Cmd) {
+	e := &m.edit
+	opts, hints, dests := destinationChoices(e.orig, m.msgs.queue)
+	m.dialog = newChoice("publish the edited message to", []string{"the original is removed from " + e.queue + " only after the broker confirms"}, opts, hints,
+		func(m Model, choice int, _ string) (Model, tea.Cmd) {
+			if dests[choice] == nil {
+				return m.askCustomDestination(func(m Model, d broker.Destination) (Model, tea.Cmd) { return m.confirmReplace(d) })
+			}
+			return m.confirmReplace(*dests[choice])
+		})
+	return m, nil
+}
+
+func (m Model) confirmReplace(dest broker.Destination) (Model, tea.Cmd) {
+	e := m.edit
+	body := []string{
+		fmt.Sprintf("publish the edited message %s to %s with confirms,", e.orig.ID, dest),
+		fmt.Sprintf("then remove the original from %s.", e.queue),
+		"the action is written to the audit log.",
+	}
+	m.dialog = newConfirm("save edited message?", body, true, func(m Model) (Model, tea.Cmd) {
+		req := ReplaceRequest{Queue: m.edit.queue, Original: m.edit.orig, Edited: m.edit.edited, Dest: dest}
+		replace := m.c.backend.Replace
+		return m.startJob("publishing edited message", func(ctx context.Context, progress func(Progress)) (Result, error) {
+			progress(Progress{Total: 1})
+			res, err := replace(ctx, req)
+			if err == nil {
+				progress(Progress{Done: 1, Total: 1})
+				if res.Summary == "" {
+					res.Summary = fmt.Sprintf("published edited %s to %s and removed the original from %s", req.Original.ID, dest, req.Queue)
+				}
+			}
+			return res, err
+		}, func(m Model, res Result) (Model, tea.Cmd) {
+			return m.reload()
+		})
+	})
+	return m, nil
 }
 
 // messagesOf returns the loaded messages with the given fingerprints, in

@@ -56,9 +56,6 @@ type notice struct {
 // errMsg reports a failure; it becomes a dismissible notice.
 type errMsg struct{ err error }
 
-// noticeMsg shows an informational notice.
-type noticeMsg string
-
 // New builds the TUI over a backend. ctx bounds every background call; when
 // it is cancelled, running actions stop after their in-flight work.
 func New(ctx context.Context, b Backend, opts Options, logger *slog.Logger) Model {
@@ -100,9 +97,6 @@ func (m Model) Init() tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
-// openQueueMsg asks to show a queue's messages.
-type openQueueMsg struct{ name string }
-
 // Update handles one message. It never blocks: anything slow is a tea.Cmd.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
@@ -116,11 +110,6 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.c.log.Debug("error", "err", msg.err)
 		m.notice = &notice{text: firstLine(msg.err.Error()), isErr: true}
 		return m, nil
-	case noticeMsg:
-		m.notice = &notice{text: string(msg)}
-		return m, nil
-	case openQueueMsg:
-		return m.openQueue(msg.name)
 	case jobProgressMsg:
 		if m.job != nil && msg.job == m.job.id {
 			m.job.progress = msg.p
@@ -140,20 +129,48 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	}
+	if mm, cmd, ok := m.request(msg); ok {
+		return mm, cmd
+	}
 	return m.route(msg)
+}
+
+// handle is Update for the root's own callbacks.
+func (m Model) handle(msg tea.Msg) (Model, tea.Cmd) {
+	next, cmd := m.Update(msg)
+	return next.(Model), cmd
+}
+
+// then handles what a screen asked for, after the screen's own command.
+func (m Model) then(cmd tea.Cmd, ask tea.Msg) (tea.Model, tea.Cmd) {
+	if ask == nil {
+		return m, cmd
+	}
+	next, more := m.handle(ask)
+	return next, tea.Batch(cmd, more)
+}
+
+// reload reads the open queue again (after an action changed it).
+func (m Model) reload() (Model, tea.Cmd) {
+	if m.msgs.queue == "" {
+		return m, m.queues.fetch()
+	}
+	m.screen = screenMessages
+	cmd := m.msgs.open(m.msgs.queue)
+	return m, tea.Batch(cmd, m.queues.fetch())
 }
 
 // route hands a non-key message to the screen that owns it.
 func (m Model) route(msg tea.Msg) (tea.Model, tea.Cmd) {
 	var cmd tea.Cmd
-	switch msg := msg.(type) {
+	var ask tea.Msg
+	switch msg.(type) {
 	case queuesMsg, refreshTickMsg:
 		m.queues, cmd = m.queues.update(msg)
 		return m, cmd
 	case pageMsg, filterMsg, reasonsMsg:
-		var out tea.Cmd
-		m, out = m.updateMessagesMsg(msg)
-		return m, out
+		m.msgs, cmd, ask = m.msgs.update(msg)
+		return m.then(cmd, ask)
 	case statsMsg:
 		m.stats, cmd = m.stats.update(msg)
 		return m, cmd
@@ -172,7 +189,7 @@ func (m Model) route(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 func (m Model) handleKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	g := m.c.keys.global
-	if k.String() == "ctrl+c" && m.dialog == nil && m.screen != screenEdit {
+	if key.Matches(k, g.Interrupt) && m.dialog == nil && m.screen != screenEdit {
 		return m.quit()
 	}
 	if m.notice != nil && key.Matches(k, g.Dismiss) {
@@ -182,7 +199,7 @@ func (m Model) handleKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	if m.helpAll {
 		// Any key closes the full help; q still quits.
 		m.helpAll = false
-		if key.Matches(k, g.Quit) && k.String() != "ctrl+c" {
+		if key.Matches(k, g.Quit) {
 			return m.quit()
 		}
 		return m, nil
@@ -197,8 +214,7 @@ func (m Model) handleKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	}
-	typing := (m.screen == screenEdit) || m.inputActive()
-	if !typing {
+	if !m.typing() {
 		switch {
 		case key.Matches(k, g.Help):
 			m.helpAll = true
@@ -207,19 +223,33 @@ func (m Model) handleKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			return m.quit()
 		}
 	}
+	var cmd tea.Cmd
+	var ask tea.Msg
 	switch m.screen {
 	case screenQueues:
-		return m.updateQueuesKey(k)
+		m.queues, cmd, ask = m.queues.updateKey(k)
 	case screenMessages:
-		return m.updateMessagesKey(k)
+		m.msgs, cmd, ask = m.msgs.updateKey(k)
 	case screenDetail:
-		return m.updateDetailKey(k)
+		m.detail, cmd, ask = m.detail.updateKey(k)
 	case screenEdit:
 		return m.updateEdit(k)
 	case screenStats:
-		return m.updateStatsKey(k)
+		m.stats, cmd, ask = m.stats.updateKey(k)
 	}
-	return m, nil
+	return m.then(cmd, ask)
+}
+
+func (m Model) updateDialog(msg tea.Msg) (tea.Model, tea.Cmd) {
+	cmd, ask := m.dialog.update(m.c.keys.dialog, msg)
+	return m.then(cmd, ask)
+}
+
+func (m Model) updateEdit(msg tea.Msg) (tea.Model, tea.Cmd) {
+	var cmd tea.Cmd
+	var ask tea.Msg
+	m.edit, cmd, ask = m.edit.update(msg)
+	return m.then(cmd, ask)
 }
 
 // quit leaves the TUI. With an action running it asks first, cancels it,
@@ -245,9 +275,12 @@ func (m Model) quit() (Model, tea.Cmd) {
 	return m, nil
 }
 
-// inputActive reports whether a text field has the keyboard.
-func (m Model) inputActive() bool {
+// typing reports whether the keyboard is writing text: in the editor or in
+// a screen's text field.
+func (m Model) typing() bool {
 	switch m.screen {
+	case screenEdit:
+		return true
 	case screenQueues:
 		return m.queues.filtering
 	case screenMessages:
@@ -286,7 +319,7 @@ func (m Model) render() string {
 	footer := m.help.ShortHelpView(m.currentHelp().short)
 	var bottom []string
 	if m.job != nil {
-		bottom = append(bottom, m.job.view(st, w))
+		bottom = append(bottom, m.job.view(st, c.keys.global.CancelJob, w))
 	}
 	if m.notice != nil {
 		style := st.notice
@@ -316,7 +349,7 @@ func (m Model) render() string {
 		box := st.dialog.Render(st.title.Render("keys: "+m.screen.String()) + "\n\n" + m.fullHelp(hm.full, w-6) + "\n\n" + st.subtle.Render("any key to close"))
 		body = padLines(overlay(body, box, w), bodyH)
 	} else if m.dialog != nil {
-		body = padLines(overlay(body, m.dialog.view(st, w), w), bodyH)
+		body = padLines(overlay(body, m.dialog.view(st, c.keys.dialog, w), w), bodyH)
 	}
 
 	lines := make([]string, 0, h)
@@ -372,6 +405,9 @@ func (m Model) currentHelp() helpMap {
 	case screenDetail:
 		return k.detailHelp()
 	case screenEdit:
+		if m.edit.stage == stageReview {
+			return k.reviewHelp()
+		}
 		return k.editHelp()
 	case screenStats:
 		return k.statsHelp()

@@ -39,6 +39,10 @@ type Backend struct {
 	// Decode returns the body decoded for reading (gzip undone) and what it
 	// is: "json", "text" or "binary".
 	Decode func(m *broker.Message) (body []byte, kind string)
+	// Attributes reports whether a message keeps its metadata as message
+	// attributes rather than headers (broker.Traits.Attributes of its
+	// queue), so that the editor offers the one it keeps; nil: headers.
+	Attributes func(m *broker.Message) bool
 	// Shape returns the shape of a failure reason (variable parts masked),
 	// shown in the REASON column; nil shows reasons as they are.
 	Shape func(reason string) string

@@ -51,10 +51,11 @@ func (d *detailView) relayout() {
 	d.offset = min(d.offset, max(0, len(d.lines)-1))
 }
 
-func (m Model) updateDetailKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
-	d := &m.detail
-	km := m.c.keys.detail
-	page := max(1, m.c.height-4)
+// updateKey handles a key on the message: it scrolls and cycles the body
+// here, and asks the root model for the rest.
+func (d detailView) updateKey(k tea.KeyPressMsg) (detailView, tea.Cmd, tea.Msg) {
+	km := d.c.keys.detail
+	page := max(1, d.c.height-4)
 	switch {
 	case key.Matches(k, km.Up):
 		d.offset--
@@ -71,43 +72,23 @@ func (m Model) updateDetailKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(k, km.Raw):
 		d.mode = (d.mode + 1) % 3
 		d.relayout()
-	case key.Matches(k, km.Next), key.Matches(k, km.Prev):
-		mv := &m.msgs
-		i := d.index + 1
-		if key.Matches(k, km.Prev) {
-			i = d.index - 1
-		}
-		if i >= 0 && i < mv.length() {
-			mv.cursor = i
-			mv.clampCursor()
-			mode := d.mode
-			m.detail = newDetailView(m.c, mv.at(i), i)
-			m.detail.mode = mode
-			m.detail.relayout()
-		}
-		return m, nil
+	case key.Matches(k, km.Next):
+		return d, nil, openDetailMsg{index: d.index + 1, mode: d.mode}
+	case key.Matches(k, km.Prev):
+		return d, nil, openDetailMsg{index: d.index - 1, mode: d.mode}
 	case key.Matches(k, km.Edit):
-		var cmd tea.Cmd
-		var err error
-		m.edit, cmd, err = newEditView(m.c, m.msgs.queue, d.r.msg)
-		if err != nil {
-			m.notice = &notice{text: err.Error(), isErr: true}
-			return m, nil
-		}
-		m.screen = screenEdit
-		return m, cmd
+		return d, nil, openEditMsg{msg: d.r.msg}
 	case key.Matches(k, km.Redrive):
-		return m.askRedrive([]string{d.r.id}, "", 1)
+		return d, nil, redriveMsg{ids: []string{d.r.id}, count: 1}
 	case key.Matches(k, km.Discard):
-		return m.askDiscard([]string{d.r.id})
+		return d, nil, discardMsg{ids: []string{d.r.id}}
 	case key.Matches(k, km.Export):
-		return m.askExport([]string{d.r.id}, "message "+d.r.id)
-	case key.Matches(k, m.c.keys.global.Back):
-		m.screen = screenMessages
-		return m, nil
+		return d, nil, exportMsg{ids: []string{d.r.id}, label: "message " + d.r.id}
+	case key.Matches(k, d.c.keys.global.Back):
+		return d, nil, navigateMsg{to: screenMessages}
 	}
 	d.offset = max(0, min(d.offset, len(d.lines)-page))
-	return m, nil
+	return d, nil, nil
 }
 
 func (d *detailView) view(h, w int) []string {
@@ -171,7 +152,7 @@ func (d *detailView) render() []string {
 			kind = "json"
 		}
 	}
-	section(fmt.Sprintf("body · %s · %s · %s (r cycles)", kind, humanBytes(int64(len(m.Body))), d.mode))
+	section(fmt.Sprintf("body · %s · %s · %s (%s cycles)", kind, humanBytes(int64(len(m.Body))), d.mode, d.c.keys.detail.Raw.Help().Key))
 	out = append(out, d.bodyLines(body, kind)...)
 	p := m.Properties
 	props := [][2]string{

@@ -54,30 +54,28 @@ func newInput(title string, body []string, value, placeholder string, onDone fun
 	return &dialog{kind: dialogInput, title: title, body: body, input: ti, onDone: onDone}, cmd
 }
 
-func (m Model) updateDialog(msg tea.Msg) (tea.Model, tea.Cmd) {
-	d := m.dialog
-	k := m.c.keys.dialog
+// update handles input to the dialog; its answer (or its cancellation)
+// goes to the root model as a dialogDoneMsg (dialogClosedMsg).
+func (d *dialog) update(k dialogKeys, msg tea.Msg) (tea.Cmd, tea.Msg) {
 	kp, isKey := msg.(tea.KeyPressMsg)
 	if isKey && key.Matches(kp, k.Cancel) {
-		m.dialog = nil
-		return m, nil
+		return nil, dialogClosedMsg{}
 	}
 	switch d.kind {
 	case dialogConfirm:
 		if !isKey {
-			return m, nil
+			return nil, nil
 		}
 		if key.Matches(kp, k.Yes) || (key.Matches(kp, k.Confirm) && !d.danger) {
-			m.dialog = nil
-			return d.onDone(m, 0, "")
+			return nil, dialogDoneMsg{}
 		}
 		if key.Matches(kp, k.No) {
-			m.dialog = nil
+			return nil, dialogClosedMsg{}
 		}
-		return m, nil
+		return nil, nil
 	case dialogChoice:
 		if !isKey {
-			return m, nil
+			return nil, nil
 		}
 		switch {
 		case key.Matches(kp, k.Up):
@@ -85,25 +83,24 @@ func (m Model) updateDialog(msg tea.Msg) (tea.Model, tea.Cmd) {
 		case key.Matches(kp, k.Down):
 			d.cursor = min(len(d.options)-1, d.cursor+1)
 		case key.Matches(kp, k.Confirm):
-			m.dialog = nil
-			return d.onDone(m, d.cursor, "")
+			return nil, dialogDoneMsg{choice: d.cursor}
 		}
-		return m, nil
+		return nil, nil
 	case dialogInput:
 		if isKey && key.Matches(kp, k.Confirm) {
-			m.dialog = nil
-			return d.onDone(m, -1, strings.TrimSpace(d.input.Value()))
+			return nil, dialogDoneMsg{choice: -1, text: strings.TrimSpace(d.input.Value())}
 		}
 		var cmd tea.Cmd
 		d.input, cmd = d.input.Update(msg)
-		return m, cmd
+		return cmd, nil
 	}
-	return m, nil
+	return nil, nil
 }
 
 const dialogRows = 12
 
-func (d *dialog) view(st styles, width int) string {
+func (d *dialog) view(st styles, k dialogKeys, width int) string {
+	keyHelp := func(b key.Binding) string { return st.key.Render(b.Help().Key) }
 	var b strings.Builder
 	title := st.title.Render(d.title)
 	if d.danger {
@@ -116,9 +113,9 @@ func (d *dialog) view(st styles, width int) string {
 	}
 	switch d.kind {
 	case dialogConfirm:
-		b.WriteString("\n\n" + st.key.Render("y") + " yes   " + st.key.Render("n/esc") + " no")
+		b.WriteString("\n\n" + keyHelp(k.Yes) + " yes   " + st.key.Render(k.No.Help().Key+"/"+k.Cancel.Help().Key) + " no")
 		if !d.danger {
-			b.WriteString("   " + st.key.Render("enter") + " yes")
+			b.WriteString("   " + keyHelp(k.Confirm) + " yes")
 		}
 	case dialogChoice:
 		b.WriteString("\n")
@@ -143,10 +140,10 @@ func (d *dialog) view(st styles, width int) string {
 		if len(d.options) > dialogRows {
 			b.WriteString("\n" + st.subtle.Render(strings.Repeat(" ", 2)+"…"+itoa(len(d.options))+" in all"))
 		}
-		b.WriteString("\n\n" + st.key.Render("enter") + " choose   " + st.key.Render("esc") + " cancel")
+		b.WriteString("\n\n" + keyHelp(k.Confirm) + " choose   " + keyHelp(k.Cancel) + " cancel")
 	case dialogInput:
 		b.WriteString("\n\n" + d.input.View())
-		b.WriteString("\n\n" + st.key.Render("enter") + " ok   " + st.key.Render("esc") + " cancel")
+		b.WriteString("\n\n" + keyHelp(k.Confirm) + " ok   " + keyHelp(k.Cancel) + " cancel")
 	}
 	return st.dialog.Render(b.String())
 }

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -42,6 +41,8 @@ type editView struct {
 	err      string
 	tooLarge bool
 	locked   []string
+	// attrs: the message keeps its metadata as attributes.
+	attrs bool
 }
 
 // editorDoneMsg returns from $EDITOR.
@@ -51,7 +52,8 @@ type editorDoneMsg struct {
 }
 
 func newEditView(c *common, queue string, m *broker.Message) (editView, tea.Cmd, error) {
-	doc, err := editDocument(m)
+	attrs := c.backend.Attributes != nil && c.backend.Attributes(m)
+	doc, err := editDocument(m, attrs)
 	if err != nil {
 		return editView{}, nil, err
 	}
@@ -61,7 +63,7 @@ func newEditView(c *common, queue string, m *broker.Message) (editView, tea.Cmd,
 	ta.MaxWidth = 0
 	ta.CharLimit = 0
 	ta.Placeholder = "{}"
-	e := editView{c: c, queue: queue, orig: m, before: doc}
+	e := editView{c: c, queue: queue, orig: m, before: doc, attrs: attrs}
 	if strings.Count(doc, "\n") > maxEditLines {
 		e.tooLarge = true
 	} else {
@@ -94,20 +96,21 @@ func (e *editView) value() string {
 	return e.ta.Value()
 }
 
-func (m Model) updateEdit(msg tea.Msg) (tea.Model, tea.Cmd) {
-	e := &m.edit
-	km := m.c.keys.edit
+// update edits the document and, on save, validates it and shows the diff;
+// leaving and publishing are asked of the root model.
+func (e editView) update(msg tea.Msg) (editView, tea.Cmd, tea.Msg) {
+	km := e.c.keys.edit
 	switch msg := msg.(type) {
 	case editorDoneMsg:
 		defer os.Remove(msg.path)
 		if msg.err != nil {
 			e.err = "editor: " + msg.err.Error()
-			return m, nil
+			return e, nil, nil
 		}
 		b, err := os.ReadFile(msg.path)
 		if err != nil {
 			e.err = "reading the edited file: " + err.Error()
-			return m, nil
+			return e, nil, nil
 		}
 		text := string(b)
 		if strings.Count(text, "\n") <= maxEditLines {
@@ -118,66 +121,73 @@ func (m Model) updateEdit(msg tea.Msg) (tea.Model, tea.Cmd) {
 			e.before = text // too large for the textarea: keep the file's text
 		}
 		e.err = ""
-		return m, nil
+		return e, nil, nil
 	case tea.KeyPressMsg:
 		if e.stage == stageReview {
-			switch msg.String() {
-			case "esc":
+			page := e.c.height - 6
+			last := max(0, len(e.diff)-1)
+			switch {
+			case key.Matches(msg, km.Back):
 				e.stage = stageEditing
-				return m, e.ta.Focus()
-			case "enter", "y":
-				return m.chooseEditDestination()
-			case "up", "k":
+				return e, e.ta.Focus(), nil
+			case key.Matches(msg, km.Publish):
+				return e, nil, publishEditMsg{}
+			case key.Matches(msg, km.Up):
 				e.diffOff = max(0, e.diffOff-1)
-			case "down", "j":
-				e.diffOff = min(max(0, len(e.diff)-1), e.diffOff+1)
-			case "pgdown":
-				e.diffOff = min(max(0, len(e.diff)-1), e.diffOff+m.c.height-6)
-			case "pgup":
-				e.diffOff = max(0, e.diffOff-(m.c.height-6))
+			case key.Matches(msg, km.Down):
+				e.diffOff = min(last, e.diffOff+1)
+			case key.Matches(msg, km.PageDown):
+				e.diffOff = min(last, e.diffOff+page)
+			case key.Matches(msg, km.PageUp):
+				e.diffOff = max(0, e.diffOff-page)
 			}
-			return m, nil
+			return e, nil, nil
 		}
 		switch {
 		case key.Matches(msg, km.Cancel):
 			e.ta.Blur()
-			m.screen = screenDetail
-			return m, nil
+			return e, nil, navigateMsg{to: screenDetail}
 		case key.Matches(msg, km.Save):
-			edited, err := applyEdit(e.orig, e.value())
-			if err != nil {
-				e.err = err.Error()
-				return m, nil
-			}
-			e.err = ""
-			after, _ := editDocument(edited)
-			e.diff = textdiff.Fold(textdiff.Lines(e.before, after), 3)
-			e.edited = edited
-			changed := false
-			for _, l := range e.diff {
-				if strings.HasPrefix(l, "+ ") || strings.HasPrefix(l, "- ") {
-					changed = true
-					break
-				}
-			}
-			if !changed {
-				e.err = "nothing changed: edit the document first (esc leaves without saving)"
-				return m, nil
-			}
-			e.stage = stageReview
-			e.diffOff = 0
-			e.ta.Blur()
-			return m, nil
+			e.review()
+			return e, nil, nil
 		case key.Matches(msg, km.External):
-			return m, e.openExternal()
+			return e, e.openExternal(), nil
 		}
 	}
 	if e.tooLarge || e.stage != stageEditing {
-		return m, nil
+		return e, nil, nil
 	}
 	var cmd tea.Cmd
 	e.ta, cmd = e.ta.Update(msg)
-	return m, cmd
+	return e, cmd, nil
+}
+
+// review validates the document and, when it changes the message, shows
+// the diff.
+func (e *editView) review() {
+	edited, err := applyEdit(e.orig, e.value())
+	if err != nil {
+		e.err = err.Error()
+		return
+	}
+	e.err = ""
+	after, _ := editDocument(edited, e.attrs)
+	e.diff = textdiff.Fold(textdiff.Lines(e.before, after), 3)
+	e.edited = edited
+	changed := false
+	for _, l := range e.diff {
+		if strings.HasPrefix(l, "+ ") || strings.HasPrefix(l, "- ") {
+			changed = true
+			break
+		}
+	}
+	if !changed {
+		e.err = "nothing changed: edit the document first (" + e.c.keys.edit.Cancel.Help().Key + " leaves without saving)"
+		return
+	}
+	e.stage = stageReview
+	e.diffOff = 0
+	e.ta.Blur()
 }
 
 // openExternal hands the document to $EDITOR and reads it back afterwards.
@@ -203,51 +213,12 @@ func (e *editView) openExternal() tea.Cmd {
 	return tea.ExecProcess(c, func(err error) tea.Msg { return editorDoneMsg{path: path, err: err} })
 }
 
-func (m Model) chooseEditDestination() (tea.Model, tea.Cmd) {
-	e := &m.edit
-	opts, hints, dests := destinationChoices(e.orig, m.msgs.queue)
-	m.dialog = newChoice("publish the edited message to", []string{"the original is removed from " + e.queue + " only after the broker confirms"}, opts, hints,
-		func(m Model, choice int, _ string) (Model, tea.Cmd) {
-			if dests[choice] == nil {
-				return m.askCustomDestination(func(m Model, d broker.Destination) (Model, tea.Cmd) { return m.confirmReplace(d) })
-			}
-			return m.confirmReplace(*dests[choice])
-		})
-	return m, nil
-}
-
-func (m Model) confirmReplace(dest broker.Destination) (Model, tea.Cmd) {
-	e := m.edit
-	body := []string{
-		fmt.Sprintf("publish the edited message %s to %s with confirms,", e.orig.ID, dest),
-		fmt.Sprintf("then remove the original from %s.", e.queue),
-		"the action is written to the audit log.",
-	}
-	m.dialog = newConfirm("save edited message?", body, true, func(m Model) (Model, tea.Cmd) {
-		req := ReplaceRequest{Queue: m.edit.queue, Original: m.edit.orig, Edited: m.edit.edited, Dest: dest}
-		replace := m.c.backend.Replace
-		return m.startJob("publishing edited message", func(ctx context.Context, progress func(Progress)) (Result, error) {
-			progress(Progress{Total: 1})
-			res, err := replace(ctx, req)
-			if err == nil {
-				progress(Progress{Done: 1, Total: 1})
-				if res.Summary == "" {
-					res.Summary = fmt.Sprintf("published edited %s to %s and removed the original from %s", req.Original.ID, dest, req.Queue)
-				}
-			}
-			return res, err
-		}, func(m Model, res Result) (Model, tea.Cmd) {
-			return m.reload()
-		})
-	})
-	return m, nil
-}
-
 func (e *editView) view(h, w int) []string {
 	st := e.c.styles
 	var out []string
 	if e.stage == stageReview {
-		out = append(out, st.title.Render("review the change")+st.subtle.Render("  ·  enter: choose destination and save  ·  esc: back to editing"))
+		km := e.c.keys.edit
+		out = append(out, st.title.Render("review the change")+st.subtle.Render("  ·  "+km.Publish.Help().Key+": "+km.Publish.Help().Desc+"  ·  "+km.Back.Help().Key+": "+km.Back.Help().Desc))
 		rows := h - 1
 		for i := e.diffOff; i < len(e.diff) && len(out) <= rows; i++ {
 			l := e.diff[i]
@@ -271,7 +242,7 @@ func (e *editView) view(h, w int) []string {
 		out = append(out, st.subtle.Render("system headers and properties are kept as they are"))
 	}
 	if e.tooLarge {
-		out = append(out, "", "  this message is too large for the built-in editor: press ctrl+e to edit it in "+filepath.Base(strings.Fields(e.c.opts.Editor + " vi")[0]))
+		out = append(out, "", "  this message is too large for the built-in editor: press "+e.c.keys.edit.External.Help().Key+" to edit it in "+filepath.Base(strings.Fields(e.c.opts.Editor + " vi")[0]))
 	} else {
 		out = append(out, strings.Split(e.ta.View(), "\n")...)
 	}

@@ -46,11 +46,13 @@ func jsonMarshal(v any) ([]byte, error) {
 }
 
 // editDocument builds the document to edit, pretty-printed. A JSON body is
-// shown as written, keeping the order of its keys.
-func editDocument(m *broker.Message) (string, error) {
+// shown as written, keeping the order of its keys. The document offers the
+// metadata the message keeps (attributes when attrs, else headers), and the
+// other kind only when the message carries some.
+func editDocument(m *broker.Message, attrs bool) (string, error) {
 	doc := inspect.Document(m)
 	var parts []string
-	if m.System != broker.SQS || len(m.Headers) > 0 {
+	if !attrs || len(m.Headers) > 0 {
 		h := map[string]any{}
 		for k, v := range doc["headers"].(map[string]any) {
 			if !lockedHeader(k) {
@@ -63,7 +65,7 @@ func editDocument(m *broker.Message) (string, error) {
 		}
 		parts = append(parts, `  "headers": `+string(hb))
 	}
-	if len(m.Attributes) > 0 || m.System == broker.SQS {
+	if attrs || len(m.Attributes) > 0 {
 		ab, err := json.MarshalIndent(doc["attributes"], "  ", "  ")
 		if err != nil {
 			return "", fmt.Errorf("attributes cannot be edited as JSON: %w", err)

@@ -71,7 +71,7 @@ func TestEditUnchangedKeepsTheMessage(t *testing.T) {
 		{ID: "sqs", System: broker.SQS, Body: []byte("x"), Attributes: map[string]broker.Attribute{
 			"s": {DataType: "String", StringValue: "v"}, "b": {DataType: "Binary", BinaryValue: []byte{1}}}},
 	} {
-		doc, err := editDocument(m)
+		doc, err := editDocument(m, m.Attributes != nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +87,7 @@ func TestEditUnchangedKeepsTheMessage(t *testing.T) {
 
 func TestEditBinaryBodyIsBodyBase64(t *testing.T) {
 	m := &broker.Message{ID: "bin", Body: []byte{0xff, 0, 1}}
-	doc, _ := editDocument(m)
+	doc, _ := editDocument(m, false)
 	if !strings.Contains(doc, `"body_base64": "/wAB"`) || strings.Contains(doc, `"body":`) {
 		t.Fatalf("edit document of a binary body:\n%s", doc)
 	}
@@ -106,7 +106,7 @@ func TestEditBinaryBodyIsBodyBase64(t *testing.T) {
 
 func TestEditKeepsKeyOrderAndHeaderTypes(t *testing.T) {
 	m := editMsg()
-	doc, _ := editDocument(m)
+	doc, _ := editDocument(m, false)
 	edited := strings.Replace(doc, `"y": 2`, `"y": 3`, 1)
 	edited = strings.Replace(edited, `"n": 5`, `"n": 6`, 1)
 	if edited == doc {
@@ -127,7 +127,7 @@ func TestEditKeepsKeyOrderAndHeaderTypes(t *testing.T) {
 func TestEditAttributesAsInTheDocument(t *testing.T) {
 	m := &broker.Message{ID: "sqs", System: broker.SQS, Body: []byte("x"), Attributes: map[string]broker.Attribute{
 		"s": {DataType: "String.custom", StringValue: "v"}, "b": {DataType: "Binary", BinaryValue: []byte{1}}}}
-	doc, _ := editDocument(m)
+	doc, _ := editDocument(m, true)
 	if !strings.Contains(doc, `"data_type": "String.custom"`) || !strings.Contains(doc, `"binary_value": "AQ=="`) {
 		t.Fatalf("attributes in the edit document:\n%s", doc)
 	}
@@ -139,6 +139,31 @@ func TestEditAttributesAsInTheDocument(t *testing.T) {
 	want.Attributes["s"] = broker.Attribute{DataType: "String.custom", StringValue: "w"}
 	if d := messageDiff(got, want); d != "" {
 		t.Errorf("edited message differs:\n%s", d)
+	}
+}
+
+// TestEditOffersTheMetadataTheMessageKeeps: a message that keeps attributes
+// is offered an attributes object to fill even when it has none, and no
+// headers; one that keeps headers the other way round.
+func TestEditOffersTheMetadataTheMessageKeeps(t *testing.T) {
+	for _, tc := range []struct {
+		attrs      bool
+		want, none string
+	}{
+		{attrs: true, want: `"attributes": {}`, none: `"headers"`},
+		{attrs: false, want: `"headers": {}`, none: `"attributes"`},
+	} {
+		m := &broker.Message{ID: "bare", Body: []byte("x")}
+		doc, err := editDocument(m, tc.attrs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(doc, tc.want) || strings.Contains(doc, tc.none) {
+			t.Errorf("attrs=%v: the document should have %s and no %s:\n%s", tc.attrs, tc.want, tc.none, doc)
+		}
+		if _, err := applyEdit(m, doc); err != nil {
+			t.Errorf("attrs=%v: applyEdit of the unchanged document: %v", tc.attrs, err)
+		}
 	}
 }
 

@@ -302,18 +302,22 @@ func start(t *testing.T, b Backend, opts Options) *harness {
 // waitFor waits until the latest frame contains every string.
 func (h *harness) waitFor(want ...string) {
 	h.t.Helper()
-	teatest.WaitFor(h.t, &frameReader{frame: h.frame}, func(b []byte) bool {
-		i := bytes.LastIndex(b, []byte("\x00FRAME\x00"))
-		if i < 0 {
-			return false
-		}
-		last := string(b[i:])
+	h.waitFrame(func(frame string) bool {
 		for _, w := range want {
-			if !strings.Contains(last, w) {
+			if !strings.Contains(frame, w) {
 				return false
 			}
 		}
 		return true
+	})
+}
+
+// waitFrame waits until ok holds for the latest frame.
+func (h *harness) waitFrame(ok func(frame string) bool) {
+	h.t.Helper()
+	teatest.WaitFor(h.t, &frameReader{frame: h.frame}, func(b []byte) bool {
+		i := bytes.LastIndex(b, []byte("\x00FRAME\x00"))
+		return i >= 0 && ok(string(b[i:]))
 	}, teatest.WithDuration(patience), teatest.WithCheckInterval(5*time.Millisecond))
 }
 
@@ -357,6 +361,10 @@ func keyMsg(k string) tea.KeyPressMsg {
 		return tea.KeyPressMsg{Code: tea.KeyTab}
 	case "pgdown":
 		return tea.KeyPressMsg{Code: tea.KeyPgDown}
+	case "pgup":
+		return tea.KeyPressMsg{Code: tea.KeyPgUp}
+	case "home":
+		return tea.KeyPressMsg{Code: tea.KeyHome}
 	case "end":
 		return tea.KeyPressMsg{Code: tea.KeyEnd}
 	}

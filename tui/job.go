@@ -8,13 +8,14 @@ import (
 	"strconv"
 	"time"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 )
 
 // job is a long action running in the background: a redrive, a discard, an
 // export or the publishing of an edited message. One runs at a time; the UI
-// stays usable while it does, and ctrl+x cancels it (the library finishes
+// stays usable while it does, and the CancelJob key cancels it (the library finishes
 // and settles what is in flight, then stops).
 type job struct {
 	id         int
@@ -43,7 +44,7 @@ type jobDoneMsg struct {
 // its progress. Progress reports are coalesced: a slow UI sees the latest.
 func (m Model) startJob(title string, fn func(ctx context.Context, progress func(Progress)) (Result, error), after func(m Model, res Result) (Model, tea.Cmd)) (Model, tea.Cmd) {
 	if m.job != nil {
-		m.notice = &notice{text: "an action is already running: wait for it or cancel it with ctrl+x", isErr: true}
+		m.notice = &notice{text: "an action is already running: wait for it or cancel it with " + m.c.keys.global.CancelJob.Help().Key, isErr: true}
 		return m, nil
 	}
 	m.c.jobSeq++
@@ -137,7 +138,7 @@ func (m Model) jobDone(msg jobDoneMsg) (tea.Model, tea.Cmd) {
 	return m, tea.Batch(cmds...)
 }
 
-func (j *job) view(st styles, width int) string {
+func (j *job) view(st styles, cancel key.Binding, width int) string {
 	p := j.progress
 	label := j.title
 	if j.cancelling {
@@ -152,7 +153,7 @@ func (j *job) view(st styles, width int) string {
 	if p.Failed > 0 {
 		count += " (" + strconv.FormatInt(p.Failed, 10) + " failed)"
 	}
-	right := count + "  " + st.key.Render("ctrl+x") + " cancel"
+	right := count + "  " + st.key.Render(cancel.Help().Key) + " cancel"
 	barW := max(5, width-ansi.StringWidth("⟳ "+label)-ansi.StringWidth(right)-3)
 	var b string
 	if p.Total > 0 {

@@ -4,7 +4,9 @@ import (
 	"charm.land/bubbles/v2/key"
 )
 
-// keyMap holds the bindings of every screen. A dangerous binding whose
+// keyMap holds the bindings of every screen. Screens match keys only
+// through these bindings, and the help is drawn from them, so that what the
+// help shows is what works. A dangerous binding whose
 // capability is missing (read-only mode, or a backend that cannot do it) is
 // the zero Binding: it matches no key and is left out of every help view.
 type keyMap struct {
@@ -15,10 +17,14 @@ type keyMap struct {
 	edit     editKeys
 	stats    statsKeys
 	dialog   dialogKeys
+	input    inputKeys
 }
 
 type globalKeys struct {
 	Quit, Help, Back, Dismiss, CancelJob key.Binding
+	// Interrupt quits from anywhere but a dialog or the editor, even while
+	// a text field has the keyboard.
+	Interrupt key.Binding
 }
 
 type queuesKeys struct {
@@ -44,6 +50,9 @@ type detailKeys struct {
 
 type editKeys struct {
 	Save, External, Cancel key.Binding
+	// the review of the diff
+	Up, Down, PageUp, PageDown key.Binding
+	Publish, Back              key.Binding
 }
 
 type statsKeys struct {
@@ -55,6 +64,11 @@ type statsKeys struct {
 
 type dialogKeys struct {
 	Up, Down, Confirm, Cancel, Yes, No key.Binding
+}
+
+// inputKeys end typing in a one-line field (a filter, a grouping).
+type inputKeys struct {
+	Accept, Cancel key.Binding
 }
 
 func bind(keys []string, helpKey, desc string) key.Binding {
@@ -89,7 +103,8 @@ func newKeyMap(c capabilities) keyMap {
 
 	km := keyMap{
 		global: globalKeys{
-			Quit:      bind([]string{"q", "ctrl+c"}, "q", "quit"),
+			Quit:      bind([]string{"q"}, "q", "quit"),
+			Interrupt: bind([]string{"ctrl+c"}, "ctrl+c", "quit"),
 			Help:      bind([]string{"?"}, "?", "help"),
 			Back:      bind([]string{"esc"}, "esc", "back"),
 			Dismiss:   bind([]string{"esc", "enter"}, "esc", "dismiss notice"),
@@ -123,6 +138,9 @@ func newKeyMap(c capabilities) keyMap {
 			Save:     bind([]string{"ctrl+s"}, "ctrl+s", "validate, diff, save"),
 			External: bind([]string{"ctrl+e"}, "ctrl+e", "open in $EDITOR"),
 			Cancel:   bind([]string{"esc"}, "esc", "cancel edit"),
+			Up:       up, Down: down, PageUp: pgup, PageDown: pgdn,
+			Publish: bind([]string{"enter", "y"}, "enter", "choose destination and save"),
+			Back:    bind([]string{"esc"}, "esc", "back to editing"),
 		},
 		stats: statsKeys{
 			Up: up, Down: down,
@@ -136,6 +154,10 @@ func newKeyMap(c capabilities) keyMap {
 			Cancel:  bind([]string{"esc"}, "esc", "cancel"),
 			Yes:     bind([]string{"y"}, "y", "yes"),
 			No:      bind([]string{"n"}, "n", "no"),
+		},
+		input: inputKeys{
+			Accept: bind([]string{"enter"}, "enter", "apply"),
+			Cancel: bind([]string{"esc"}, "esc", "cancel"),
 		},
 	}
 	if c.export {
@@ -225,6 +247,14 @@ func (k keyMap) editHelp() helpMap {
 	return helpMap{
 		short: present(e.Save, e.External, e.Cancel),
 		full:  [][]key.Binding{present(e.Save, e.External, e.Cancel)},
+	}
+}
+
+func (k keyMap) reviewHelp() helpMap {
+	e := k.edit
+	return helpMap{
+		short: present(e.Publish, e.Back),
+		full:  [][]key.Binding{present(e.Up, e.Down, e.PageUp, e.PageDown), present(e.Publish, e.Back)},
 	}
 }
 

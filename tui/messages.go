@@ -67,8 +67,9 @@ func newMessagesView(c *common) messagesView {
 	return messagesView{c: c, input: ti, selected: map[string]bool{}}
 }
 
-func (m Model) openQueue(name string) (Model, tea.Cmd) {
-	mv := &m.msgs
+// open starts reading queue. Reopening the queue that is open keeps the
+// selection and the filters.
+func (mv *messagesView) open(name string) tea.Cmd {
 	if mv.cancel != nil {
 		mv.cancel()
 	}
@@ -87,38 +88,26 @@ func (m Model) openQueue(name string) (Model, tea.Cmd) {
 	mv.report = broker.PeekReport{}
 	mv.fgen++
 	mv.fbusy, mv.fdone, mv.ferrs = false, 0, 0
-	m.c.loadSeq++
-	mv.gen = m.c.loadSeq
-	ctx, cancel := context.WithCancel(m.c.ctx)
+	mv.c.loadSeq++
+	mv.gen = mv.c.loadSeq
+	ctx, cancel := context.WithCancel(mv.c.ctx)
 	mv.cancel = cancel
 	mv.loading = true
-	m.screen = screenMessages
-	m.c.log.Debug("open queue", "queue", name)
-	return m, startLoad(ctx, m.c.backend, name, m.c.opts.Limit, mv.gen)
+	mv.c.log.Debug("open queue", "queue", name)
+	return startLoad(ctx, mv.c.backend, name, mv.c.opts.Limit, mv.gen)
 }
 
-// reload reads the open queue again (after an action changed it).
-func (m Model) reload() (Model, tea.Cmd) {
-	if m.msgs.queue == "" {
-		return m, m.queues.fetch()
-	}
-	scr := m.screen
-	m, cmd := m.openQueue(m.msgs.queue)
-	if scr == screenStats || scr == screenDetail {
-		m.screen = screenMessages
-	}
-	return m, tea.Batch(cmd, m.queues.fetch())
-}
-
-func (m Model) updateMessagesMsg(msg tea.Msg) (Model, tea.Cmd) {
-	mv := &m.msgs
+// update takes the pages of the queue being read and the results of
+// filtering and grouping them.
+func (mv messagesView) update(msg tea.Msg) (messagesView, tea.Cmd, tea.Msg) {
 	switch msg := msg.(type) {
 	case pageMsg:
 		if msg.gen != mv.gen {
-			return m, nil // a queue we left
+			return mv, nil, nil // a queue we left
 		}
 		mv.rows = append(mv.rows, msg.rows...)
 		var cmds []tea.Cmd
+		var ask tea.Msg
 		if msg.done {
 			mv.loading = false
 			mv.report = msg.report
@@ -126,20 +115,17 @@ func (m Model) updateMessagesMsg(msg tea.Msg) (Model, tea.Cmd) {
 				mv.loadErr = msg.err
 				cmds = append(cmds, func() tea.Msg { return errMsg{msg.err} })
 			}
-			if m.stats.pending {
-				m.stats.pending = false
-				cmds = append(cmds, m.stats.compute(mv.rows))
-			}
+			ask = loadedMsg{rows: mv.rows}
 		} else {
 			cmds = append(cmds, waitPage(msg.ch))
 		}
 		if mv.filtered {
 			cmds = append(cmds, mv.filterMore())
 		}
-		return m, tea.Batch(cmds...)
+		return mv, tea.Batch(cmds...), ask
 	case filterMsg:
 		if msg.fgen != mv.fgen {
-			return m, nil
+			return mv, nil, nil
 		}
 		mv.fbusy = false
 		mv.visible = append(mv.visible, msg.idx...)
@@ -149,13 +135,13 @@ func (m Model) updateMessagesMsg(msg tea.Msg) (Model, tea.Cmd) {
 		more := mv.filterMore()
 		if more == nil && mv.selectAll {
 			mv.selectAll = false
-			m.notice = mv.selectAllVisible()
+			return mv, nil, mv.selectAllVisible()
 		}
-		return m, more
+		return mv, more, nil
 	case reasonsMsg:
-		return m.showReasons(msg)
+		return mv, nil, mv.showReasons(msg)
 	}
-	return m, nil
+	return mv, nil, nil
 }
 
 // length is how many rows the list shows.
@@ -254,44 +240,43 @@ func (mv *messagesView) selectedIDs() []string {
 	return ids
 }
 
-func (m Model) updateMessagesKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
-	mv := &m.msgs
-	km := m.c.keys.messages
+// updateKey handles a key on the message list. Opening a message or the
+// statistics, notices and actions are asked of the root model.
+func (mv messagesView) updateKey(k tea.KeyPressMsg) (messagesView, tea.Cmd, tea.Msg) {
+	km := mv.c.keys.messages
 	if mv.filtering {
-		switch k.String() {
-		case "enter":
+		in := mv.c.keys.input
+		switch {
+		case key.Matches(k, in.Accept):
 			expr := strings.TrimSpace(mv.input.Value())
 			if expr == "" {
 				mv.filtering = false
 				mv.input.Blur()
 				mv.expr, mv.matcher = "", nil
-				return m, mv.setFilter()
+				return mv, mv.setFilter(), nil
 			}
-			compile := m.c.backend.Compile
+			compile := mv.c.backend.Compile
 			if compile == nil {
-				m.notice = &notice{text: "jq filters are not available for this broker", isErr: true}
-				return m, nil
+				return mv, nil, errNotice("jq filters are not available for this broker")
 			}
 			match, err := compile(expr)
 			if err != nil {
 				// Stay in the bar so the user can fix it.
-				m.notice = &notice{text: "filter: " + firstLine(err.Error()), isErr: true}
-				return m, nil
+				return mv, nil, errNotice("filter: " + firstLine(err.Error()))
 			}
-			m.notice = nil
 			mv.filtering = false
 			mv.input.Blur()
 			mv.expr, mv.matcher = expr, match
-			return m, mv.setFilter()
-		case "esc":
+			return mv, mv.setFilter(), noticeMsg{}
+		case key.Matches(k, in.Cancel):
 			mv.filtering = false
 			mv.input.Blur()
 			mv.input.SetValue(mv.expr)
-			return m, nil
+			return mv, nil, nil
 		}
 		var cmd tea.Cmd
 		mv.input, cmd = mv.input.Update(k)
-		return m, cmd
+		return mv, cmd, nil
 	}
 	n := mv.length()
 	page := mv.listRows()
@@ -311,26 +296,22 @@ func (m Model) updateMessagesKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(k, km.Bottom):
 		mv.cursor = n - 1
 	case key.Matches(k, km.Open):
-		if r := mv.current(); r != nil {
-			m.detail = newDetailView(m.c, r, mv.cursor)
-			m.screen = screenDetail
+		if mv.current() != nil {
+			return mv, nil, openDetailMsg{index: mv.cursor}
 		}
-		return m, nil
+		return mv, nil, nil
 	case key.Matches(k, km.Filter):
 		mv.filtering = true
 		mv.input.SetValue(mv.expr)
 		mv.input.CursorEnd()
-		mv.input.SetWidth(max(20, m.c.width-8))
-		return m, mv.input.Focus()
+		mv.input.SetWidth(max(20, mv.c.width-8))
+		return mv, mv.input.Focus(), nil
 	case key.Matches(k, km.Reasons):
-		return m, m.countReasons()
+		return mv, mv.countReasons(), nil
 	case key.Matches(k, km.Stats):
-		m.screen = screenStats
-		var cmd tea.Cmd
-		m.stats, cmd = m.stats.open(mv.rows, mv.loading)
-		return m, cmd
+		return mv, nil, openStatsMsg{}
 	case key.Matches(k, km.Reload):
-		return m.reload()
+		return mv, nil, reloadMsg{}
 	case key.Matches(k, km.Select):
 		if r := mv.current(); r != nil {
 			if mv.selected[r.id] {
@@ -343,44 +324,75 @@ func (m Model) updateMessagesKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(k, km.SelectAll):
 		if mv.filtered && mv.fbusy {
 			mv.selectAll = true // when the filter pass ends
-			return m, nil
+			return mv, nil, nil
 		}
-		m.notice = mv.selectAllVisible()
+		return mv, nil, mv.selectAllVisible()
 	case key.Matches(k, km.SelectNone):
 		mv.selected = map[string]bool{}
 	case key.Matches(k, km.Export):
-		return m.askExport(mv.targetIDs(), mv.targetLabel())
+		return mv, nil, exportMsg{ids: mv.targetIDs(), label: mv.targetLabel()}
 	case key.Matches(k, km.Redrive):
-		return m.askRedrive(mv.targetIDs(), "", int64(len(mv.targetIDs())))
+		ids := mv.targetIDs()
+		return mv, nil, redriveMsg{ids: ids, count: int64(len(ids))}
 	case key.Matches(k, km.RedriveAll):
-		return m.askRedriveAll()
+		return mv, nil, mv.redriveAll()
 	case key.Matches(k, km.Discard):
-		return m.askDiscard(mv.targetIDs())
-	case key.Matches(k, m.c.keys.global.Back):
+		return mv, nil, discardMsg{ids: mv.targetIDs()}
+	case key.Matches(k, mv.c.keys.global.Back):
 		switch {
 		case mv.quick != nil:
 			mv.quick, mv.quickLabel = nil, ""
-			return m, mv.setFilter()
+			return mv, mv.setFilter(), nil
 		case mv.matcher != nil:
 			mv.matcher, mv.expr = nil, ""
 			mv.input.SetValue("")
-			return m, mv.setFilter()
+			return mv, mv.setFilter(), nil
 		case len(mv.selected) > 0:
 			mv.selected = map[string]bool{}
-			return m, nil
+			return mv, nil, nil
 		}
 		if mv.cancel != nil {
 			mv.cancel()
 		}
 		mv.loading = false
-		m.screen = screenQueues
-		return m, m.queues.fetch()
+		return mv, nil, navigateMsg{to: screenQueues}
 	}
 	mv.clampCursor()
-	return m, nil
+	return mv, nil, nil
 }
 
-func (mv *messagesView) selectAllVisible() *notice {
+// showMatches lists the messages that match (a reason, a stats group).
+func (mv *messagesView) showMatches(label string, match func(*row) bool) tea.Cmd {
+	mv.quickLabel = label
+	mv.quick = match
+	return mv.setFilter()
+}
+
+// redriveAll asks to redrive every message matching the filter bar. A jq
+// filter alone goes to the library as a filter (it re-reads the queue); a
+// quick filter (reason, stats group) becomes the list of matching IDs.
+func (mv *messagesView) redriveAll() tea.Msg {
+	if mv.loading || mv.fbusy {
+		return errNotice("still reading the queue: wait until every message is read to redrive all matching")
+	}
+	n := int64(mv.length())
+	if n == 0 {
+		return errNotice("no message matches")
+	}
+	if mv.quick == nil {
+		if limit := mv.c.opts.Limit; mv.expr == "" && len(mv.rows) >= limit {
+			return errNotice(fmt.Sprintf("the list stops at %d messages: redrive the whole queue with `dlq redrive %s`", limit, mv.queue))
+		}
+		return redriveMsg{filter: mv.expr, count: n, sample: mv.at(0).msg}
+	}
+	ids := make([]string, 0, n)
+	for i := range int(n) {
+		ids = append(ids, mv.at(i).id)
+	}
+	return redriveMsg{ids: ids, count: n}
+}
+
+func (mv *messagesView) selectAllVisible() noticeMsg {
 	for i := range mv.length() {
 		mv.selected[mv.at(i).id] = true
 	}
@@ -388,7 +400,7 @@ func (mv *messagesView) selectAllVisible() *notice {
 	if mv.loading {
 		text += " (the queue is still being read: more may match)"
 	}
-	return &notice{text: text}
+	return noticeMsg{text: text}
 }
 
 // targetIDs are the selected messages, or the one under the cursor.
@@ -418,14 +430,13 @@ type reasonsMsg struct {
 	counts  []int
 }
 
-func (m Model) countReasons() tea.Cmd {
-	mv := &m.msgs
+func (mv *messagesView) countReasons() tea.Cmd {
 	n := mv.length()
 	rows := make([]*row, 0, n)
 	for i := range n {
 		rows = append(rows, mv.at(i))
 	}
-	return m.c.safe(func() tea.Msg {
+	return mv.c.safe(func() tea.Msg {
 		counts := map[string]int{}
 		for _, r := range rows {
 			counts[r.shape]++
@@ -447,10 +458,11 @@ func (m Model) countReasons() tea.Cmd {
 	})
 }
 
-func (m Model) showReasons(msg reasonsMsg) (Model, tea.Cmd) {
+// showReasons asks for the dialog that lists the reasons; choosing one
+// shows its messages.
+func (mv *messagesView) showReasons(msg reasonsMsg) tea.Msg {
 	if len(msg.reasons) == 0 {
-		m.notice = &notice{text: "no messages to group"}
-		return m, nil
+		return noticeMsg{text: "no messages to group"}
 	}
 	total := 0
 	for _, c := range msg.counts {
@@ -462,14 +474,11 @@ func (m Model) showReasons(msg reasonsMsg) (Model, tea.Cmd) {
 		opts[i] = fitRight(strconv.Itoa(msg.counts[i]), 7) + "  " + oneLine(r, 60)
 		hints[i] = fmt.Sprintf("%.0f%%", 100*float64(msg.counts[i])/float64(total))
 	}
-	m.dialog = newChoice("failure reasons", []string{fmt.Sprintf("%d messages, %d reasons — enter shows one reason's messages", total, len(opts))}, opts, hints,
+	return openDialogMsg{d: newChoice("failure reasons", []string{fmt.Sprintf("%d messages, %d reasons — %s shows one reason's messages", total, len(opts), mv.c.keys.dialog.Confirm.Help().Key)}, opts, hints,
 		func(m Model, choice int, _ string) (Model, tea.Cmd) {
 			reason := msg.reasons[choice]
-			m.msgs.quickLabel = "reason = " + oneLine(reason, 60)
-			m.msgs.quick = func(r *row) bool { return r.shape == reason }
-			return m, m.msgs.setFilter()
-		})
-	return m, nil
+			return m.handle(showMatchesMsg{label: "reason = " + oneLine(reason, 60), match: func(r *row) bool { return r.shape == reason }})
+		})}
 }
 
 func (mv *messagesView) view(h, w int) []string {
@@ -510,7 +519,7 @@ func (mv *messagesView) view(h, w int) []string {
 		}
 		line := st.subtle.Render(status)
 		if len(f) > 0 {
-			line = st.warn.Render(strings.Join(f, " · ")) + st.subtle.Render("  (esc clears) · ") + line
+			line = st.warn.Render(strings.Join(f, " · ")) + st.subtle.Render("  ("+mv.c.keys.global.Back.Help().Key+" clears) · ") + line
 		}
 		out = append(out, line)
 	}

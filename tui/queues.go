@@ -198,30 +198,32 @@ func (q queuesView) depthOf(name string) (broker.Queue, bool) {
 	return broker.Queue{}, false
 }
 
-func (m Model) updateQueuesKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
-	q := &m.queues
-	km := m.c.keys.queues
+// updateKey handles a key on the queue list; opening a queue is asked of
+// the root model.
+func (q queuesView) updateKey(k tea.KeyPressMsg) (queuesView, tea.Cmd, tea.Msg) {
+	km := q.c.keys.queues
 	if q.filtering {
-		switch k.String() {
-		case "enter":
+		in := q.c.keys.input
+		switch {
+		case key.Matches(k, in.Accept):
 			q.filtering = false
 			q.input.Blur()
-			return m, nil
-		case "esc":
+			return q, nil, nil
+		case key.Matches(k, in.Cancel):
 			q.filtering = false
 			q.input.Blur()
 			q.input.SetValue("")
 			q.filter = ""
 			q.relist("")
-			return m, nil
+			return q, nil, nil
 		}
 		var cmd tea.Cmd
 		q.input, cmd = q.input.Update(k)
 		q.filter = q.input.Value()
 		q.relist("")
-		return m, cmd
+		return q, cmd, nil
 	}
-	page := max(1, m.c.height-6)
+	page := max(1, q.c.height-6)
 	switch {
 	case key.Matches(k, km.Up):
 		q.cursor = max(0, q.cursor-1)
@@ -241,11 +243,11 @@ func (m Model) updateQueuesKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		q.relist(cur.Name)
 	case key.Matches(k, km.Filter):
 		q.filtering = true
-		return m, q.input.Focus()
+		return q, q.input.Focus(), nil
 	case key.Matches(k, km.Reload):
 		q.inflight = true
-		return m, q.fetch()
-	case key.Matches(k, m.c.keys.global.Back):
+		return q, q.fetch(), nil
+	case key.Matches(k, q.c.keys.global.Back):
 		if q.filter != "" {
 			q.filter = ""
 			q.input.SetValue("")
@@ -253,10 +255,10 @@ func (m Model) updateQueuesKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 	case key.Matches(k, km.Open):
 		if cur, ok := q.current(); ok {
-			return m.openQueue(cur.Name)
+			return q, nil, openQueueMsg{name: cur.Name}
 		}
 	}
-	return m, nil
+	return q, nil, nil
 }
 
 func (q *queuesView) view(h, w int) []string {
@@ -275,7 +277,7 @@ func (q *queuesView) view(h, w int) []string {
 	if q.filtering {
 		out = append(out, q.input.View())
 	} else if q.filter != "" {
-		out = append(out, st.subtle.Render("filter: ")+q.filter+st.subtle.Render("  (esc clears)  ·  "+status))
+		out = append(out, st.subtle.Render("filter: ")+q.filter+st.subtle.Render("  ("+q.c.keys.global.Back.Help().Key+" clears)  ·  "+status))
 	} else {
 		out = append(out, st.subtle.Render(status))
 	}

@@ -122,43 +122,40 @@ func (s *statsView) groupLabel(i int) string {
 	return s.spec + " = " + oneLine(g.Key, 60)
 }
 
-func (m Model) updateStatsKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
-	s := &m.stats
-	km := m.c.keys.stats
+// loaded groups the whole queue once it has been read, when the view was
+// opened before.
+func (s statsView) loaded(rows []*row) (statsView, tea.Cmd) {
+	if !s.pending {
+		return s, nil
+	}
+	s.pending = false
+	return s, s.compute(rows)
+}
+
+// updateKey handles a key on the statistics: groupings change here; the
+// messages of a group and the actions on it are asked of the root model.
+func (s statsView) updateKey(k tea.KeyPressMsg) (statsView, tea.Cmd, tea.Msg) {
+	km := s.c.keys.stats
 	if s.typing {
+		in := s.c.keys.input
 		switch {
-		case key.Matches(k, m.c.keys.dialog.Confirm):
+		case key.Matches(k, in.Accept):
 			s.typing = false
 			s.input.Blur()
 			spec := strings.TrimSpace(s.input.Value())
 			if spec == "" {
-				return m, nil
+				return s, nil, nil
 			}
 			s.spec = spec
-			return m, s.compute(m.msgs.rows)
-		case key.Matches(k, m.c.keys.dialog.Cancel):
+			return s, s.compute(s.rows), nil
+		case key.Matches(k, in.Cancel):
 			s.typing = false
 			s.input.Blur()
-			return m, nil
+			return s, nil, nil
 		}
 		var cmd tea.Cmd
 		s.input, cmd = s.input.Update(k)
-		return m, cmd
-	}
-	// The group's messages, for the actions on a whole group.
-	group := func() ([]string, string, []string, bool) {
-		if s.busy || s.pending || s.cursor >= len(s.res.Groups) {
-			return nil, "", nil, false
-		}
-		var ids []string
-		for _, r := range s.groupRows(s.cursor) {
-			ids = append(ids, r.id)
-		}
-		var gids []string
-		if id := s.res.Groups[s.cursor].ID; id != "" {
-			gids = []string{id}
-		}
-		return ids, s.groupLabel(s.cursor), gids, len(ids) > 0
+		return s, cmd, nil
 	}
 	switch {
 	case key.Matches(k, km.Up):
@@ -169,39 +166,51 @@ func (m Model) updateStatsKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		i := slices.Index(statsSpecs, s.spec)
 		s.spec = statsSpecs[(i+1)%len(statsSpecs)]
 		s.cursor = 0
-		return m, s.compute(m.msgs.rows)
+		return s, s.compute(s.rows), nil
 	case key.Matches(k, km.Custom):
 		s.typing = true
 		s.input.SetValue("")
-		s.input.SetWidth(max(20, m.c.width-14))
-		return m, s.input.Focus()
+		s.input.SetWidth(max(20, s.c.width-14))
+		return s, s.input.Focus(), nil
 	case key.Matches(k, km.Filter):
 		if s.cursor < len(s.res.Groups) && s.res.Of != nil {
 			i, of := s.cursor, s.res.Of
-			m.msgs.quickLabel = s.groupLabel(i)
-			m.msgs.quick = func(r *row) bool { return of(r.msg) == i }
-			m.screen = screenMessages
-			return m, m.msgs.setFilter()
+			return s, nil, showMatchesMsg{label: s.groupLabel(i), match: func(r *row) bool { return of(r.msg) == i }}
 		}
 	case key.Matches(k, km.Redrive), key.Matches(k, km.Discard), key.Matches(k, km.Export):
-		ids, label, gids, ok := group()
+		ids, label, gids, ok := s.group()
 		if !ok {
-			m.notice = &notice{text: "wait until the whole queue is read and grouped to act on a group", isErr: true}
-			return m, nil
+			return s, nil, errNotice("wait until the whole queue is read and grouped to act on a group")
 		}
 		switch {
 		case key.Matches(k, km.Redrive):
-			return m.askRedriveGroup(ids, gids)
+			return s, nil, redriveMsg{ids: ids, count: int64(len(ids)), groups: gids}
 		case key.Matches(k, km.Discard):
-			return m.askDiscardGroup(ids, gids)
+			return s, nil, discardMsg{ids: ids, groups: gids}
 		default:
-			return m.askExportGroup(ids, gids, label)
+			return s, nil, exportMsg{ids: ids, groups: gids, label: label}
 		}
-	case key.Matches(k, m.c.keys.global.Back):
+	case key.Matches(k, s.c.keys.global.Back):
 		s.pending = false
-		m.screen = screenMessages
+		return s, nil, navigateMsg{to: screenMessages}
 	}
-	return m, nil
+	return s, nil, nil
+}
+
+// group returns the messages of the group under the cursor, for the
+// actions on a whole group: their IDs, the group's label and its failure
+// group ID. ok is false until the whole queue is read and grouped.
+func (s *statsView) group() (ids []string, label string, gids []string, ok bool) {
+	if s.busy || s.pending || s.cursor >= len(s.res.Groups) {
+		return nil, "", nil, false
+	}
+	for _, r := range s.groupRows(s.cursor) {
+		ids = append(ids, r.id)
+	}
+	if id := s.res.Groups[s.cursor].ID; id != "" {
+		gids = []string{id}
+	}
+	return ids, s.groupLabel(s.cursor), gids, len(ids) > 0
 }
 
 func (s *statsView) view(h, w int) []string {

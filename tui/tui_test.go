@@ -668,9 +668,12 @@ func TestGroupViewTrendsAndGroupActions(t *testing.T) {
 	h.waitFor("redrive 15 message(s)?")
 	h.key("y")
 	h.waitFor("moved 15 messages to origin", "45 read")
-	// Back in the list, reloaded; the group view again, the next group.
+	// Back in the list, reloaded; the group view again, the next group,
+	// once the groups are counted again (until then it shows the old ones).
 	h.key("esc", "s")
-	h.waitFor("group by reason", "45 messages, 3 groups")
+	h.waitFrame(func(frame string) bool {
+		return strings.Contains(frame, "group by reason") && strings.Contains(frame, "45 messages, 3 groups") && !strings.Contains(frame, "counting…")
+	})
 	h.key("down", "D")
 	h.waitFor("discard: archive to")
 	h.key("enter")
