@@ -114,7 +114,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case errMsg:
 		m.c.log.Debug("error", "err", msg.err)
-		m.notice = &notice{text: firstLine(msg.err.Error()), isErr: true}
+		m.notice = &notice{text: firstLine(m.c.errText(msg.err)), isErr: true}
 		return m, nil
 	case noticeMsg:
 		m.notice = &notice{text: string(msg)}
