@@ -41,21 +41,30 @@ type Error struct {
 	Kind error  // one of the Err* values
 	Op   string // what was being done: "declare queue `orders`"
 	Msg  string // why, in words; may name the fix
+	Hint *Hint  // the fix where it names settings; follows Msg
 	Err  error  // the underlying cause, already free of secrets
 }
 
-func (e *Error) Error() string {
+func (e *Error) Error() string { return e.render(nil) }
+
+func (e *Error) render(r Renderer) string {
 	s := e.Op
-	if e.Msg != "" {
+	add := func(t string) {
 		if s != "" {
 			s += ": "
 		}
-		s += e.Msg
-	} else if e.Err != nil {
-		if s != "" {
-			s += ": "
+		s += t
+	}
+	switch {
+	case e.Msg != "" || e.Hint != nil:
+		if e.Msg != "" {
+			add(e.Msg)
 		}
-		s += e.Err.Error()
+		if e.Hint != nil {
+			add(e.Hint.Render(r))
+		}
+	case e.Err != nil:
+		add(RenderError(e.Err, r))
 	}
 	if s == "" {
 		s = e.Kind.Error()
@@ -69,7 +78,14 @@ func (e *Error) Is(target error) bool { return target == e.Kind }
 // Unwrap returns the underlying cause.
 func (e *Error) Unwrap() error { return e.Err }
 
-// Errorf builds an *Error of the given kind with a formatted explanation.
+// Errorf builds an *Error of the given kind with a formatted explanation;
+// Option and Setting arguments are rendered late, as by Hintf.
 func Errorf(kind error, op, format string, args ...any) error {
+	for _, a := range args {
+		switch a.(type) {
+		case Option, Setting:
+			return &Error{Kind: kind, Op: op, Hint: Hintf(format, args...)}
+		}
+	}
 	return &Error{Kind: kind, Op: op, Msg: fmt.Sprintf(format, args...)}
 }

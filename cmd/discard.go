@@ -175,7 +175,7 @@ func discardRun(ctx context.Context, o *discardOptions) error {
 		}
 		arch, dest = p, d
 	}
-	ro := redrive.Options{DryRun: o.DryRun, Notice: func(s string) { f.IO.Statusf("dlq: %s", s) }}
+	ro := redrive.Options{DryRun: o.DryRun, Notice: func(s string) { f.IO.Statusf("dlq: %s", s) }, Words: flagSetting}
 	o.Select.apply(&ro)
 	bar := newRedriveBar(f, "discarded")
 	ro.Progress = bar.update

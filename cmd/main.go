@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/dlq-tools/dlq/broker"
 )
 
 // Main runs dlq with the process's arguments and returns its exit code.
@@ -75,7 +77,7 @@ func execute(ctx context.Context, f *Factory, args []string) ExitCode {
 	}
 	code := exitCodeFor(err)
 	if err != nil && !completing(args) {
-		if msg := err.Error(); msg != "" {
+		if msg := errorText(err); msg != "" {
 			fmt.Fprintln(ios.ErrOut, "dlq: "+Redact(firstLine(msg)))
 		}
 	}
@@ -109,8 +111,37 @@ func firstLine(s string) string {
 	return s
 }
 
-// flagErrorf reports bad flags or arguments.
-func flagErrorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+// flagErrorf reports bad flags or arguments. Errors among args are worded
+// as errorText words them.
+func flagErrorf(format string, args ...any) error {
+	worded := make([]any, len(args))
+	for i, a := range args {
+		if err, ok := a.(error); ok {
+			a = flagWorded{err}
+		}
+		worded[i] = a
+	}
+	return fmt.Errorf(format, worded...)
+}
+
+// flagWorded is an error whose text names settings as flags.
+type flagWorded struct{ err error }
+
+func (w flagWorded) Error() string { return errorText(w.err) }
+func (w flagWorded) Unwrap() error { return w.err }
+
+// flagSetting words a setting that a library message names as the flag
+// that sets it: "`--mode rotate`".
+func flagSetting(s broker.Setting) string {
+	if s.Value == "" {
+		return "`--" + string(s.Option) + "`"
+	}
+	return "`--" + string(s.Option) + " " + s.Value + "`"
+}
+
+// errorText is err as the terminal shows it: every setting that a library
+// error names is worded as its flag.
+func errorText(err error) string { return broker.RenderError(err, flagSetting) }
 
 // requireYes refuses a destructive step without a TTY unless --yes was given,
 // and asks on a TTY. what is shown in the question.

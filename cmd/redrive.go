@@ -508,7 +508,7 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	if err := o.Select.Groups.resolve(ctx, f, src, queue, srcName, broker.PeekOptions{}); err != nil {
 		return err
 	}
-	ro := redrive.Options{Dest: dest, SourceName: srcName}
+	ro := redrive.Options{Dest: dest, SourceName: srcName, Words: flagSetting}
 	o.libOptions(&ro)
 	ro.Resume = resume
 	ro.Notice = func(s string) { f.IO.Statusf("dlq: %s", s) }
@@ -654,7 +654,7 @@ func errString(err error) string {
 	if err == nil {
 		return ""
 	}
-	return err.Error()
+	return errorText(err)
 }
 
 // redriveOutcome maps a run's result to the audit outcome and the error that

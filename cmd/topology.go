@@ -249,7 +249,7 @@ func topologyApplyRun(ctx context.Context, opts *topologyApplyOptions) error {
 	audit := func(outcome string, err error) {
 		rec.Outcome = outcome
 		if err != nil {
-			rec.Error = err.Error()
+			rec.Error = errorText(err)
 		}
 		if aerr := f.Audit(rec); aerr != nil {
 			f.IO.Statusf("warning: %v", aerr)
@@ -264,7 +264,7 @@ func topologyApplyRun(ctx context.Context, opts *topologyApplyOptions) error {
 		err := &topology.ConflictError{Conflicts: p.Conflicts()}
 		audit("failed", err)
 		if format == OutputJSON {
-			_ = writeJSON(f.IO.Out, applyJSON{Plan: planJSON{p, s}, Applied: []topology.Change{}, Error: err.Error()})
+			_ = writeJSON(f.IO.Out, applyJSON{Plan: planJSON{p, s}, Applied: []topology.Change{}, Error: errorText(err)})
 		}
 		return err
 	}
@@ -302,7 +302,7 @@ func topologyApplyRun(ctx context.Context, opts *topologyApplyOptions) error {
 			out.Applied = []topology.Change{}
 		}
 		if err != nil {
-			out.Error = err.Error()
+			out.Error = errorText(err)
 		}
 		if jerr := writeJSON(f.IO.Out, out); jerr != nil && err == nil {
 			err = jerr

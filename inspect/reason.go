@@ -197,7 +197,7 @@ type ReasonFunc func(ctx context.Context, m *broker.Message) (string, error)
 // DefaultReason is Reason as a ReasonFunc.
 func DefaultReason(_ context.Context, m *broker.Message) (string, error) { return Reason(m), nil }
 
-// ReasonFrom returns a ReasonFunc that evaluates q (a `--reason 'JQ'`
+// ReasonFrom returns a ReasonFunc that evaluates q (a reason jq expression
 // override) over the message's document and uses its first output: strings
 // as they are, other values as compact JSON. An empty or null result falls
 // back to Reason.

@@ -15,7 +15,7 @@ import (
 	"github.com/dlq-tools/dlq/broker"
 )
 
-// Grouping is one dimension of `--group-by`.
+// Grouping is one dimension of a group-by list.
 type Grouping struct {
 	// Kind is reason (the reason's shape), reason-text (its exact text),
 	// redrives, source, exchange, routing-key, header, attr, body, age, day
@@ -36,12 +36,12 @@ func (g Grouping) Name() string {
 	return g.Kind + ":" + g.Arg
 }
 
-// GroupKinds lists what `--group-by` accepts.
+// GroupKinds lists what a group-by list accepts.
 const GroupKinds = "reason, reason-text, redrives, source, exchange, routing-key, header:NAME, attr:NAME, body:.json.path, age, day, hour"
 
 var simplePath = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\.[A-Za-z_][A-Za-z0-9_-]*)+$`) })
 
-// ParseGroupBy parses a comma-separated `--group-by` list.
+// ParseGroupBy parses a comma-separated group-by list.
 func ParseGroupBy(spec string) ([]Grouping, error) {
 	var out []Grouping
 	seen := map[string]bool{}
@@ -142,11 +142,11 @@ type StatsOptions struct {
 	Groups *GroupSelector
 	// Window selects the messages counted by age, at Now.
 	Window AgeWindow
-	// Reason overrides Reason (`--reason 'JQ'`); nil uses Reason. Like
+	// Reason overrides Reason (a reason jq expression); nil uses Reason. Like
 	// Add, it must keep no part of the message but strings: messages may
 	// be lent (see Stats.Read).
 	Reason ReasonFunc
-	// DupKey is the duplicate key (`--dup-key 'JQ'`); nil uses the message
+	// DupKey is the duplicate key (a jq expression); nil uses the message
 	// ID. Null or empty keys are not counted.
 	DupKey *Query
 	// NoDuplicates turns duplicate detection off.
@@ -230,8 +230,8 @@ type DuplicateExample struct {
 	Key   string `json:"key"`
 	Count int64  `json:"count"`
 	// IDs are the message IDs of the copies seen after the first (at most
-	// ten): with a --dup-key other than the ID, what `--id` or
-	// `--exclude-id` takes; `dlq redrive --dedupe-by` moves one per key.
+	// ten): with a duplicate key other than the ID, what the id or
+	// exclude-id options take; a redrive deduplicated by key moves one per key.
 	IDs []string `json:"ids"`
 }
 
@@ -251,7 +251,7 @@ type StatsResult struct {
 	// counted in the "(other)" group.
 	Folded     int64           `json:"folded,omitempty"`
 	Duplicates *DuplicateStats `json:"duplicates,omitempty"`
-	// ReasonErrors counts messages whose `--reason` expression failed (they
+	// ReasonErrors counts messages whose reason expression failed (they
 	// are grouped as "(unknown)").
 	ReasonErrors int64     `json:"reason_errors,omitempty"`
 	Now          time.Time `json:"now"`

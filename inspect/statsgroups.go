@@ -356,7 +356,7 @@ func HotText(hot []HotValues, perSlot int) string {
 	return b.String()
 }
 
-// GroupMessages counts msgs by spec (a `--group-by` list) as Stats does,
+// GroupMessages counts msgs by spec (a group-by list) as Stats does,
 // and returns for each message the index of its group in the result's
 // Groups (-1 for none), for views that show a group's messages.
 func GroupMessages(ctx context.Context, spec string, msgs []*broker.Message, now time.Time) (StatsResult, []int, error) {

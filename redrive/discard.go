@@ -13,7 +13,7 @@ import (
 // durable (the archive publisher fsyncs before it confirms) before any
 // message of the window is acknowledged; archiveDest names the file. With a
 // nil archive the messages are only removed: callers must have the user's
-// explicit consent (`--no-archive`). Messages that are not selected are
+// explicit consent (no archive asked for). Messages that are not selected are
 // left as a redrive leaves them.
 func Discard(ctx context.Context, src broker.Broker, queue string, archive broker.Publisher, archiveDest broker.Destination, opts Options) (Summary, error) {
 	opts.Dest = archiveDest

@@ -123,7 +123,7 @@ func newEngine(src broker.Broker, queue string, dst broker.Broker, opts Options,
 	if mode == modeDiscard && dst == nil {
 		e.destName = "discard"
 	}
-	e.tally = tally{maxIDs: opts.MaxIDs, notify: opts.Notice, sum: newSummary(queue, e.destName, opts.DryRun)}
+	e.tally = tally{maxIDs: opts.MaxIDs, notify: opts.Notice, words: opts.Words, sum: newSummary(queue, e.destName, opts.DryRun)}
 	e.flow.notice = e.tally.notice
 	e.origins.m = map[string]originResult{}
 	e.groups.stopped = map[string]groupStop{}
@@ -137,10 +137,10 @@ func newEngine(src broker.Broker, queue string, dst broker.Broker, opts Options,
 	}
 	if opts.Dest.Kind == broker.ToOrigin {
 		if _, ok := src.(broker.OriginResolver); !ok {
-			return nil, broker.Errorf(broker.ErrUnsupported, "redrive", "%s does not record where messages came from: choose a destination with `--to queue:NAME`", src)
+			return nil, broker.Errorf(broker.ErrUnsupported, "redrive", "%s does not record where messages came from: choose a destination with %s", src, broker.OptTo.With("queue:NAME"))
 		}
 		if dst != src && dst.System() != src.System() {
-			return nil, errors.New("redrive: the origin of a message is on its own broker: use `--to` to name a destination on another broker")
+			return nil, broker.Hintf("redrive: the origin of a message is on its own broker: use %s to name a destination on another broker", broker.OptTo)
 		}
 	}
 	e.setTraits(broker.Queue{Name: queue})
@@ -332,7 +332,7 @@ func (e *engine) end(ctx context.Context, rerr error) (Summary, error) {
 	if err == nil {
 		if n := e.hiddenAtEnd(ctx); n > 0 {
 			s.Hidden = n
-			err = fmt.Errorf("%d messages of `%s` are still hidden (in flight): a receive was cut off, or another consumer holds them; they reappear after the queue's visibility timeout, and `--resume` waits for them and moves them", n, e.queue)
+			err = broker.Hintf("%d messages of `%s` are still hidden (in flight): a receive was cut off, or another consumer holds them; they reappear after the queue's visibility timeout, and %s waits for them and moves them", n, e.queue, broker.OptResume)
 		}
 	}
 	if e.opts.Journal != nil {

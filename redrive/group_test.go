@@ -174,7 +174,7 @@ func TestSQSAttributeLimit(t *testing.T) {
 			if len(moved) != 0 || s.Failed[ReasonAttributeLimit] != 1 || len(f.ready("dlq")) != 1 {
 				t.Fatalf("moved %d, summary %+v", len(moved), s)
 			}
-			if len(s.Errors) != 1 || !strings.Contains(s.Errors[0], "--no-redrive-header") {
+			if len(s.Errors) != 1 || !strings.Contains(s.Errors[0], "`no-redrive-header`") {
 				t.Errorf("errors %v should name the fix", s.Errors)
 			}
 		})

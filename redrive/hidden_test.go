@@ -32,7 +32,7 @@ func TestSQSRunReportsMessagesLeftHidden(t *testing.T) {
 	f.mu.Unlock()
 
 	s, err := Run(context.Background(), f, "dlq", f, Options{Dest: broker.Destination{Kind: broker.ToQueue, Queue: "src"}})
-	if err == nil || !strings.Contains(err.Error(), "2 messages of `dlq` are still hidden") || !strings.Contains(err.Error(), "--resume") {
+	if err == nil || !strings.Contains(err.Error(), "2 messages of `dlq` are still hidden") || !strings.Contains(err.Error(), "`resume`") {
 		t.Fatalf("err = %v", err)
 	}
 	if s.Moved != 10 || s.Hidden != 2 {

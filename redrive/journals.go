@@ -13,7 +13,7 @@ import (
 // Journal states, as ListJournals reports them.
 const (
 	JournalRunning     = "running"     // locked by a running process
-	JournalInterrupted = "interrupted" // no end line: `--resume` finishes it
+	JournalInterrupted = "interrupted" // no end line: a resumed redrive finishes it
 	JournalFinished    = "finished"    // ended: kept only as a record
 )
 

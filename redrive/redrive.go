@@ -110,6 +110,9 @@ type Options struct {
 	Progress func(Progress)
 	// Notice receives one-line notices for stderr (flow control, resume).
 	Notice func(string)
+	// Words words the settings that the examples in Summary.Errors name
+	// (nil: broker.PlainSetting).
+	Words broker.Renderer
 	// SourceName is recorded as the source in the x-dlq-redrive header
 	// (default: the queue name).
 	SourceName string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/dlq-tools/dlq/broker"
@@ -27,45 +28,42 @@ type ServerSideOptions struct {
 // ServerSideRefusal explains why options that need dlq to see each message
 // cannot be used for a server-side move, or returns nil.
 func ServerSideRefusal(o Options) error {
-	var what []string
+	var what []any
 	if o.Filter != nil {
-		what = append(what, "`--filter`")
+		what = append(what, broker.OptFilter)
 	}
 	if len(o.IDs) > 0 {
-		what = append(what, "`--id`")
+		what = append(what, broker.OptID)
 	}
 	if o.DedupeBy != nil {
-		what = append(what, "`--dedupe-by`")
+		what = append(what, broker.OptDedupeBy)
 	}
 	if len(o.ExcludeIDs) > 0 {
-		what = append(what, "`--exclude-id`")
+		what = append(what, broker.OptExcludeID)
 	}
 	if o.Transform != nil {
-		what = append(what, "`--transform`")
+		what = append(what, broker.OptTransform)
 	}
 	if len(o.SetHeaders) > 0 {
-		what = append(what, "`--set-header`")
+		what = append(what, broker.OptSetHeader)
 	}
 	if o.Limit > 0 {
-		what = append(what, "`--limit`")
+		what = append(what, broker.OptLimit)
 	}
 	if o.MaxRedrives > 0 {
-		what = append(what, "`--max-redrives`")
+		what = append(what, broker.OptMaxRedrives)
 	}
 	if o.OlderThan > 0 || o.NewerThan > 0 {
-		what = append(what, "`--older-than`/`--newer-than`")
+		what = append(what, broker.Hintf("%s/%s", broker.OptOlderThan, broker.OptNewerThan))
 	}
 	if o.DryRun {
-		what = append(what, "`--dry-run`")
+		what = append(what, broker.OptDryRun)
 	}
 	if len(what) == 0 {
 		return nil
 	}
-	s := what[0]
-	for _, w := range what[1:] {
-		s += ", " + w
-	}
-	return fmt.Errorf("%s cannot be used with `--server-side`: the broker moves every message as it is, without dlq seeing them; drop `--server-side` to let dlq select and rewrite messages", s)
+	list := strings.Repeat(", %s", len(what))[2:]
+	return broker.Hintf(list+" cannot be used with %s: the broker moves every message as it is, without dlq seeing them; drop %s to let dlq select and rewrite messages", append(what, broker.OptServerSide, broker.OptServerSide)...)
 }
 
 // MaxServerSideRate is SQS's cap on MaxNumberOfMessagesPerSecond.
@@ -76,10 +74,10 @@ const MaxServerSideRate = 500
 func ServerSide(ctx context.Context, src broker.Broker, queue string, opts ServerSideOptions) (broker.MoveTask, error) {
 	mv, ok := src.(broker.ServerSideMover)
 	if !ok {
-		return broker.MoveTask{}, broker.Errorf(broker.ErrUnsupported, "server-side move", "%s has no server-side move: drop `--server-side`", src)
+		return broker.MoveTask{}, broker.Errorf(broker.ErrUnsupported, "server-side move", "%s has no server-side move: drop %s", src, broker.OptServerSide)
 	}
 	if opts.Rate < 0 || opts.Rate > MaxServerSideRate {
-		return broker.MoveTask{}, fmt.Errorf("`--rate` %g is out of range for `--server-side`: use 1 to %d messages per second", opts.Rate, MaxServerSideRate)
+		return broker.MoveTask{}, broker.Hintf("%s %g is out of range for %s: use 1 to %d messages per second", broker.OptRate, opts.Rate, broker.OptServerSide, MaxServerSideRate)
 	}
 	if opts.Poll <= 0 {
 		opts.Poll = time.Second

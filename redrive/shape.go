@@ -81,8 +81,8 @@ func (e *engine) shape(nm, orig *broker.Message) error {
 			if asAttr && !had && len(nm.Attributes) >= maxAttrs {
 				// Never dropped silently: the message is refused and
 				// counted, and the user chooses what gives way.
-				return fmt.Errorf("%w: the message has %d message attributes and the %s record needs one more (SQS allows %d): drop one with `--transform 'del(.attributes.NAME)'`, or pass `--no-redrive-header`",
-					errAttributeLimit, len(nm.Attributes), RedriveHeader, maxAttrs)
+				return broker.Hintf("%w: the message has %d message attributes and the %s record needs one more (SQS allows %d): drop one with %s, or pass %s",
+					errAttributeLimit, len(nm.Attributes), RedriveHeader, maxAttrs, broker.OptTransform.With("'del(.attributes.NAME)'"), broker.OptNoRedriveHeader)
 			}
 			b, _ := json.Marshal(map[string]any{"count": count, "time": now.Format(time.RFC3339), "source": e.opts.SourceName, "id": id})
 			set(RedriveHeader, string(b))
@@ -91,7 +91,7 @@ func (e *engine) shape(nm, orig *broker.Message) error {
 		}
 	}
 	if asAttr && len(nm.Attributes) > maxAttrs {
-		return fmt.Errorf("%w: %d message attributes, SQS allows %d: drop some with `--transform 'del(.attributes.NAME)'`", errAttributeLimit, len(nm.Attributes), maxAttrs)
+		return broker.Hintf("%w: %d message attributes, SQS allows %d: drop some with %s", errAttributeLimit, len(nm.Attributes), maxAttrs, broker.OptTransform.With("'del(.attributes.NAME)'"))
 	}
 	return nil
 }

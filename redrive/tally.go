@@ -3,13 +3,16 @@ package redrive
 import (
 	"strings"
 	"sync"
+
+	"github.com/dlq-tools/dlq/broker"
 )
 
 // tally is the tally stage: it counts what a run did into its Summary,
 // under its own lock, and keeps the first fatal error, which stops the run.
 type tally struct {
 	maxIDs int
-	notify func(string) // Options.Notice
+	notify func(string)    // Options.Notice
+	words  broker.Renderer // Options.Words
 	mu     sync.Mutex
 	sum    Summary
 	fatal  error
@@ -68,7 +71,7 @@ func (t *tally) example(reason, id string, err error) {
 		}
 	}
 	if n < 3 {
-		t.sum.Errors = append(t.sum.Errors, prefix+id+": "+err.Error())
+		t.sum.Errors = append(t.sum.Errors, prefix+id+": "+broker.RenderError(err, t.words))
 	}
 }
 

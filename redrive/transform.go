@@ -31,7 +31,7 @@ func JQTransform(q Evaluator) Transform {
 		}
 		switch len(outs) {
 		case 0:
-			return nil, fmt.Errorf("the transform produced no result: select messages with `--filter`, not in `--transform`")
+			return nil, broker.Hintf("the transform produced no result: select messages with %s, not in %s", broker.OptFilter, broker.OptTransform)
 		case 1:
 		default:
 			return nil, fmt.Errorf("the transform produced %d results: it must produce exactly one object", len(outs))

@@ -32,7 +32,7 @@ func Export(ctx context.Context, b broker.Broker, opts ExportOptions) (*Spec, er
 	case broker.RabbitMQ:
 		r, ok := b.(broker.RabbitTopologyReader)
 		if !ok {
-			return nil, broker.Errorf(broker.ErrUnsupported, "export", "this RabbitMQ connection cannot read topology: it needs the management API (`--management-url`)")
+			return nil, broker.Errorf(broker.ErrUnsupported, "export", "this RabbitMQ connection cannot read topology: it needs the management API (%s)", broker.OptManagementURL)
 		}
 		t, err := r.ReadRabbitTopology(ctx)
 		if err != nil {
@@ -50,7 +50,7 @@ func Export(ctx context.Context, b broker.Broker, opts ExportOptions) (*Spec, er
 		}
 		return ExportSQS(qs), nil
 	}
-	return nil, broker.Errorf(broker.ErrUnsupported, "export", "topology needs a RabbitMQ or SQS `--broker`, not %s", b.System())
+	return nil, broker.Errorf(broker.ErrUnsupported, "export", "topology needs a RabbitMQ or SQS %s, not %s", broker.OptBroker, b.System())
 }
 
 func boolp(b bool) *bool { return &b }

@@ -125,22 +125,22 @@ func MakePlan(ctx context.Context, b broker.Broker, m *Model, opts PlanOptions) 
 	switch b.System() {
 	case broker.RabbitMQ:
 		if m.Rabbit == nil {
-			return nil, fmt.Errorf("the spec has no `rabbitmq:` section but `--broker` is a RabbitMQ broker: point `--broker` at SQS (sqs://REGION)")
+			return nil, broker.Hintf("the spec has no `rabbitmq:` section but %s is a RabbitMQ broker: point %s at SQS (sqs://REGION)", broker.OptBroker, broker.OptBroker)
 		}
 		if m.SQS != nil {
 			p.Skipped = "sqs"
 		}
 		r, ok := b.(broker.RabbitTopologyReader)
 		if !ok {
-			return nil, broker.Errorf(broker.ErrUnsupported, "plan", "this RabbitMQ connection cannot read topology: it needs the management API (`--management-url`)")
+			return nil, broker.Errorf(broker.ErrUnsupported, "plan", "this RabbitMQ connection cannot read topology: it needs the management API (%s)", broker.OptManagementURL)
 		}
 		cur, err := r.ReadRabbitTopology(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("read topology: %w", err)
 		}
 		if m.Rabbit.Vhost != "" && cur.Vhost != "" && m.Rabbit.Vhost != cur.Vhost {
-			return nil, fmt.Errorf("the spec is for vhost `%s` but `--broker` connects to vhost `%s`: add the vhost to the broker URL (amqp://host/%s)",
-				m.Rabbit.Vhost, cur.Vhost, urlVhost(m.Rabbit.Vhost))
+			return nil, broker.Hintf("the spec is for vhost `%s` but %s connects to vhost `%s`: add the vhost to the broker URL (amqp://host/%s)",
+				m.Rabbit.Vhost, broker.OptBroker, cur.Vhost, urlVhost(m.Rabbit.Vhost))
 		}
 		p.Vhost = cur.Vhost
 		planRabbit(p, m.Rabbit, cur, opts)
@@ -152,7 +152,7 @@ func MakePlan(ctx context.Context, b broker.Broker, m *Model, opts PlanOptions) 
 		}
 	case broker.SQS:
 		if m.SQS == nil {
-			return nil, fmt.Errorf("the spec has no `sqs:` section but `--broker` is SQS: point `--broker` at RabbitMQ (amqp://…)")
+			return nil, broker.Hintf("the spec has no `sqs:` section but %s is SQS: point %s at RabbitMQ (amqp://…)", broker.OptBroker, broker.OptBroker)
 		}
 		if m.Rabbit != nil {
 			p.Skipped = "rabbitmq"
@@ -165,7 +165,7 @@ func MakePlan(ctx context.Context, b broker.Broker, m *Model, opts PlanOptions) 
 			return nil, err
 		}
 	default:
-		return nil, broker.Errorf(broker.ErrUnsupported, "plan", "topology needs a RabbitMQ or SQS `--broker`, not %s", b.System())
+		return nil, broker.Errorf(broker.ErrUnsupported, "plan", "topology needs a RabbitMQ or SQS %s, not %s", broker.OptBroker, b.System())
 	}
 	return p, nil
 }

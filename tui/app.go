@@ -108,7 +108,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case errMsg:
 		m.c.log.Debug("error", "err", msg.err)
-		m.notice = &notice{text: firstLine(msg.err.Error()), isErr: true}
+		m.notice = &notice{text: firstLine(m.c.errText(msg.err)), isErr: true}
 		return m, nil
 	case jobProgressMsg:
 		if m.job != nil && msg.job == m.job.id {

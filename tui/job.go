@@ -119,9 +119,9 @@ func (m Model) jobDone(msg jobDoneMsg) (tea.Model, tea.Cmd) {
 	case err != nil && errors.Is(err, context.Canceled):
 		m.notice = &notice{text: fmt.Sprintf("%s cancelled after %d messages; in-flight work was settled", j.title, res.Done), isErr: true}
 	case err != nil:
-		m.notice = &notice{text: text + ": " + firstLine(err.Error()), isErr: true}
+		m.notice = &notice{text: text + ": " + firstLine(m.c.errText(err)), isErr: true}
 		if res.Done == 0 && res.Summary == "" {
-			m.notice.text = j.title + ": " + firstLine(err.Error())
+			m.notice.text = j.title + ": " + firstLine(m.c.errText(err))
 		}
 	default:
 		m.notice = &notice{text: text, isErr: res.Failed > 0}

@@ -704,3 +704,16 @@ func cmpLines(want, got []string) string {
 	}
 	return udiff.Unified("want", "got", w, g)
 }
+
+// TestErrorNoticeWordsSettingsForTheTUI: a library error that names
+// settings shows the TUI's words (a key, a context entry), never a flag.
+func TestErrorNoticeWordsSettingsForTheTUI(t *testing.T) {
+	f := newFake()
+	f.queueErr = broker.Errorf(broker.ErrNotFound, "list queues", "check %s and %s, or change %s", broker.OptBroker, broker.OptCAFile, broker.OptFilter)
+	h := start(t, f.backend(false), Options{})
+	want := "list queues: check the broker URL (broker in the context) and the CA file (ca_file in the context), or change the filter (/)"
+	h.waitFor("✗ list queues: check the broker URL")
+	if got := h.final().Notice(); got != want {
+		t.Errorf("notice %q, want %q", got, want)
+	}
+}

@@ -41,7 +41,7 @@ func (b *Broker) Consume(ctx context.Context, queue string, opts broker.ConsumeO
 	// for classic and quorum queues, and a stream would deliver nothing
 	// without an offset.
 	if opts.Limit < 0 {
-		return nil, fmt.Errorf("%s: `--limit` must be 0 (all) or more", op)
+		return nil, broker.Hintf("%s: %s must be 0 (all) or more", op, broker.OptLimit)
 	}
 	depth, _, err := b.inspect(ctx, queue)
 	if err != nil {

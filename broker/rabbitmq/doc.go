@@ -43,7 +43,7 @@
 // once is bounded by MaxUnacked (default 5000; a client holding hundreds of
 // thousands of unacked messages has taken brokers down): a Limit above it, or
 // reading all (Limit 0) of a deeper queue, is refused with ErrUnsafe naming
-// `--mode rotate`. Time to the first message does not depend on the depth.
+// rotate mode. Time to the first message does not depend on the depth.
 //
 // Quorum queues — rotate (the default). Every return of a quorum message
 // (nack with requeue, a closed channel, the management UI's "get messages")
@@ -95,7 +95,7 @@
 // the end of the stream, computed from the stream's message count and first
 // offset, with an idle timeout as a fallback. Nothing changes.
 //
-// Classic queues can also be rotated (`--mode rotate`), which reads a queue of
+// Classic queues can also be rotated (rotate mode), which reads a queue of
 // any depth with a bounded window and keeps its order. Requeue mode holds like
 // hold mode and then returns the messages with explicit nack-requeue once the
 // consumer is cancelled (returning each at once would get it delivered again

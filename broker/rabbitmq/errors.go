@@ -123,7 +123,7 @@ func translateAMQP(op string, ae *amqp.Error) error {
 		e.Msg = reason + ": no queue is bound for this routing key"
 	case amqp.InvalidPath:
 		e.Kind = broker.ErrNotFound
-		e.Msg = reason + ": check the vhost in `--broker`"
+		e.Msg, e.Hint = reason, broker.Hintf("check the vhost in %s", broker.OptBroker)
 	default:
 		// Framing, syntax and internal errors: nothing the user can fix but
 		// retrying; keep the broker's words.

@@ -28,7 +28,7 @@ func TestManagementErrorNamesTheGuess(t *testing.T) {
 		if !strings.Contains(msg, "at http://rabbit:15672") {
 			t.Errorf("%s: the URL is not named: %s", tc.addr, msg)
 		}
-		if got := strings.Contains(msg, "dlq guessed http://rabbit:15672") && strings.Contains(msg, "AMQP is on port 5673") && strings.Contains(msg, "`--management-url"); got != tc.hint {
+		if got := strings.Contains(msg, "dlq guessed http://rabbit:15672") && strings.Contains(msg, "AMQP is on port 5673") && strings.Contains(msg, "`management-url"); got != tc.hint {
 			t.Errorf("%s guessed=%v: hint %v, want %v: %s", tc.addr, tc.guessed, got, tc.hint, msg)
 		}
 	}

@@ -74,7 +74,7 @@ func (b *Broker) mgmtDo(ctx context.Context, method, path string, in, out any) e
 		return err
 	}
 	return &broker.Error{Kind: broker.ErrUnreachable, Op: op, Err: err,
-		Msg: fmt.Sprintf("no node's management API answered (%s): check `--management-url` (one URL, or one per node in order), and that the rabbitmq_management plugin runs", strings.Join(failed, ", "))}
+		Hint: broker.Hintf("no node's management API answered (%s): check %s (one URL, or one per node in order), and that the rabbitmq_management plugin runs", strings.Join(failed, ", "), broker.OptManagementURL)}
 }
 
 // mgmtOnce makes one call to node n's management API. netFail reports that
@@ -88,7 +88,7 @@ func (b *Broker) mgmtOnce(ctx context.Context, n node, op, method, path string, 
 	if n.mgmtUser == "" {
 		// Without a user the API would see guest/guest: say what is missing.
 		return false, &broker.Error{Kind: broker.ErrAccessDenied, Op: op,
-			Msg: "the management API needs a user and password, and an EXTERNAL login (`--auth external`) has none: set `--management-user` and DLQ_MANAGEMENT_PASSWORD (a context: `management_user` and `management_password_env`)"}
+			Hint: broker.Hintf("the management API needs a user and password, and an EXTERNAL login (%s) has none: set %s and DLQ_MANAGEMENT_PASSWORD (a context: `management_user` and `management_password_env`)", broker.OptAuth.With("external"), broker.OptManagementUser)}
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
@@ -123,7 +123,7 @@ func (b *Broker) mgmtOnce(ctx context.Context, n node, op, method, path string, 
 		if ctx.Err() != nil {
 			return false, fmt.Errorf("%s: %w", op, ctx.Err())
 		}
-		return false, fmt.Errorf("%s: decode answer: %v: is `--management-url` the RabbitMQ management API?", op, err)
+		return false, broker.Hintf("%s: decode answer: %v: is %s the RabbitMQ management API?", op, err, broker.OptManagementURL)
 	}
 	return false, nil
 }
@@ -137,12 +137,12 @@ func schemeMismatch(ctx context.Context, n node, op string, err error) error {
 	case n.mgmt.Scheme == "https" && strings.Contains(s, "server gave HTTP response to HTTPS client"):
 		other.Scheme = "http"
 		return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
-			Msg: fmt.Sprintf("the management API at %s speaks plain HTTP, not HTTPS: use `--management-url %s`", n.mgmt, &other)}
+			Hint: broker.Hintf("the management API at %s speaks plain HTTP, not HTTPS: use %s", n.mgmt, broker.OptManagementURL.With(other.String()))}
 	case n.mgmt.Scheme == "http" && (strings.Contains(s, `malformed HTTP response "\x15\x03`) ||
 		((errors.Is(err, io.EOF) || strings.Contains(s, "EOF")) && ctx.Err() == nil && speaksTLS(ctx, n.mgmt.Host, time.Now().Add(5*time.Second)))):
 		other.Scheme = "https"
 		return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
-			Msg: fmt.Sprintf("the management API at %s speaks HTTPS, not plain HTTP: use `--management-url %s`", n.mgmt, &other)}
+			Hint: broker.Hintf("the management API at %s speaks HTTPS, not plain HTTP: use %s", n.mgmt, broker.OptManagementURL.With(other.String()))}
 	}
 	return nil
 }
@@ -151,18 +151,18 @@ func (b *Broker) mgmtNetErr(ctx context.Context, n node, op string, err error) e
 	if ctx.Err() != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) && (err == nil || !errors.Is(err, context.Canceled)) {
 			return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
-				Msg: fmt.Sprintf("no answer from the management API at %s within %s: check `--management-url`, or raise `--timeout`", n.mgmt, b.timeout)}
+				Hint: broker.Hintf("no answer from the management API at %s within %s: check %s, or raise %s", n.mgmt, b.timeout, broker.OptManagementURL, broker.OptTimeout)}
 		}
 		return fmt.Errorf("%s: %w", op, ctx.Err())
 	}
 	var ne net.Error
-	msg := fmt.Sprintf("cannot reach the management API at %s: enable the rabbitmq_management plugin, or pass its address with `--management-url`", n.mgmt)
+	msg := broker.Hintf("cannot reach the management API at %s: enable the rabbitmq_management plugin, or pass its address with %s", n.mgmt, broker.OptManagementURL)
 	if isTLSError(err) {
-		msg = fmt.Sprintf("tls handshake with the management API at %s failed: %s", n.mgmt, tlsHint(err, b.mgmtTLS))
+		msg = broker.Hintf("tls handshake with the management API at %s failed: %s", n.mgmt, tlsHint(err, b.mgmtTLS))
 	} else if errors.As(err, &ne) && ne.Timeout() {
-		msg = fmt.Sprintf("no answer from the management API at %s within %s: check `--management-url`, or raise `--timeout`", n.mgmt, b.timeout)
+		msg = broker.Hintf("no answer from the management API at %s within %s: check %s, or raise %s", n.mgmt, b.timeout, broker.OptManagementURL, broker.OptTimeout)
 	}
-	return &broker.Error{Kind: broker.ErrUnreachable, Op: op, Msg: msg + n.guessHint()}
+	return &broker.Error{Kind: broker.ErrUnreachable, Op: op, Hint: broker.Hintf("%s%s", msg, n.guessHint())}
 }
 
 func (b *Broker) mgmtHTTPErr(n node, op string, status int, data []byte) error {
@@ -186,7 +186,7 @@ func (b *Broker) mgmtHTTPErr(n node, op string, status int, data []byte) error {
 		be.Msg = reason
 	case http.StatusUnauthorized:
 		be.Kind = broker.ErrAccessDenied
-		be.Msg = fmt.Sprintf("the management API at %s refused the login of user `%s` (%s): check the password (the API's own login: `--management-user` and DLQ_MANAGEMENT_PASSWORD), and that the user has the `management` or `monitoring` tag", n.mgmt, n.mgmtUser, reason)
+		be.Hint = broker.Hintf("the management API at %s refused the login of user `%s` (%s): check the password (the API's own login: %s and DLQ_MANAGEMENT_PASSWORD), and that the user has the `management` or `monitoring` tag", n.mgmt, n.mgmtUser, reason, broker.OptManagementUser)
 	case http.StatusForbidden:
 		be.Kind = broker.ErrAccessDenied
 		be.Msg = fmt.Sprintf("user `%s` may not do this at %s (%s): grant the permission or a management tag", n.mgmtUser, n.mgmt, reason)
@@ -195,7 +195,7 @@ func (b *Broker) mgmtHTTPErr(n node, op string, status int, data []byte) error {
 		be.Msg = reason
 	default:
 		be.Kind = broker.ErrUnreachable
-		be.Msg = fmt.Sprintf("the management API at %s answered %d (%s)%s", n.mgmt, status, reason, n.guessHint())
+		be.Hint = broker.Hintf("the management API at %s answered %d (%s)%s", n.mgmt, status, reason, n.guessHint())
 	}
 	return be
 }

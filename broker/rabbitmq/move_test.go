@@ -364,7 +364,7 @@ func TestOriginThroughRetryLadder(t *testing.T) {
 		t.Errorf("default-exchange origin: %+v %v", dest, err)
 	}
 	none := &broker.Message{ID: "h-1"}
-	if _, err := b.Origin(ctx, dlq, none); !errors.Is(err, broker.ErrNotFound) || !strings.Contains(err.Error(), "`--to") {
+	if _, err := b.Origin(ctx, dlq, none); !errors.Is(err, broker.ErrNotFound) || !strings.Contains(err.Error(), "`to") {
 		t.Errorf("no death record: %v", err)
 	}
 }

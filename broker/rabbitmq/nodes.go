@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/dlq-tools/dlq/broker"
 )
 
 // A broker may be reached through several nodes (the members of a cluster,
@@ -41,12 +43,12 @@ type node struct {
 // guessHint explains, for a management API dlq could not use, the address
 // it guessed when the AMQP port is not the default one either (so the
 // management port likely is not either), and how to give the real one.
-func (n node) guessHint() string {
+func (n node) guessHint() *broker.Hint {
 	_, port, _ := net.SplitHostPort(n.addr)
 	if !n.mgmtGuessed || port == "5672" || port == "5671" || port == "" {
-		return ""
+		return broker.Hintf("")
 	}
-	return fmt.Sprintf(" (dlq guessed %s, the default management port on the AMQP host, because no `--management-url` was given; AMQP is on port %s, so the management API is likely elsewhere: pass `--management-url http://HOST:PORT`)", n.mgmt, port)
+	return broker.Hintf(" (dlq guessed %s, the default management port on the AMQP host, because no %s was given; AMQP is on port %s, so the management API is likely elsewhere: pass %s)", n.mgmt, broker.OptManagementURL, port, broker.OptManagementURL.With("http://HOST:PORT"))
 }
 
 // splitHosts splits a URL that lists several hosts after the user
@@ -76,7 +78,7 @@ func splitHosts(raw string) ([]string, error) {
 	for _, h := range strings.Split(hosts, ",") {
 		h = strings.TrimSpace(h)
 		if h == "" {
-			return nil, fmt.Errorf("malformed broker URL: an empty host in its list of hosts: want %suser@host1:5672,host2:5672/vhost: check `--broker`", head)
+			return nil, broker.Hintf("malformed broker URL: an empty host in its list of hosts: want %suser@host1:5672,host2:5672/vhost: check %s", head, broker.OptBroker)
 		}
 		out = append(out, head+userinfo+h+tail)
 	}
@@ -154,7 +156,7 @@ func managementURLs(raw string, nodes int) ([]string, error) {
 	for i := range parts {
 		parts[i] = strings.TrimSpace(parts[i])
 		if parts[i] == "" {
-			return nil, fmt.Errorf("malformed management URL: an empty entry in its list: want http://host1:15672,http://host2:15672: check `--management-url`")
+			return nil, broker.Hintf("malformed management URL: an empty entry in its list: want http://host1:15672,http://host2:15672: check %s", broker.OptManagementURL)
 		}
 	}
 	switch len(parts) {
@@ -167,7 +169,7 @@ func managementURLs(raw string, nodes int) ([]string, error) {
 	case nodes:
 		return parts, nil
 	}
-	return nil, fmt.Errorf("`--management-url` lists %d URLs for %d broker nodes: give one URL for all nodes, or one per node in the order of the broker's hosts (then `nodes`)", len(parts), nodes)
+	return nil, broker.Hintf("%s lists %d URLs for %d broker nodes: give one URL for all nodes, or one per node in the order of the broker's hosts (then `nodes`)", broker.OptManagementURL, len(parts), nodes)
 }
 
 // parseNode checks one single-host broker URL and builds its node.
@@ -175,17 +177,17 @@ func parseNode(raw string, cfg Config) (node, *amqp.URI, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		// url.Parse quotes the whole URL, password included: never pass it on.
-		return node{}, nil, fmt.Errorf("malformed broker URL: want amqp://user:password@host:5672/vhost (percent-encode reserved characters such as @ : / in the user or password): check `--broker`")
+		return node{}, nil, broker.Hintf("malformed broker URL: want amqp://user:password@host:5672/vhost (percent-encode reserved characters such as @ : / in the user or password): check %s", broker.OptBroker)
 	}
 	if u.Scheme != "amqp" && u.Scheme != "amqps" {
-		return node{}, nil, fmt.Errorf("malformed broker URL: scheme %q is not amqp:// or amqps://: check `--broker`", u.Scheme)
+		return node{}, nil, broker.Hintf("malformed broker URL: scheme %q is not amqp:// or amqps://: check %s", u.Scheme, broker.OptBroker)
 	}
 	if u.Hostname() == "" {
-		return node{}, nil, fmt.Errorf("malformed broker URL: no host: want %s://user@host:port/vhost: check `--broker`", u.Scheme)
+		return node{}, nil, broker.Hintf("malformed broker URL: no host: want %s://user@host:port/vhost: check %s", u.Scheme, broker.OptBroker)
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n <= 0 || n > 65535 {
-			return node{}, nil, fmt.Errorf("malformed broker URL: port %q is not a number between 1 and 65535: check `--broker`", p)
+			return node{}, nil, broker.Hintf("malformed broker URL: port %q is not a number between 1 and 65535: check %s", p, broker.OptBroker)
 		}
 	}
 	if cfg.Password != "" {
@@ -197,7 +199,7 @@ func parseNode(raw string, cfg Config) (node, *amqp.URI, error) {
 	}
 	uri, err := amqp.ParseURI(u.String())
 	if err != nil {
-		return node{}, nil, fmt.Errorf("malformed broker URL: %s: check `--broker`", safeURIError(err))
+		return node{}, nil, broker.Hintf("malformed broker URL: %s: check %s", safeURIError(err), broker.OptBroker)
 	}
 	n := node{addr: net.JoinHostPort(uri.Host, strconv.Itoa(uri.Port)), uri: u.String()}
 	red := url.URL{Scheme: uri.Scheme, Host: n.addr, Path: "/" + uri.Vhost, User: url.User(uri.Username)}

@@ -83,7 +83,7 @@ func TestNewBrokerNodes(t *testing.T) {
 			nodes: []string{"h1:5672", "h2:5673"}, mgmt: []string{"http://h1:15672", "http://h2:15673"},
 			mgmtUsers: []string{"u", "admin"}, redacted: "amqp://u@h1:5672,h2:5673/"},
 		{name: "too few management URLs", cfg: Config{URL: "amqp://u:s3cret@h1,h2,h3/", ManagementURL: "http://h1:15672,http://h2:15672"},
-			wantErr: "`--management-url` lists 2 URLs for 3 broker nodes"},
+			wantErr: "`management-url` lists 2 URLs for 3 broker nodes"},
 		{name: "empty management entry", cfg: Config{URL: "amqp://u:s3cret@h1,h2/", ManagementURL: "http://h1:15672,"},
 			wantErr: "an empty entry"},
 		{name: "bad port in the list", cfg: Config{URL: "amqp://u:s3cret@h1,h2:99999/"}, wantErr: "port \"99999\""},

@@ -161,7 +161,7 @@ func TestOpenFailures(t *testing.T) {
 		{
 			name: "missing CA file",
 			cfg:  Config{URL: env.AMQPURL, CAFile: "/nonexistent/ca.pem"},
-			want: "`--ca-file`",
+			want: "`ca-file`",
 		},
 		{
 			name: "empty",

@@ -3,7 +3,6 @@ package rabbitmq
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -26,9 +25,9 @@ var (
 //
 // Republishing to the recorded exchange and keys routes the message as it
 // was first routed, so with a fanout or topic exchange that also fed other
-// queues, those receive a copy as well; `--to queue:NAME` targets one queue.
+// queues, those receive a copy as well; a destination queue named by the caller targets one queue.
 // A message without a death record (published into the queue directly) has
-// no origin: ErrNotFound, naming `--to`.
+// no origin: ErrNotFound, naming the destination option.
 func (b *Broker) Origin(ctx context.Context, queue string, m *broker.Message) (broker.Destination, error) {
 	d := m.Death
 	if d == nil {
@@ -37,7 +36,7 @@ func (b *Broker) Origin(ctx context.Context, queue string, m *broker.Message) (b
 	op := "find the origin of message " + m.ID
 	if d == nil || d.Queue == "" {
 		return broker.Destination{}, &broker.Error{Kind: broker.ErrNotFound, Op: op,
-			Msg: fmt.Sprintf("it has no x-death header (it was not dead-lettered into `%s` by RabbitMQ), so its origin is unknown: choose a destination with `--to queue:NAME` or `--to exchange:NAME:KEY`", queue)}
+			Hint: broker.Hintf("it has no x-death header (it was not dead-lettered into `%s` by RabbitMQ), so its origin is unknown: choose a destination with %s or %s", queue, broker.OptTo.With("queue:NAME"), broker.OptTo.With("exchange:NAME:KEY"))}
 	}
 	if len(d.History) == 0 || d.Exchange == "" {
 		return broker.Destination{Kind: broker.ToQueue, Queue: d.Queue}, nil

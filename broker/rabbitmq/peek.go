@@ -81,7 +81,7 @@ func (b *Broker) peekInfo(ctx context.Context, queue string) (peekInfo, error) {
 // peek-safety design above.
 func (b *Broker) Peek(ctx context.Context, queue string, opts broker.PeekOptions, visit func(*broker.Message) error) (broker.PeekReport, error) {
 	if opts.Limit < 0 {
-		return broker.PeekReport{}, fmt.Errorf("peek: `--limit` must be 0 (all) or more, not %d", opts.Limit)
+		return broker.PeekReport{}, broker.Hintf("peek: %s must be 0 (all) or more, not %d", broker.OptLimit, opts.Limit)
 	}
 	info, err := b.peekInfo(ctx, queue)
 	if err != nil {
@@ -104,7 +104,7 @@ func (b *Broker) Peek(ctx context.Context, queue string, opts broker.PeekOptions
 	}
 	if opts.Offset != "" && info.kind != broker.KindStream {
 		return broker.PeekReport{Mode: mode}, &broker.Error{Kind: broker.ErrUnsupported, Op: "peek queue `" + queue + "`",
-			Msg: fmt.Sprintf("an offset (`--offset`, `--since`) applies to stream queues only; `%s` is a %s queue", queue, info.kind)}
+			Hint: broker.Hintf("an offset (%s, %s) applies to stream queues only; `%s` is a %s queue", broker.OptOffset, broker.OptSince, queue, info.kind)}
 	}
 	switch mode {
 	case broker.PeekHold:
@@ -116,7 +116,7 @@ func (b *Broker) Peek(ctx context.Context, queue string, opts broker.PeekOptions
 	case broker.PeekStream:
 		if info.kind != broker.KindStream {
 			return broker.PeekReport{Mode: mode}, &broker.Error{Kind: broker.ErrUnsupported, Op: "peek queue `" + queue + "`",
-				Msg: fmt.Sprintf("stream mode reads stream queues only; `%s` is a %s queue: use `--mode hold` or `--mode rotate`", queue, info.kind)}
+				Hint: broker.Hintf("stream mode reads stream queues only; `%s` is a %s queue: use %s or %s", queue, info.kind, broker.OptMode.With("hold"), broker.OptMode.With("rotate"))}
 		}
 		return b.peekStream(ctx, info, opts, visit)
 	default:
@@ -256,7 +256,7 @@ func holdTarget(info peekInfo, opts broker.PeekOptions, mode broker.PeekMode) (i
 			what = fmt.Sprintf("reading all %d messages", want)
 		}
 		return 0, &broker.Error{Kind: broker.ErrUnsafe, Op: "peek queue `" + info.name + "`",
-			Msg: fmt.Sprintf("%s in hold mode would keep them all unacknowledged at once (the bound is %d, `--max-unacked`): use `--mode rotate` to read any number with a bounded window, order kept, or a smaller `--limit`", what, maxUnacked)}
+			Hint: broker.Hintf("%s in hold mode would keep them all unacknowledged at once (the bound is %d, %s): use %s to read any number with a bounded window, order kept, or a smaller %s", what, maxUnacked, broker.OptMaxUnacked, broker.OptMode.With("rotate"), broker.OptLimit)}
 	}
 	return want, nil
 }
@@ -265,8 +265,8 @@ func holdTarget(info peekInfo, opts broker.PeekOptions, mode broker.PeekMode) (i
 // with a delivery limit.
 func quorumRefusal(info peekInfo, mode broker.PeekMode) error {
 	return &broker.Error{Kind: broker.ErrUnsafe, Op: "peek queue `" + info.name + "`",
-		Msg: fmt.Sprintf("quorum queue `%s` has a delivery limit of %d: %s mode returns every peeked message, which raises its x-delivery-count and moves it to the back, and a few peeks dead-letter it away; use `--mode rotate` (the default: republishes each message to the same queue with publisher confirms before acking it, order kept, no count raised), or `--force` to %s anyway (messages within 2 of the limit are then rotated instead of returned)",
-			info.name, info.deliveryLimit, mode, mode)}
+		Hint: broker.Hintf("quorum queue `%s` has a delivery limit of %d: %s mode returns every peeked message, which raises its x-delivery-count and moves it to the back, and a few peeks dead-letter it away; use %s (the default: republishes each message to the same queue with publisher confirms before acking it, order kept, no count raised), or %s to %s anyway (messages within 2 of the limit are then rotated instead of returned)",
+			info.name, info.deliveryLimit, mode, broker.OptMode.With("rotate"), broker.OptForce, mode)}
 }
 
 // peekHold implements hold mode (all deliveries held, returned at the end by
@@ -584,8 +584,8 @@ func (b *Broker) peekRotate(ctx context.Context, info peekInfo, opts broker.Peek
 			target, partial = visitLimit, true
 		} else if tail > RotateTailMax {
 			return rep, &broker.Error{Kind: broker.ErrUnsafe, Op: op,
-				Msg: fmt.Sprintf("rotate mode keeps the queue's order by rotating every message it holds; reading %d of %d messages would rotate %d more without showing them: read them all with `--limit 0`, or pass `--force` to rotate only the first %d (they then move to the back of the queue)",
-					visitLimit, info.depth, tail, visitLimit)}
+				Hint: broker.Hintf("rotate mode keeps the queue's order by rotating every message it holds; reading %d of %d messages would rotate %d more without showing them: read them all with %s, or pass %s to rotate only the first %d (they then move to the back of the queue)",
+					visitLimit, info.depth, tail, broker.OptLimit.With("0"), broker.OptForce, visitLimit)}
 		}
 	}
 	var (
@@ -700,7 +700,7 @@ func (b *Broker) peekRotate(ctx context.Context, info peekInfo, opts broker.Peek
 	})
 	switch {
 	case partial:
-		rep.Changed = fmt.Sprintf("rotated %s to the back of the queue (`--force`): they now come after the other %d; %s", plural(rotated, "message", "messages"), info.depth-rotated, rotatedEnvelope(info.name))
+		rep.Changed = fmt.Sprintf("rotated %s to the back of the queue (forced): they now come after the other %d; %s", plural(rotated, "message", "messages"), info.depth-rotated, rotatedEnvelope(info.name))
 	case cancelled || err != nil:
 		if rotated > 0 {
 			rep.Changed = fmt.Sprintf("interrupted: rotated %s to the back of the queue before stopping, so they now come after the rest; none lost; %s", plural(rotated, "message", "messages"), rotatedEnvelope(info.name))
@@ -730,7 +730,7 @@ func streamOffset(s string, now time.Time) (any, error) {
 	}
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		if n < 0 {
-			return nil, fmt.Errorf("stream offset %d is negative: check `--offset`", n)
+			return nil, broker.Hintf("stream offset %d is negative: check %s", n, broker.OptOffset)
 		}
 		return n, nil
 	}
@@ -740,7 +740,7 @@ func streamOffset(s string, now time.Time) (any, error) {
 	if d, err := time.ParseDuration(s); err == nil && d > 0 {
 		return now.Add(-d), nil
 	}
-	return nil, fmt.Errorf("stream offset %q: want first, last, next, an offset number, an RFC 3339 time (2024-05-01T10:00:00Z) or a duration such as 2h: check `--offset`/`--since`", s)
+	return nil, broker.Hintf("stream offset %q: want first, last, next, an offset number, an RFC 3339 time (2024-05-01T10:00:00Z) or a duration such as 2h: check %s/%s", s, broker.OptOffset, broker.OptSince)
 }
 
 // streamFirstOffset is the offset of the oldest message the stream still

@@ -79,7 +79,7 @@ func TestPeekClassicHoldBounds(t *testing.T) {
 	publishN(t, b, q, "m", 30, nil)
 	for _, opts := range []broker.PeekOptions{{Limit: 0, MaxUnacked: 10}, {Limit: 20, MaxUnacked: 10}} {
 		_, _, err := peekIDs(t, b, q, opts, 0)
-		if !errors.Is(err, broker.ErrUnsafe) || !strings.Contains(err.Error(), "`--mode rotate`") {
+		if !errors.Is(err, broker.ErrUnsafe) || !strings.Contains(err.Error(), "`mode rotate`") {
 			t.Errorf("peek %+v: %v, want ErrUnsafe naming --mode rotate", opts, err)
 		}
 	}
@@ -193,7 +193,7 @@ func TestPeekRotateRefusesLongTail(t *testing.T) {
 	declareQueue(t, b, q, nil)
 	publishN(t, b, q, "m", RotateTailMax+30, nil)
 	_, _, err := peekIDs(t, b, q, broker.PeekOptions{Mode: broker.PeekRotate, Limit: 20}, 0)
-	if !errors.Is(err, broker.ErrUnsafe) || !strings.Contains(err.Error(), "`--force`") || !strings.Contains(err.Error(), "`--limit 0`") {
+	if !errors.Is(err, broker.ErrUnsafe) || !strings.Contains(err.Error(), "`force`") || !strings.Contains(err.Error(), "`limit 0`") {
 		t.Fatalf("long tail: %v, want ErrUnsafe naming --force and --limit 0", err)
 	}
 	if d := depth(t, b, q); d != RotateTailMax+30 {
@@ -251,7 +251,7 @@ func TestPeekQuorumHoldRefused(t *testing.T) {
 	publishN(t, b, qq, "m", 4, nil)
 	for _, mode := range []broker.PeekMode{broker.PeekHold, broker.PeekRequeue} {
 		_, _, err := peekIDs(t, b, qq, broker.PeekOptions{Mode: mode}, 0)
-		if !errors.Is(err, broker.ErrUnsafe) || !strings.Contains(err.Error(), "`--mode rotate`") || !strings.Contains(err.Error(), "delivery limit of 3") {
+		if !errors.Is(err, broker.ErrUnsafe) || !strings.Contains(err.Error(), "`mode rotate`") || !strings.Contains(err.Error(), "delivery limit of 3") {
 			t.Errorf("%s on a quorum queue with a limit: %v", mode, err)
 		}
 	}
@@ -424,7 +424,7 @@ func TestPeekStream(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(positions, []string{"3", "4"}) {
 		t.Errorf("positions %v %v", positions, err)
 	}
-	if _, _, err := peekIDs(t, b, st, broker.PeekOptions{Offset: "yesterday"}, 0); err == nil || !strings.Contains(err.Error(), "`--offset`") {
+	if _, _, err := peekIDs(t, b, st, broker.PeekOptions{Offset: "yesterday"}, 0); err == nil || !strings.Contains(err.Error(), "`offset`") {
 		t.Errorf("bad offset: %v", err)
 	}
 	// The connection survived everything (a basic.get on a stream would

@@ -172,7 +172,7 @@ func (b *Broker) exactDepths(ctx context.Context, qs []broker.Queue) {
 func (b *Broker) listErr(err error) error {
 	if errors.Is(err, broker.ErrNotFound) {
 		return &broker.Error{Kind: broker.ErrNotFound, Op: "list queues",
-			Msg: "vhost `" + b.vhost + "` not found by the management API: check the vhost in `--broker` and that `--management-url` is the same broker"}
+			Hint: broker.Hintf("vhost `%s` not found by the management API: check the vhost in %s and that %s is the same broker", b.vhost, broker.OptBroker, broker.OptManagementURL)}
 	}
 	return translateErr("list queues", err)
 }

@@ -136,7 +136,7 @@ func Open(ctx context.Context, cfg Config) (*Broker, error) {
 // newBroker parses and checks cfg without connecting.
 func newBroker(cfg Config) (*Broker, error) {
 	if strings.TrimSpace(cfg.URL) == "" {
-		return nil, fmt.Errorf("no broker URL: pass `--broker amqp://user@host:5672/vhost` or choose a context with `--context`")
+		return nil, broker.Hintf("no broker URL: pass %s or choose a context with %s", broker.OptBroker.With("amqp://user@host:5672/vhost"), broker.OptContext)
 	}
 	urls, err := nodeURLs(cfg)
 	if err != nil {
@@ -205,13 +205,13 @@ func (b *Broker) setAuth(cfg Config, uri *amqp.URI) error {
 		return nil
 	case AuthExternal:
 	default:
-		return fmt.Errorf("unknown login mechanism %q: use `--auth plain` (user and password) or `--auth external` (the TLS client certificate)", cfg.Auth)
+		return broker.Hintf("unknown login mechanism %q: use %s (user and password) or %s (the TLS client certificate)", cfg.Auth, broker.OptAuth.With("plain"), broker.OptAuth.With("external"))
 	}
 	if b.scheme != "amqps" {
-		return fmt.Errorf("`--auth external` logs in with the TLS client certificate, but the broker URL is amqp://: use amqps:// with `--cert-file` and `--key-file`")
+		return broker.Hintf("%s logs in with the TLS client certificate, but the broker URL is amqp://: use amqps:// with %s and %s", broker.OptAuth.With("external"), broker.OptCertFile, broker.OptKeyFile)
 	}
 	if cfg.CertFile == "" {
-		return fmt.Errorf("`--auth external` logs in with a TLS client certificate: pass `--cert-file` and `--key-file`")
+		return broker.Hintf("%s logs in with a TLS client certificate: pass %s and %s", broker.OptAuth.With("external"), broker.OptCertFile, broker.OptKeyFile)
 	}
 	b.external = true
 	b.password = ""
@@ -276,7 +276,7 @@ func (b *Broker) setManagement(cfg Config) error {
 		} else {
 			u, err = url.Parse(mgmts[i])
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return fmt.Errorf("malformed management URL: want http://host:15672 or https://host:15671: check `--management-url`")
+				return broker.Hintf("malformed management URL: want http://host:15672 or https://host:15671: check %s", broker.OptManagementURL)
 			}
 			if u.User != nil {
 				n.mgmtUser = u.User.Username()
@@ -346,7 +346,7 @@ func (b *Broker) dialAny(ctx context.Context, start int) (*amqp.Connection, int,
 		last = err
 	}
 	return nil, start, &broker.Error{Kind: broker.ErrUnreachable, Op: "connect to " + b.redacted, Err: last,
-		Msg: fmt.Sprintf("no node answered (%s): check the hosts and ports of `--broker` and the context's `nodes`, and that RabbitMQ runs there, or raise `--timeout`", strings.Join(failed, "; "))}
+		Hint: broker.Hintf("no node answered (%s): check the hosts and ports of %s and the context's `nodes`, and that RabbitMQ runs there, or raise %s", strings.Join(failed, "; "), broker.OptBroker, broker.OptTimeout)}
 }
 
 // shortReason is the part of a dial error that says what went wrong with one
@@ -354,8 +354,8 @@ func (b *Broker) dialAny(ctx context.Context, start int) (*amqp.Connection, int,
 func shortReason(err error) string {
 	var be *broker.Error
 	s := err.Error()
-	if errors.As(err, &be) && be.Msg != "" {
-		s = be.Msg
+	if errors.As(err, &be) && (be.Msg != "" || be.Hint != nil) {
+		s = (&broker.Error{Msg: be.Msg, Hint: be.Hint}).Error()
 	}
 	for _, advice := range []string{": check ", ": is it ", "? check "} {
 		if i := strings.Index(s, advice); i > 0 {
@@ -437,77 +437,77 @@ func (b *Broker) dialError(ctx context.Context, n node, err error, within time.D
 		switch {
 		case ae == amqp.ErrSASL && b.external:
 			return &broker.Error{Kind: broker.ErrAccessDenied, Op: op,
-				Msg: "the broker does not offer the EXTERNAL login: enable the rabbitmq_auth_mechanism_ssl plugin and list EXTERNAL in its auth_mechanisms, or log in with a password (`--auth plain`)"}
+				Hint: broker.Hintf("the broker does not offer the EXTERNAL login: enable the rabbitmq_auth_mechanism_ssl plugin and list EXTERNAL in its auth_mechanisms, or log in with a password (%s)", broker.OptAuth.With("plain"))}
 		case ae == amqp.ErrSASL:
 			return &broker.Error{Kind: broker.ErrAccessDenied, Op: op,
-				Msg: "the broker does not offer the PLAIN login: log in with the client certificate (`--auth external`), or enable PLAIN in its auth_mechanisms"}
+				Hint: broker.Hintf("the broker does not offer the PLAIN login: log in with the client certificate (%s), or enable PLAIN in its auth_mechanisms", broker.OptAuth.With("external"))}
 		case ae.Code == amqp.AccessRefused && b.external:
 			return &broker.Error{Kind: broker.ErrAccessDenied, Op: op,
 				Msg: fmt.Sprintf("EXTERNAL login refused for the client certificate %s: its CN `%s` must be a RabbitMQ user (`rabbitmqctl add_user %s` then `clear_password %s`, with permissions on vhost `%s`), and the broker must take the user from the CN (ssl_cert_login_from = common_name)", b.amqpTLS.cert, b.user, b.user, b.user, b.vhost)}
 		case ae.Code == amqp.AccessRefused && !ae.Server:
 			return &broker.Error{Kind: broker.ErrAccessDenied, Op: op,
-				Msg: fmt.Sprintf("login refused for user `%s`: wrong username or password; check the credentials of `--broker` or the context's password variable", b.user)}
+				Hint: broker.Hintf("login refused for user `%s`: wrong username or password; check the credentials of %s or the context's password variable", b.user, broker.OptBroker)}
 		case ae.Code == amqp.AccessRefused:
 			return &broker.Error{Kind: broker.ErrAccessDenied, Op: op,
 				Msg: fmt.Sprintf("login refused for user `%s` (%s): check the username and password", b.user, reason)}
 		case ae.Code == amqp.NotAllowed && strings.Contains(reason, "not found"):
 			return &broker.Error{Kind: broker.ErrNotFound, Op: op,
-				Msg: fmt.Sprintf("vhost `%s` not found: check the path of `--broker` (use /%%2F for the default vhost `/`), or list vhosts with `rabbitmqctl list_vhosts`", b.vhost)}
+				Hint: broker.Hintf("vhost `%s` not found: check the path of %s (use /%%2F for the default vhost `/`), or list vhosts with `rabbitmqctl list_vhosts`", b.vhost, broker.OptBroker)}
 		case ae.Code == amqp.NotAllowed && strings.Contains(reason, "access to vhost"):
 			return &broker.Error{Kind: broker.ErrAccessDenied, Op: op,
 				Msg: fmt.Sprintf("user `%s` has no access to vhost `%s`: grant it with `rabbitmqctl set_permissions -p %s %s '.*' '.*' '.*'`", b.user, b.vhost, b.vhost, b.user)}
 		case ae.Code == amqp.NotAllowed && !ae.Server:
 			return &broker.Error{Kind: broker.ErrNotFound, Op: op,
-				Msg: fmt.Sprintf("vhost `%s` refused: it does not exist or user `%s` may not use it; check the path of `--broker`", b.vhost, b.user)}
+				Hint: broker.Hintf("vhost `%s` refused: it does not exist or user `%s` may not use it; check the path of %s", b.vhost, b.user, broker.OptBroker)}
 		case ae.Code == amqp.NotAllowed:
 			return &broker.Error{Kind: broker.ErrAccessDenied, Op: op, Msg: reason}
 		case !ae.Server && strings.Contains(reason, "timeout"):
 			return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
-				Msg: fmt.Sprintf("no AMQP answer from %s within %s: is it a RabbitMQ AMQP port? check the port of `--broker`, or raise `--timeout`", host, within)}
+				Hint: broker.Hintf("no AMQP answer from %s within %s: is it a RabbitMQ AMQP port? check the port of %s, or raise %s", host, within, broker.OptBroker, broker.OptTimeout)}
 		case !ae.Server && (strings.Contains(reason, "EOF") || strings.Contains(reason, "reset")):
 			if e := b.tlsPortError(ctx, n, op); e != nil {
 				return e
 			}
 			return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
-				Msg: fmt.Sprintf("%s closed the connection during the handshake: check the port of `--broker` (amqp:// 5672, amqps:// 5671)", host)}
+				Hint: broker.Hintf("%s closed the connection during the handshake: check the port of %s (amqp:// 5672, amqps:// 5671)", host, broker.OptBroker)}
 		case !ae.Server && ae.Code == amqp.FrameError:
 			if e := b.tlsPortError(ctx, n, op); e != nil {
 				return e
 			}
 			return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
-				Msg: fmt.Sprintf("%s does not speak AMQP 0-9-1: check the host and port of `--broker`", host)}
+				Hint: broker.Hintf("%s does not speak AMQP 0-9-1: check the host and port of %s", host, broker.OptBroker)}
 		}
 		return translateErr(op, err)
 	}
 	if isTLSError(err) {
 		return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
-			Msg: fmt.Sprintf("tls handshake with %s failed: %s", host, tlsHint(err, b.amqpTLS))}
+			Hint: broker.Hintf("tls handshake with %s failed: %s", host, tlsHint(err, b.amqpTLS))}
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
-			Msg: fmt.Sprintf("no answer from %s within %s: check the host and port of `--broker`, firewalls, or raise `--timeout`", host, within)}
+			Hint: broker.Hintf("no answer from %s within %s: check the host and port of %s, firewalls, or raise %s", host, within, broker.OptBroker, broker.OptTimeout)}
 	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
 		return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
-			Msg: fmt.Sprintf("cannot resolve host %q: check the host of `--broker`", dnsErr.Name)}
+			Hint: broker.Hintf("cannot resolve host %q: check the host of %s", dnsErr.Name, broker.OptBroker)}
 	}
 	var oe *net.OpError
 	if errors.As(err, &oe) {
 		return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
-			Msg: fmt.Sprintf("cannot reach %s (%s): check the host and port of `--broker` and that RabbitMQ is running", host, opErrText(oe))}
+			Hint: broker.Hintf("cannot reach %s (%s): check the host and port of %s and that RabbitMQ is running", host, opErrText(oe), broker.OptBroker)}
 	}
 	if errors.Is(err, io.EOF) || strings.Contains(err.Error(), "EOF") {
 		if e := b.tlsPortError(ctx, n, op); e != nil {
 			return e
 		}
-		hint := "check the port of `--broker`"
+		hint := broker.Hintf("check the port of %s", broker.OptBroker)
 		if b.scheme == "amqp" {
-			hint = "is it a TLS port? use amqps:// — or " + hint
+			hint = broker.Hintf("is it a TLS port? use amqps:// — or %s", hint)
 		}
 		return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
-			Msg: fmt.Sprintf("%s closed the connection during the handshake: %s", host, hint)}
+			Hint: broker.Hintf("%s closed the connection during the handshake: %s", host, hint)}
 	}
 	return translateErr(op, err)
 }
@@ -519,7 +519,7 @@ func (b *Broker) tlsPortError(ctx context.Context, n node, op string) error {
 		return nil
 	}
 	return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
-		Msg: fmt.Sprintf("%s speaks TLS, and the broker URL is amqp://: use amqps:// in `--broker` (with `--ca-file` for a private CA)", n.addr)}
+		Hint: broker.Hintf("%s speaks TLS, and the broker URL is amqp://: use amqps:// in %s (with %s for a private CA)", n.addr, broker.OptBroker, broker.OptCAFile)}
 }
 
 func opErrText(oe *net.OpError) string {

@@ -71,7 +71,7 @@ const startTimeout = 30 * time.Second
 func (b *Broker) StartMove(ctx context.Context, queue string, dest broker.Destination, opts broker.MoveOptions) (broker.MoveTask, error) {
 	op := "start shovel from `" + queue + "`"
 	if opts.MaxPerSecond > 0 {
-		return broker.MoveTask{}, broker.Errorf(broker.ErrUnsupported, op, "a RabbitMQ shovel has no rate limit: drop `--rate`, or drop `--server-side` and use dlq's own `--rate`")
+		return broker.MoveTask{}, broker.Errorf(broker.ErrUnsupported, op, "a RabbitMQ shovel has no rate limit: drop %s, or drop %s and use dlq's own %s", broker.OptRate, broker.OptServerSide, broker.OptRate)
 	}
 	q, err := b.Queue(ctx, queue)
 	if err != nil {
@@ -83,8 +83,8 @@ func (b *Broker) StartMove(ctx context.Context, queue string, dest broker.Destin
 	case broker.ToOrigin, "":
 		if len(q.DeadLetterSources) != 1 {
 			return broker.MoveTask{}, broker.Errorf(broker.ErrConflict, op,
-				"a shovel needs one destination and `%s` has %d dead-letter sources (%s): name one with `--to queue:NAME`, or drop `--server-side` to send each message to its own origin",
-				queue, len(q.DeadLetterSources), strings.Join(q.DeadLetterSources, ", "))
+				"a shovel needs one destination and `%s` has %d dead-letter sources (%s): name one with %s, or drop %s to send each message to its own origin",
+				queue, len(q.DeadLetterSources), strings.Join(q.DeadLetterSources, ", "), broker.OptTo.With("queue:NAME"), broker.OptServerSide)
 		}
 		v.DestQueue = q.DeadLetterSources[0]
 	case broker.ToQueue:
@@ -121,7 +121,7 @@ func (b *Broker) StartMove(ctx context.Context, queue string, dest broker.Destin
 	defer cancel()
 	if err := b.mgmtDo(pctx, "PUT", path, map[string]any{"value": v}, nil); err != nil {
 		if errors.Is(err, broker.ErrNotFound) {
-			return broker.MoveTask{}, broker.Errorf(broker.ErrUnsupported, op, "the management API has no shovels: enable the rabbitmq_shovel and rabbitmq_shovel_management plugins, or drop `--server-side`")
+			return broker.MoveTask{}, broker.Errorf(broker.ErrUnsupported, op, "the management API has no shovels: enable the rabbitmq_shovel and rabbitmq_shovel_management plugins, or drop %s", broker.OptServerSide)
 		}
 		return broker.MoveTask{}, fmt.Errorf("%s: %w", op, err)
 	}

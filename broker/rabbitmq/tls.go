@@ -6,10 +6,11 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/dlq-tools/dlq/broker"
 )
 
 // The SASL mechanisms of Config.Auth.
@@ -27,11 +28,11 @@ const (
 // PEM files, and the flags and fix that errors name.
 type tlsSide struct {
 	ca, cert, key string
-	caFlag        string // "`--ca-file`"
-	certFlag      string // "`--cert-file`"
-	keyFlag       string // "`--key-file`"
+	caFlag        *broker.Hint // the CA file setting
+	certFlag      *broker.Hint // the client certificate setting
+	keyFlag       *broker.Hint // the client key setting
 	// plainFix is the fix when the server does not answer with TLS.
-	plainFix string
+	plainFix *broker.Hint
 }
 
 // given reports whether any file is set.
@@ -39,23 +40,25 @@ func (s tlsSide) given() bool { return s.ca != "" || s.cert != "" || s.key != ""
 
 func amqpSide(cfg Config) tlsSide {
 	return tlsSide{ca: cfg.CAFile, cert: cfg.CertFile, key: cfg.KeyFile,
-		caFlag: "`--ca-file`", certFlag: "`--cert-file`", keyFlag: "`--key-file`",
-		plainFix: "the port does not speak TLS: use amqp:// for a plain port, or the AMQPS port (usually 5671)"}
+		caFlag: broker.Hintf("%s", broker.OptCAFile), certFlag: broker.Hintf("%s", broker.OptCertFile), keyFlag: broker.Hintf("%s", broker.OptKeyFile),
+		plainFix: broker.Hintf("the port does not speak TLS: use amqp:// for a plain port, or the AMQPS port (usually 5671)")}
 }
 
 // mgmtSide is the management API's TLS client: its own files when given,
 // else the AMQP ones.
 func mgmtSide(cfg Config) tlsSide {
 	s := tlsSide{ca: cfg.CAFile, cert: cfg.CertFile, key: cfg.KeyFile,
-		caFlag: "`--management-ca-file` (or `--ca-file`, which serves both)", certFlag: "`--management-cert-file`", keyFlag: "`--management-key-file`",
-		plainFix: "the port speaks plain HTTP: use http:// in `--management-url`"}
+		caFlag:   broker.Hintf("%s (or %s, which serves both)", broker.OptManagementCAFile, broker.OptCAFile),
+		certFlag: broker.Hintf("%s", broker.OptManagementCertFile), keyFlag: broker.Hintf("%s", broker.OptManagementKeyFile),
+		plainFix: broker.Hintf("the port speaks plain HTTP: use http:// in %s", broker.OptManagementURL)}
 	if cfg.ManagementCAFile != "" {
-		s.ca, s.caFlag = cfg.ManagementCAFile, "`--management-ca-file`"
+		s.ca, s.caFlag = cfg.ManagementCAFile, broker.Hintf("%s", broker.OptManagementCAFile)
 	}
 	if cfg.ManagementCertFile != "" || cfg.ManagementKeyFile != "" {
 		s.cert, s.key = cfg.ManagementCertFile, cfg.ManagementKeyFile
 	} else if cfg.CertFile != "" {
-		s.certFlag, s.keyFlag = "`--management-cert-file` (or `--cert-file`)", "`--management-key-file` (or `--key-file`)"
+		s.certFlag = broker.Hintf("%s (or %s)", broker.OptManagementCertFile, broker.OptCertFile)
+		s.keyFlag = broker.Hintf("%s (or %s)", broker.OptManagementKeyFile, broker.OptKeyFile)
 	}
 	return s
 }
@@ -70,24 +73,24 @@ func tlsConfig(side tlsSide, insecure bool, serverName string) (*tls.Config, err
 	if side.ca != "" {
 		data, err := os.ReadFile(side.ca)
 		if err != nil {
-			return nil, fmt.Errorf("read CA file %s: %v: check %s", side.ca, pathError(err), side.caFlag)
+			return nil, broker.Hintf("read CA file %s: %v: check %s", side.ca, pathError(err), side.caFlag)
 		}
 		pool, err := x509.SystemCertPool()
 		if err != nil || pool == nil {
 			pool = x509.NewCertPool()
 		}
 		if !pool.AppendCertsFromPEM(data) {
-			return nil, fmt.Errorf("CA file %s holds no PEM certificate: check %s", side.ca, side.caFlag)
+			return nil, broker.Hintf("CA file %s holds no PEM certificate: check %s", side.ca, side.caFlag)
 		}
 		tc.RootCAs = pool
 	}
 	if side.cert != "" || side.key != "" {
 		if side.cert == "" || side.key == "" {
-			return nil, fmt.Errorf("a client certificate needs both %s and %s", side.certFlag, side.keyFlag)
+			return nil, broker.Hintf("a client certificate needs both %s and %s", side.certFlag, side.keyFlag)
 		}
 		pair, err := tls.LoadX509KeyPair(side.cert, side.key)
 		if err != nil {
-			return nil, fmt.Errorf("load client certificate %s and key %s: %v: check %s and %s", side.cert, side.key, pathError(err), side.certFlag, side.keyFlag)
+			return nil, broker.Hintf("load client certificate %s and key %s: %v: check %s and %s", side.cert, side.key, pathError(err), side.certFlag, side.keyFlag)
 		}
 		tc.Certificates = []tls.Certificate{pair}
 	}
@@ -153,7 +156,7 @@ func certRefused(err error) bool {
 }
 
 // tlsHint is the cause of a TLS failure of side and its fix.
-func tlsHint(err error, side tlsSide) string {
+func tlsHint(err error, side tlsSide) *broker.Hint {
 	var (
 		rh tls.RecordHeaderError
 		ua x509.UnknownAuthorityError
@@ -165,19 +168,19 @@ func tlsHint(err error, side tlsSide) string {
 		return side.plainFix
 	case errors.As(err, &ua):
 		if side.ca != "" {
-			return fmt.Sprintf("certificate signed by an unknown authority: %s does not hold the CA that signed the server's certificate; pass that CA with %s (or `--insecure-skip-verify`, which turns verification off)", side.ca, side.caFlag)
+			return broker.Hintf("certificate signed by an unknown authority: %s does not hold the CA that signed the server's certificate; pass that CA with %s (or %s, which turns verification off)", side.ca, side.caFlag, broker.OptInsecureSkipVerify)
 		}
-		return fmt.Sprintf("certificate signed by an unknown authority: pass the CA that signed it with %s (or `--insecure-skip-verify`, which turns verification off)", side.caFlag)
+		return broker.Hintf("certificate signed by an unknown authority: pass the CA that signed it with %s (or %s, which turns verification off)", side.caFlag, broker.OptInsecureSkipVerify)
 	case errors.As(err, &hn):
-		return "the certificate is not valid for this host name: connect by a name the certificate lists, or pass `--insecure-skip-verify`"
+		return broker.Hintf("the certificate is not valid for this host name: connect by a name the certificate lists, or pass %s", broker.OptInsecureSkipVerify)
 	case errors.As(err, &ci):
-		return "the certificate is invalid (" + ci.Error() + "): renew it, or pass `--insecure-skip-verify`"
+		return broker.Hintf("the certificate is invalid (%s): renew it, or pass %s", ci.Error(), broker.OptInsecureSkipVerify)
 	case certRefused(err) && side.cert == "":
-		return fmt.Sprintf("the server requires a client certificate: pass %s and %s", side.certFlag, side.keyFlag)
+		return broker.Hintf("the server requires a client certificate: pass %s and %s", side.certFlag, side.keyFlag)
 	case certRefused(err):
-		return fmt.Sprintf("the server refused the client certificate %s (%s): pass one signed by a CA the server trusts with %s and %s", side.cert, alertText(err), side.certFlag, side.keyFlag)
+		return broker.Hintf("the server refused the client certificate %s (%s): pass one signed by a CA the server trusts with %s and %s", side.cert, alertText(err), side.certFlag, side.keyFlag)
 	}
-	return alertText(err) + ": check " + side.caFlag + ", " + side.certFlag + " and " + side.keyFlag
+	return broker.Hintf("%s: check %s, %s and %s", alertText(err), side.caFlag, side.certFlag, side.keyFlag)
 }
 
 // alertText is a TLS error without the network operation before it.

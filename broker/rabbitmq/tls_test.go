@@ -61,8 +61,8 @@ func TestOpenTLS(t *testing.T) {
 			if isTLS != tt.tlsFail {
 				t.Errorf("tls failure reported = %v, want %v: %s", isTLS, tt.tlsFail, msg)
 			}
-			if tt.tlsFail && !strings.Contains(msg, "`--ca-file`") {
-				t.Errorf("tls error does not name `--ca-file`: %s", msg)
+			if tt.tlsFail && !strings.Contains(msg, "`ca-file`") {
+				t.Errorf("tls error does not name `ca-file`: %s", msg)
 			}
 		})
 	}
@@ -114,7 +114,7 @@ func TestCAFileAddsToSystemRoots(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cert, _ := writeTestCert(t, dir, "dlq test CA")
-	tc, err := tlsConfig(tlsSide{ca: cert, caFlag: "`--ca-file`"}, false, "h")
+	tc, err := tlsConfig(tlsSide{ca: cert, caFlag: broker.Hintf("%s", broker.OptCAFile)}, false, "h")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ func (b *Broker) ReadRabbitTopology(ctx context.Context) (broker.RabbitTopology,
 	)
 	if err != nil {
 		if errors.Is(err, broker.ErrNotFound) {
-			return t, broker.Errorf(broker.ErrNotFound, "read topology", "vhost `%s` not found: check the vhost in `--broker`", b.vhost)
+			return t, broker.Errorf(broker.ErrNotFound, "read topology", "vhost `%s` not found: check the vhost in %s", b.vhost, broker.OptBroker)
 		}
 		return t, fmt.Errorf("read topology of vhost `%s`: %w", b.vhost, err)
 	}

@@ -35,10 +35,10 @@ func translateErr(op string, err error) error {
 	}
 	if ne := netErr(err); ne != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
-			Msg: "cannot reach SQS (" + ne.Error() + "): check `--endpoint-url`, `--region` and the network"}
+			Hint: broker.Hintf("cannot reach SQS (%s): check %s, %s and the network", ne.Error(), broker.OptEndpointURL, broker.OptRegion)}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%s: timed out (raise `--timeout` if the endpoint is slow): %w", op, context.DeadlineExceeded)
+		return broker.Hintf("%s: timed out (raise %s if the endpoint is slow): %w", op, broker.OptTimeout, context.DeadlineExceeded)
 	}
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
@@ -49,12 +49,12 @@ func translateErr(op string, err error) error {
 	}
 	if ne := netErr(err); ne != nil {
 		return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
-			Msg: "cannot reach SQS (" + ne.Error() + "): check `--endpoint-url`, `--region` and the network"}
+			Hint: broker.Hintf("cannot reach SQS (%s): check %s, %s and the network", ne.Error(), broker.OptEndpointURL, broker.OptRegion)}
 	}
 	var se *smithyhttp.RequestSendError
 	if errors.As(err, &se) {
 		return &broker.Error{Kind: broker.ErrUnreachable, Op: op,
-			Msg: "cannot reach SQS: check `--endpoint-url`, `--region` and the network"}
+			Hint: broker.Hintf("cannot reach SQS: check %s, %s and the network", broker.OptEndpointURL, broker.OptRegion)}
 	}
 	return fmt.Errorf("%s: %s", op, lastLine(err))
 }
@@ -71,7 +71,7 @@ func apiErr(op, code, msg string) error {
 	switch short {
 	case "NonExistentQueue", "QueueDoesNotExist", "QueueDeletedRecently":
 		return &broker.Error{Kind: broker.ErrNotFound, Op: op,
-			Msg: "queue does not exist: check the queue name, URL or ARN and `--region`, or list queues with `dlq queues`"}
+			Hint: broker.Hintf("queue does not exist: check the queue name, URL or ARN and %s, or list queues with `dlq queues`", broker.OptRegion)}
 	case "ResourceNotFoundException":
 		return &broker.Error{Kind: broker.ErrNotFound, Op: op, Msg: "not found: " + msg}
 	case "AccessDenied", "AccessDeniedException", "KmsAccessDenied", "KmsDisabled", "KmsInvalidKeyUsage", "KmsInvalidState", "KmsNotFound", "KmsOptInRequired":

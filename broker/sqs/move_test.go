@@ -329,7 +329,7 @@ func TestOrigin(t *testing.T) {
 			delete(b.origins, dlq)
 			b.mu.Unlock()
 			_, err = b.Origin(ctx, dlq, m)
-			if !errors.Is(err, broker.ErrConflict) || !strings.Contains(err.Error(), "`--to") ||
+			if !errors.Is(err, broker.ErrConflict) || !strings.Contains(err.Error(), "`to") ||
 				!strings.Contains(err.Error(), nameFromURL(src)) || !strings.Contains(err.Error(), nameFromURL(other)) {
 				t.Errorf("ambiguous origin: %v", err)
 			}
@@ -341,7 +341,7 @@ func TestOrigin(t *testing.T) {
 			}
 			// No source at all.
 			lone := createQueue(t, b, baseName(t)+"-lone", nil)
-			if _, err := b.Origin(ctx, lone, &broker.Message{}); !errors.Is(err, broker.ErrNotFound) || !strings.Contains(err.Error(), "`--to") {
+			if _, err := b.Origin(ctx, lone, &broker.Message{}); !errors.Is(err, broker.ErrNotFound) || !strings.Contains(err.Error(), "`to") {
 				t.Errorf("no source: %v", err)
 			}
 		})

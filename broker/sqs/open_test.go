@@ -89,7 +89,7 @@ func TestOpenErrors(t *testing.T) {
 			name:     "no region",
 			setenv:   map[string]string{"AWS_REGION": "", "AWS_DEFAULT_REGION": ""},
 			cfg:      Config{Endpoint: env.Endpoint},
-			contains: []string{"`--region`", "AWS_REGION"},
+			contains: []string{"`region`", "AWS_REGION"},
 		},
 		{
 			name:     "no credentials",
@@ -108,12 +108,12 @@ func TestOpenErrors(t *testing.T) {
 			name:     "unreachable",
 			cfg:      Config{Endpoint: "http://127.0.0.1:1", Region: "us-east-1", Timeout: 5 * time.Second},
 			kind:     broker.ErrUnreachable,
-			contains: []string{"`--endpoint-url`"},
+			contains: []string{"`endpoint-url`"},
 		},
 		{
 			name:     "bad endpoint",
 			cfg:      Config{Endpoint: "127.0.0.1:9324", Region: "us-east-1"},
-			contains: []string{"`--endpoint-url`"},
+			contains: []string{"`endpoint-url`"},
 		},
 	}
 	for _, tt := range tests {
@@ -154,7 +154,7 @@ func TestTranslateErr(t *testing.T) {
 		contains string
 	}{
 		{"AWS.SimpleQueueService.NonExistentQueue", broker.ErrNotFound, "`dlq queues`"},
-		{"QueueDoesNotExist", broker.ErrNotFound, "`--region`"},
+		{"QueueDoesNotExist", broker.ErrNotFound, "`region`"},
 		{"com.amazonaws.sqs#QueueDoesNotExist", broker.ErrNotFound, "does not exist"},
 		{"AccessDenied", broker.ErrAccessDenied, "permission"},
 		{"InvalidClientTokenId", broker.ErrAccessDenied, "aws sso login"},

@@ -33,7 +33,7 @@ type originCache struct {
 //  2. else the sources of the DLQ: ListDeadLetterSourceQueues, or, where the
 //     endpoint lacks that call or the caller lacks its permission, a scan of
 //     every queue's RedrivePolicy for the DLQ's ARN. One source is the
-//     origin; several are broker.ErrConflict naming them and `--to`; none is
+//     origin; several are broker.ErrConflict naming them and the to option; none is
 //     broker.ErrNotFound.
 //
 // The sources are cached per DLQ for a few minutes. The destination names
@@ -62,7 +62,7 @@ func (b *Broker) Origin(ctx context.Context, queue string, m *broker.Message) (b
 	switch len(sources) {
 	case 0:
 		return broker.Destination{}, broker.Errorf(broker.ErrNotFound, op,
-			"no queue has `%s` as its dead-letter queue and the message does not say where it came from: pass `--to queue:NAME`", queueName(queue))
+			"no queue has `%s` as its dead-letter queue and the message does not say where it came from: pass %s", queueName(queue), broker.OptTo.With("queue:NAME"))
 	case 1:
 		return broker.Destination{Kind: broker.ToQueue, Queue: nameFromURL(sources[0])}, nil
 	}
@@ -71,8 +71,8 @@ func (b *Broker) Origin(ctx context.Context, queue string, m *broker.Message) (b
 		names[i] = nameFromURL(s)
 	}
 	return broker.Destination{}, broker.Errorf(broker.ErrConflict, op,
-		"%d queues dead-letter into `%s` (%s) and the message does not say which it came from: pick one with `--to queue:NAME`",
-		len(names), queueName(queue), strings.Join(names, ", "))
+		"%d queues dead-letter into `%s` (%s) and the message does not say which it came from: pick one with %s",
+		len(names), queueName(queue), strings.Join(names, ", "), broker.OptTo.With("queue:NAME"))
 }
 
 // sameAccountName returns the queue name of srcARN when it is in the same

@@ -72,7 +72,7 @@ func (b *Broker) Peek(ctx context.Context, queue string, opts broker.PeekOptions
 	rep := broker.PeekReport{Mode: broker.PeekReceive}
 	if opts.Mode != broker.PeekAuto && opts.Mode != broker.PeekReceive {
 		return rep, broker.Errorf(broker.ErrUnsupported, "peek `"+queueName(queue)+"`",
-			"sqs queues can only be peeked by receiving (mode %q), not %q: drop `--mode`", broker.PeekReceive, opts.Mode)
+			"sqs queues can only be peeked by receiving (mode %q), not %q: drop %s", broker.PeekReceive, opts.Mode, broker.OptMode)
 	}
 	url, err := b.queueURL(ctx, queue)
 	if err != nil {
@@ -87,8 +87,8 @@ func (b *Broker) Peek(ctx context.Context, queue string, opts broker.PeekOptions
 	if hasPolicy && !opts.Force {
 		limit := "maxReceiveCount " + strconv.FormatInt(maxReceives, 10)
 		return rep, broker.Errorf(broker.ErrUnsafe, "peek `"+name+"`",
-			"queue `%s` has a redrive policy (%s, dead letters to `%s`): every message a peek shows is received, which raises its receive count, and a message one receive short of the limit would then be dead-lettered on its next delivery; peek the dead-letter queue `%s` instead, or pass `--force` to accept that risk",
-			name, limit, nameFromARN(target), nameFromARN(target))
+			"queue `%s` has a redrive policy (%s, dead letters to `%s`): every message a peek shows is received, which raises its receive count, and a message one receive short of the limit would then be dead-lettered on its next delivery; peek the dead-letter queue `%s` instead, or pass %s to accept that risk",
+			name, limit, nameFromARN(target), nameFromARN(target), broker.OptForce)
 	}
 	p := &peeker{b: b, url: url, name: name, opts: opts, visit: visit, maxReceives: maxReceives,
 		fifo: attrs[attrFifo] == "true" || strings.HasSuffix(name, ".fifo"), seen: map[uint64]uint8{}}
@@ -328,7 +328,7 @@ func (p *peeker) changed() string {
 		s += fmt.Sprintf("; %d of ~%d messages were out of reach behind the head of their message group (a fifo queue shows only the head of each group without removing messages)", p.depth-p.received, p.depth)
 	}
 	if p.heldMax {
-		s += "; stopped at the bound of messages held at once (`--max-unacked`)"
+		s += "; stopped at the bound of messages held at once (max-unacked)"
 	}
 	return s
 }

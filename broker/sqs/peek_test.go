@@ -99,7 +99,7 @@ func TestPeekRefusesQueueWithRedrivePolicy(t *testing.T) {
 	if !errors.Is(err, broker.ErrUnsafe) {
 		t.Fatalf("peek of a queue with a redrive policy: %v, want ErrUnsafe", err)
 	}
-	for _, s := range []string{"`--force`", "maxReceiveCount 3", "`" + nameFromURL(dlq) + "`"} {
+	for _, s := range []string{"`force`", "maxReceiveCount 3", "`" + nameFromURL(dlq) + "`"} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("refusal %q does not mention %s", err, s)
 		}

@@ -60,7 +60,7 @@ func (b *Broker) Publish(ctx context.Context, msgs []broker.Outgoing) ([]error, 
 	for i, o := range msgs {
 		if o.Dest.Kind != broker.ToQueue || o.Dest.Queue == "" {
 			errs[i] = broker.Errorf(broker.ErrUnsupported, "publish to "+o.Dest.String(),
-				"sqs publishes to queues only: use `--to queue:NAME`")
+				"sqs publishes to queues only: use %s", broker.OptTo.With("queue:NAME"))
 			continue
 		}
 		d, ok := byRef[o.Dest.Queue]

@@ -21,7 +21,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -134,12 +133,12 @@ func Open(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, configErr(err)
 	}
 	if awsCfg.Region == "" {
-		return nil, errors.New("open sqs: no AWS region configured: pass `--region`, set AWS_REGION, or set a region in the profile of AWS_PROFILE")
+		return nil, broker.Hintf("open sqs: no AWS region configured: pass %s, set AWS_REGION, or set a region in the profile of AWS_PROFILE", broker.OptRegion)
 	}
 	if cfg.Endpoint != "" {
 		u, err := url.Parse(cfg.Endpoint)
 		if err != nil || u.Scheme == "" || u.Host == "" {
-			return nil, fmt.Errorf("open sqs: invalid endpoint %q: `--endpoint-url` must be a URL such as http://127.0.0.1:9324", redactURL(cfg.Endpoint))
+			return nil, broker.Hintf("open sqs: invalid endpoint %q: %s must be a URL such as http://127.0.0.1:9324", redactURL(cfg.Endpoint), broker.OptEndpointURL)
 		}
 	}
 	client := sqs.NewFromConfig(awsCfg, OwnRequestBodies, func(o *sqs.Options) {

@@ -1,0 +1,186 @@
+package broker
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Option names a setting a person can change: a flag on the command line,
+// a key or a context entry in the TUI. Library messages name settings
+// through an Option, never in the syntax of one front end; each front end
+// renders them in its own words (see Renderer).
+type Option string
+
+// The settings that library messages name.
+const (
+	OptAuth               Option = "auth"
+	OptBroker             Option = "broker"
+	OptCAFile             Option = "ca-file"
+	OptCertFile           Option = "cert-file"
+	OptContext            Option = "context"
+	OptDedupeBy           Option = "dedupe-by"
+	OptDryRun             Option = "dry-run"
+	OptEndpointURL        Option = "endpoint-url"
+	OptExcludeID          Option = "exclude-id"
+	OptFilter             Option = "filter"
+	OptForce              Option = "force"
+	OptID                 Option = "id"
+	OptInsecureSkipVerify Option = "insecure-skip-verify"
+	OptKeyFile            Option = "key-file"
+	OptLimit              Option = "limit"
+	OptManagementCAFile   Option = "management-ca-file"
+	OptManagementCertFile Option = "management-cert-file"
+	OptManagementKeyFile  Option = "management-key-file"
+	OptManagementURL      Option = "management-url"
+	OptManagementUser     Option = "management-user"
+	OptMaxRedrives        Option = "max-redrives"
+	OptMaxUnacked         Option = "max-unacked"
+	OptMode               Option = "mode"
+	OptNewerThan          Option = "newer-than"
+	OptNoRedriveHeader    Option = "no-redrive-header"
+	OptOffset             Option = "offset"
+	OptOlderThan          Option = "older-than"
+	OptRate               Option = "rate"
+	OptRegion             Option = "region"
+	OptResume             Option = "resume"
+	OptServerSide         Option = "server-side"
+	OptSetHeader          Option = "set-header"
+	OptSince              Option = "since"
+	OptTimeout            Option = "timeout"
+	OptTo                 Option = "to"
+	OptTransform          Option = "transform"
+)
+
+// Setting is an Option, optionally with the value a message proposes
+// ("mode" with "rotate").
+type Setting struct {
+	Option Option
+	Value  string
+}
+
+// With is o set to value.
+func (o Option) With(value string) Setting { return Setting{Option: o, Value: value} }
+
+// Renderer turns a setting into the words of one front end: the command
+// line writes the flag, the TUI names a key or a context entry.
+type Renderer func(Setting) string
+
+// PlainSetting is the rendering without a front end, used by Error and
+// String: the option's name and value in backticks ("`mode rotate`").
+func PlainSetting(s Setting) string {
+	if s.Value == "" {
+		return "`" + string(s.Option) + "`"
+	}
+	return "`" + string(s.Option) + " " + s.Value + "`"
+}
+
+// Hint is a message that names settings. It is an error too, so that a
+// library can return it where it would return fmt.Errorf; Error renders
+// the settings plainly, Render in the words of a front end.
+type Hint struct {
+	format string
+	args   []any
+	err    error // fmt.Errorf of format and args, for Unwrap
+}
+
+// Hintf formats a message as fmt.Errorf does (%w included); arguments
+// that are an Option or a Setting are rendered late, by Render.
+func Hintf(format string, args ...any) *Hint {
+	return &Hint{format: format, args: args, err: fmt.Errorf(format, args...)}
+}
+
+// Render returns the message with every setting rendered by r (nil:
+// PlainSetting), including those of wrapped errors among the arguments.
+func (h *Hint) Render(r Renderer) string {
+	if r == nil {
+		r = PlainSetting
+	}
+	args := make([]any, len(h.args))
+	for i, a := range h.args {
+		switch a := a.(type) {
+		case Option:
+			args[i] = r(Setting{Option: a})
+		case Setting:
+			args[i] = r(a)
+		case error:
+			args[i] = rendered{text: RenderError(a, r), err: a}
+		default:
+			args[i] = a
+		}
+	}
+	return fmt.Errorf(h.format, args...).Error()
+}
+
+func (h *Hint) Error() string  { return h.Render(nil) }
+func (h *Hint) String() string { return h.Render(nil) }
+
+// Unwrap returns the errors the format wraps with %w.
+func (h *Hint) Unwrap() []error {
+	switch u := h.err.(type) {
+	case interface{ Unwrap() error }:
+		if e := u.Unwrap(); e != nil {
+			return []error{e}
+		}
+	case interface{ Unwrap() []error }:
+		return u.Unwrap()
+	}
+	return nil
+}
+
+// rendered stands in for a wrapped error while a Hint is rendered.
+type rendered struct {
+	text string
+	err  error
+}
+
+func (r rendered) Error() string { return r.text }
+func (r rendered) Unwrap() error { return r.err }
+
+// renderable is an error whose settings a Renderer can word.
+type renderable interface {
+	error
+	render(Renderer) string
+}
+
+func (h *Hint) render(r Renderer) string { return h.Render(r) }
+
+// RenderError returns err's text with the settings named by every Hint and
+// *Error in its chain rendered by r. Wrappers that quote an inner error
+// verbatim (fmt.Errorf with %w, errors.Join) keep their own words; the
+// inner error's words are replaced by its rendering.
+func RenderError(err error, r Renderer) string {
+	if err == nil {
+		return ""
+	}
+	s := err.Error()
+	if r == nil {
+		return s
+	}
+	walkRenderable(err, func(h renderable) {
+		if plain := h.Error(); plain != "" {
+			s = strings.Replace(s, plain, h.render(r), 1)
+		}
+	})
+	return s
+}
+
+// walkRenderable calls fn for the outermost renderable errors of err's
+// tree; their rendering covers what they wrap.
+func walkRenderable(err error, fn func(renderable)) {
+	if h, ok := err.(renderable); ok {
+		fn(h)
+		return
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		if e := u.Unwrap(); e != nil {
+			walkRenderable(e, fn)
+		}
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if e != nil {
+				walkRenderable(e, fn)
+			}
+		}
+	}
+}
