@@ -22,6 +22,7 @@ import (
 	"github.com/dlq-tools/dlq/broker/archive"
 	"github.com/dlq-tools/dlq/broker/brokertest"
 	"github.com/dlq-tools/dlq/inspect"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 // groupBody is dead letter i of the scenario: i%3 picks its failure.
@@ -96,7 +97,7 @@ func runGroupScenario(t *testing.T, b groupBackend) {
 		gEvents + " 4 Unknown event type <*>",
 	}
 	slices.Sort(want)
-	if d := diffText(strings.Join(want, "\n"), strings.Join(got, "\n")); d != "" {
+	if d := testdiff.Text(strings.Join(want, "\n"), strings.Join(got, "\n")); d != "" {
 		t.Fatalf("stats groups:\n%s", d)
 	}
 

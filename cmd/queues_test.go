@@ -14,6 +14,7 @@ import (
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/brokertest"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 func TestNewCmdQueuesFlags(t *testing.T) {
@@ -123,7 +124,7 @@ a.dlq   classic      7          0          0         -  1h30m   dlq   -         
 a.work  classic    500          3          2       50%  -       work  a.dlq            -
 b.dlq   quorum       0          -          -         -  -       dlq*  -                -
 `
-	if d := diffText(want, out); d != "" {
+	if d := testdiff.Text(want, out); d != "" {
 		t.Errorf("table differs (-want +got):\n%s", d)
 	}
 }
@@ -151,7 +152,7 @@ orders         classic      2  work   orders.retry     orders.retry
 orders.retry   classic      0  retry  orders           orders
 terror-events  classic      0  work   -                -
 `
-	if d := diffText(want, out); d != "" {
+	if d := testdiff.Text(want, out); d != "" {
 		t.Errorf("table differs (-want +got):\n%s", d)
 	}
 	if errOut != nameMarkNote+"\n" {
@@ -185,7 +186,7 @@ terror-events  classic      0  work   -                -
 		{"orders.retry", "retry", "topology", false, 30},
 		{"terror-events", "work", "default", false, 0},
 	}
-	if d := diffJSON(t, wantRoles, have); d != "" {
+	if d := testdiff.JSON(t, wantRoles, have); d != "" {
 		t.Errorf("json roles differ (-want +got):\n%s", d)
 	}
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/inspect"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 func TestStatsFlags(t *testing.T) {
@@ -159,7 +160,7 @@ func TestStatsRunJSONAndCSV(t *testing.T) {
 		t.Errorf("csv %v %v", recs, err)
 	}
 	// orders: deaths at 11:55, 11:57 and 11:59 in 19 s buckets from 11:54.
-	if d := diffText("orders,3,0.500000,3,0;0;0;1;0;0;0;0;0;1;0;0;0;0;0;1,2026-03-01T11:55:00Z,2026-03-01T11:59:00Z,88,id-000;id-002;id-004", strings.Join(recs[1], ",")); d != "" {
+	if d := testdiff.Text("orders,3,0.500000,3,0;0;0;1;0;0;0;0;0;1;0;0;0;0;0;1,2026-03-01T11:55:00Z,2026-03-01T11:59:00Z,88,id-000;id-002;id-004", strings.Join(recs[1], ",")); d != "" {
 		t.Errorf("csv row:\n%s", d)
 	}
 }
