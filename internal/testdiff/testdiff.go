@@ -271,3 +271,14 @@ func (r renderer) list(v reflect.Value, depth int) {
 	}
 	r.b.WriteString("}")
 }
+
+// Pick is one field (or any value) of each element, for a message that
+// names the elements of a list rather than printing them whole:
+// testdiff.Pick(qs, func(q broker.Queue) string { return q.Name }).
+func Pick[T, U any](s []T, f func(T) U) []U {
+	out := make([]U, len(s))
+	for i, e := range s {
+		out[i] = f(e)
+	}
+	return out
+}

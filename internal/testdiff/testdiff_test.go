@@ -102,3 +102,10 @@ func TestLinesNilIsEmpty(t *testing.T) {
 		t.Errorf("Lines(nil, []string{}) = %q, want \"\"", d)
 	}
 }
+
+func TestPick(t *testing.T) {
+	got := Pick([]inner{{N: 1}, {N: 2}}, func(i inner) int { return i.N })
+	if d := Diff([]int{1, 2}, got); d != "" {
+		t.Errorf("Pick (-want +got):\n%s", d)
+	}
+}
