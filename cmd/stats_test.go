@@ -151,7 +151,7 @@ func TestStatsRunJSONAndCSV(t *testing.T) {
 	}
 	if res.Total != 14 || len(res.Groups) != 2 || res.Groups[0].Key["body:.tier"] != "t0" || res.Groups[0].Count != 8 || res.Duplicates.Messages != 2 {
 		t.Errorf("json result: total %d, groups %v, duplicate messages %d; want 14, [body:.tier=t0 ×8, another], 2",
-		res.Total, testdiff.Pick(res.Groups, func(g inspect.GroupStats) string { return fmt.Sprintf("%v ×%d", g.Key, g.Count) }), res.Duplicates.Messages)
+			res.Total, testdiff.Pick(res.Groups, func(g inspect.GroupStats) string { return fmt.Sprintf("%v ×%d", g.Key, g.Count) }), res.Duplicates.Messages)
 	}
 	out, _, err = runStats(t, &fakeQueueBroker{msgs: deadLetters(6)}, false, "csv", "q", "-g", "source")
 	if err != nil {

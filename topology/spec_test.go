@@ -145,8 +145,8 @@ rabbitmq:
 		q.Arguments["x-dead-letter-routing-key"] != "dead.letter" || q.Arguments["x-delivery-limit"] != int64(5) ||
 		q.Arguments["x-queue-type"] != "quorum" {
 		t.Fatalf("queue (-want +got):\n%s", testdiff.Diff(
-		[]any{"stg-work.queue", "stg-dlq.exchange", "dead.letter", int64(5), "quorum"},
-		[]any{q.Name, q.Arguments["x-dead-letter-exchange"], q.Arguments["x-dead-letter-routing-key"], q.Arguments["x-delivery-limit"], q.Arguments["x-queue-type"]}))
+			[]any{"stg-work.queue", "stg-dlq.exchange", "dead.letter", int64(5), "quorum"},
+			[]any{q.Name, q.Arguments["x-dead-letter-exchange"], q.Arguments["x-dead-letter-routing-key"], q.Arguments["x-delivery-limit"], q.Arguments["x-queue-type"]}))
 	}
 	if len(m.Rabbit.Policies) != 0 {
 		t.Errorf("arguments mode generated policies %q", testdiff.Pick(m.Rabbit.Policies, func(p Policy) string { return p.Name }))
