@@ -48,7 +48,7 @@ func TestNewCmdQueuesFlags(t *testing.T) {
 			t.Fatalf("%v: %v (runF called: %v)", tt.args, err, got != nil)
 		}
 		if got.Pattern != tt.want.Pattern || got.DLQOnly != tt.want.DLQOnly || got.Sort != tt.want.Sort {
-			t.Errorf("%v: got %+v", tt.args, *got)
+			t.Errorf("%v: pattern %q, dlq only %t, sort %q; want %q, %t, %q", tt.args, got.Pattern, got.DLQOnly, got.Sort, tt.want.Pattern, tt.want.DLQOnly, tt.want.Sort)
 		}
 	}
 }
@@ -339,7 +339,9 @@ stuck     quorum       0  work  -                1/3 no leader   down: rmq-2,rmq
 	}
 	p := qs[1]
 	if p.Leader != "rabbit@rmq-2.prod.example.com" || len(p.Members) != 3 || len(p.Online) != 2 || p.DropsAfter != 20 || !p.DeliveryLimitDefault || p.DeliveryLimit != 20 {
-		t.Errorf("json: %+v", p)
+		t.Errorf("json (-want +got):\n%s", testdiff.Diff(
+			[]any{"rabbit@rmq-2.prod.example.com", 3, 2, int64(20), true, int64(20)},
+			[]any{p.Leader, len(p.Members), len(p.Online), p.DropsAfter, p.DeliveryLimitDefault, p.DeliveryLimit}))
 	}
 	if !strings.Contains(out, `"drops_after": 20`) || !strings.Contains(out, `"leader": "rabbit@rmq-2.prod.example.com"`) || strings.Contains(qs[2].Leader, "@") {
 		t.Errorf("json fields:\n%s", out)
@@ -425,7 +427,7 @@ func TestAcceptanceQueuesCluster(t *testing.T) {
 		if code == ExitOK && len(qs) == 1 && len(qs[0].Online) == 3 {
 			q := qs[0]
 			if len(q.Members) != 3 || !slices.Contains(q.Members, q.Leader) || q.DropsAfter != 20 || !q.DeliveryLimitDefault {
-				t.Errorf("json: %+v", q)
+				t.Errorf("json: leader %q, members %q, drops after %d, limit default %t; want one of 3 members, 20, true", q.Leader, q.Members, q.DropsAfter, q.DeliveryLimitDefault)
 			}
 			break
 		}

@@ -136,11 +136,11 @@ func TestStatsMergedTemplateHotWords(t *testing.T) {
 	}
 	res, s := collect(t, msgs, "reason", StatsOptions{})
 	if len(res.Groups) != 1 || res.Groups[0].Template != "Unknown event type <*>" {
-		t.Fatalf("groups %+v", res.Groups)
+		t.Fatalf("group templates %q, want [Unknown event type <*>]", testdiff.Pick(res.Groups, func(g GroupStats) string { return g.Template }))
 	}
 	g := res.Groups[0]
 	if g.ID != GroupID("Unknown event type <*>") || len(g.Hot) != 1 || g.Hot[0].Placeholder != PhAny {
-		t.Fatalf("group %+v", g)
+		t.Fatalf("group id %q, hot placeholders %q; want %q, [%s]", g.ID, testdiff.Pick(g.Hot, func(h HotValues) string { return h.Placeholder }), GroupID("Unknown event type <*>"), PhAny)
 	}
 	if d := testdiff.JSON(t, []HotValue{{"OrderShipped", 2}, {"InvoiceIssued", 1}, {"OrderCancelled", 1}}, g.Hot[0].Values); d != "" {
 		t.Errorf("hot words:\n%s", d)
@@ -162,7 +162,7 @@ func TestStatsReasonTextAndRedrives(t *testing.T) {
 		t.Errorf("redrives:\n%s", d)
 	}
 	if res.Groups[0].ID != "" {
-		t.Errorf("a redrives group has a reason ID: %+v", res.Groups[0])
+		t.Errorf("a redrives group has a reason ID: %q", res.Groups[0].ID)
 	}
 	res, _ = collect(t, msgs, "reason-text", StatsOptions{})
 	if len(res.Groups) != 10 {
@@ -262,7 +262,7 @@ func TestStatsHotKeyAmongMany(t *testing.T) {
 	res, _ := collect(t, msgs, "reason", StatsOptions{})
 	h := res.Groups[0].Hot[0]
 	if !h.Approximate || len(h.Values) != 1 || h.Values[0].Value != "cus_42" || h.Values[0].Count < 200 || h.Values[0].Count > 300 {
-		t.Fatalf("hot values %+v: want cus_42 alone, 200..300 of its 300", h)
+		t.Fatalf("hot values %v, approximate %t: want cus_42 alone, 200..300 of its 300, approximate", h.Values, h.Approximate)
 	}
 	if txt := HotText(res.Groups[0].Hot, 3); !strings.HasPrefix(txt, "<id> cus_42×≥") {
 		t.Errorf("HotText = %q: a lower bound shows as ≥", txt)
