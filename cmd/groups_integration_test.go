@@ -153,7 +153,7 @@ func runGroupScenario(t *testing.T, b groupBackend) {
 		t.Fatalf("redrive: exit %d: %s %s", code, out, errOut)
 	}
 	if s := riSummary(t, out); s.Moved != 4 {
-		t.Fatalf("redrive summary %+v", s)
+		t.Fatalf("redrive moved %d, want 4", s.Moved)
 	}
 	if ns := bodiesN(t, b.moved()); !slices.Equal(ns, []int{1, 4, 7, 10}) {
 		t.Errorf("redrive --group moved %v, want 1 4 7 10", ns)
@@ -174,7 +174,7 @@ func runGroupScenario(t *testing.T, b groupBackend) {
 		t.Fatalf("discard: exit %d: %s %s", code, out, errOut)
 	}
 	if s := riSummary(t, out); s.Moved != 2 {
-		t.Fatalf("discard summary %+v", s)
+		t.Fatalf("discard moved %d, want 2", s.Moved)
 	}
 	riPoll(t, 10*time.Second, "the DLQ to hold 6", func() bool { return b.depth() == groupMessages-6 })
 }

@@ -246,7 +246,7 @@ func TestQueuesRunSortsAndFilters(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got := strings.Join(names(out), " "); got != tt.want {
-			t.Errorf("%+v: %s, want %s", tt.opts, got, tt.want)
+			t.Errorf("pattern %q, dlq only %t, sort %q: %s, want %s", tt.opts.Pattern, tt.opts.DLQOnly, tt.opts.Sort, got, tt.want)
 		}
 	}
 	out, _, _ := runQueues(t, &fakeLister{qs: fakeQueues()}, false, "json", queuesOptions{Pattern: "a.dlq"})

@@ -244,7 +244,7 @@ func TestPublish(t *testing.T) {
 	want0.Properties.DeliveryMode = 2
 	if !reflect.DeepEqual(got.Headers, want0.Headers) || got.Properties != want0.Properties || string(got.Body) != string(full.Body) {
 		t.Errorf("published message changed (-want +got):\n%s", testdiff.Diff(
-		[]any{want0.Headers, want0.Properties, string(full.Body)}, []any{got.Headers, got.Properties, string(got.Body)}))
+			[]any{want0.Headers, want0.Properties, string(full.Body)}, []any{got.Headers, got.Properties, string(got.Body)}))
 	}
 	if got.ID != broker.Fingerprint(full) {
 		t.Errorf("fingerprint %s, want %s", got.ID, broker.Fingerprint(full))
