@@ -184,7 +184,7 @@ func TestPeekJSON(t *testing.T) {
 	}
 	d := docs[0]
 	if d["source"] != "payments" || d["body_kind"] != "json" || d["body"].(map[string]any)["tier"] != "t1" || d["death"].(map[string]any)["reason"] != "expired" {
-		t.Errorf("doc %v", d)
+		t.Errorf("doc source %v, body_kind %v, body %v, death %v; want payments, json, tier t1, reason expired", d["source"], d["body_kind"], d["body"], d["death"])
 	}
 	if b.peeks[0].Limit != 0 {
 		t.Errorf("a filtered peek reads past non-matching messages: limit %d", b.peeks[0].Limit)

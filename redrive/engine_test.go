@@ -843,7 +843,7 @@ func TestEditPublishesOneAndRemovesOriginal(t *testing.T) {
 		t.Fatalf("moved %d, err %v; want 1, nil", s.Moved, err)
 	}
 	if got := f.ready("orders"); len(got) != 1 || string(got[0].Body) != `{"fixed":1}` {
-		t.Fatalf("orders %v", got)
+		t.Fatalf("orders holds %q, want one {\"fixed\":1}", testdiff.Pick(got, func(m *broker.Message) string { return string(m.Body) }))
 	}
 	if ids := f.readyIDs("orders.dlq"); !slices.Equal(ids, []string{"m000", "m001", "m002", "m004"}) {
 		t.Fatalf("dlq %v", ids)
