@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 type namedTable map[string]any
@@ -63,7 +65,7 @@ func TestTypedValueRoundTrip(t *testing.T) {
 				want = tt.want
 			}
 			if !reflect.DeepEqual(got, want) {
-				t.Errorf("DecodeTypedValue(%s) = %#v, want %#v", b, got, want)
+				t.Errorf("DecodeTypedValue(%s) (-want +got):\n%s", b, testdiff.Diff(want, got))
 			}
 		})
 	}
@@ -96,7 +98,7 @@ func TestTypedValueReadsEarlierForms(t *testing.T) {
 	for _, tt := range tests {
 		got, err := DecodeTypedValue([]byte(tt.in))
 		if err != nil || !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("DecodeTypedValue(%s) = %#v, %v; want %#v", tt.in, got, err, tt.want)
+			t.Errorf("DecodeTypedValue(%s) = %v; (-want +got):\n%s", tt.in, err, testdiff.Diff(tt.want, got))
 		}
 	}
 }

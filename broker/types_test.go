@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 func TestParseDestination(t *testing.T) {
@@ -19,7 +21,7 @@ func TestParseDestination(t *testing.T) {
 	} {
 		got, err := ParseDestination(in)
 		if err != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("ParseDestination(%q) = %+v, %v; want %+v", in, got, err, want)
+			t.Errorf("ParseDestination(%q) = %v; (-want +got):\n%s", in, err, testdiff.Diff(want, got))
 		}
 		if in != "" && got.Kind != ToOrigin && got.String() != in {
 			t.Errorf("%q renders as %q", in, got.String())

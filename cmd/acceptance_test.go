@@ -24,6 +24,7 @@ import (
 
 	"github.com/dlq-tools/dlq/broker/brokertest"
 	dlqsqs "github.com/dlq-tools/dlq/broker/sqs"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 // Black-box tests: dlq is run as a user runs it (cmd.Run with arguments, or
@@ -66,8 +67,11 @@ func TestAcceptanceQueuesDemo(t *testing.T) {
 		t.Fatalf("exit %d, %d queues", code, len(qs))
 	}
 	o := findQueue(qs, "orders.dlq")
-	if o == nil || o.Depth != 150 || !o.IsDLQ || o.Kind != "archive" || o.OldestAgeSeconds == nil || len(o.DeadLetterSources) != 1 || o.DeadLetterSources[0] != "orders.q" {
-		t.Errorf("orders.dlq = %+v", o)
+	if o == nil {
+		t.Errorf("orders.dlq not listed")
+	} else if o.Depth != 150 || !o.IsDLQ || o.Kind != "archive" || o.OldestAgeSeconds == nil || len(o.DeadLetterSources) != 1 || o.DeadLetterSources[0] != "orders.q" {
+		t.Errorf("orders.dlq: depth %d, dlq %t, kind %q, oldest age known %t, dead-letter sources %q; want 150, true, archive, true, [orders.q]",
+			o.Depth, o.IsDLQ, o.Kind, o.OldestAgeSeconds != nil, o.DeadLetterSources)
 	}
 	if qs[0].Name != "orders.dlq" || qs[3].Name != "events-dlq.fifo" {
 		t.Errorf("order: DLQs with messages first, deepest first: %s, …, %s", qs[0].Name, qs[3].Name)
@@ -84,11 +88,11 @@ func TestAcceptanceQueuesDemo(t *testing.T) {
 
 	stdout, _, _ = runDLQ(t, "queues", "--broker", "demo:", "-o", "json", "*.fifo")
 	if qs := decodeQueues(t, stdout); len(qs) != 1 || qs[0].Name != "events-dlq.fifo" {
-		t.Errorf("pattern *.fifo: %+v", qs)
+		t.Errorf("pattern *.fifo: %q, want [events-dlq.fifo]", testdiff.Pick(qs, func(q queueJSON) string { return q.Name }))
 	}
 	stdout, _, _ = runDLQ(t, "queues", "--broker", "demo:", "-o", "json", "pay")
 	if qs := decodeQueues(t, stdout); len(qs) != 1 || qs[0].Name != "payments.dlq" {
-		t.Errorf("substring pay: %+v", qs)
+		t.Errorf("substring pay: %q, want [payments.dlq]", testdiff.Pick(qs, func(q queueJSON) string { return q.Name }))
 	}
 	stdout, stderr, code = runDLQ(t, "queues", "--broker", "demo:", "nothing-matches")
 	if code != ExitOK || stdout != "" || !strings.Contains(stderr, `no queues matching "nothing-matches"`) {
@@ -168,10 +172,10 @@ func TestAcceptanceQueuesRabbitMQ(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	if !d.IsDLQ || len(d.DeadLetterSources) != 1 || d.DeadLetterSources[0] != work || d.Kind != "classic" || d.InFlight == nil || d.Consumers == nil {
-		t.Errorf("DLQ = %+v", d)
+		t.Errorf("DLQ: dlq %t, dead-letter sources %q, kind %q, in flight known %t, consumers known %t; want true, [%s], classic, true, true", d.IsDLQ, d.DeadLetterSources, d.Kind, d.InFlight != nil, d.Consumers != nil, work)
 	}
 	if w.IsDLQ || w.DeadLetterTarget != dlx || len(w.DeadLetterQueues) != 1 || w.DeadLetterQueues[0] != dlq {
-		t.Errorf("work queue = %+v", w)
+		t.Errorf("work queue: dlq %t, dead-letter target %q, dead-letter queues %q; want false, %s, [%s]", w.IsDLQ, w.DeadLetterTarget, w.DeadLetterQueues, dlx, dlq)
 	}
 
 	stdout, _, code := runDLQ(t, append(args, "queues", "--dlq-only", "-o", "csv", "dlqt-")...)
@@ -253,10 +257,10 @@ func TestAcceptanceQueuesSQS(t *testing.T) {
 		t.Fatalf("queues missing:\n%s", stdout)
 	}
 	if d.Depth != 3 || !d.IsDLQ || d.Kind != "sqs-standard" || len(d.DeadLetterSources) != 1 || d.InFlight == nil || d.Delayed == nil {
-		t.Errorf("DLQ = %+v", d)
+		t.Errorf("DLQ: depth %d, dlq %t, kind %q, dead-letter sources %q, in flight known %t, delayed known %t; want 3, true, sqs-standard, one, true, true", d.Depth, d.IsDLQ, d.Kind, d.DeadLetterSources, d.InFlight != nil, d.Delayed != nil)
 	}
 	if s.IsDLQ || s.DeliveryLimit != 3 || !strings.HasSuffix(s.DeadLetterTarget, dlqName) {
-		t.Errorf("source = %+v", s)
+		t.Errorf("source: dlq %t, delivery limit %d, dead-letter target %q; want false, 3, …%s", s.IsDLQ, s.DeliveryLimit, s.DeadLetterTarget, dlqName)
 	}
 
 	// A queue URL as the argument of a command that takes one opens SQS
@@ -436,7 +440,7 @@ contexts:
 		t.Fatalf("contexts: %v %d\n%s", err, code, stdout)
 	}
 	if list[1].Name != "rabbit" || !list[1].Current || !list[1].ReadOnly || list[0].Current {
-		t.Errorf("contexts = %+v", list)
+		t.Errorf("contexts: %s current=%t read-only=%t, %s current=%t; want rabbit current and read-only, the other not current", list[1].Name, list[1].Current, list[1].ReadOnly, list[0].Name, list[0].Current)
 	}
 
 	// The read-only context makes the factory refuse mutations (exit 4).
@@ -488,7 +492,7 @@ func TestHelpTopics(t *testing.T) {
 	stdout, _, code := runDLQ(t, "version", "-o", "json")
 	var v buildInfo
 	if err := json.Unmarshal([]byte(stdout), &v); err != nil || code != ExitOK || v.Version == "" || v.GoVersion == "" {
-		t.Errorf("version json: %v %+v", err, v)
+		t.Errorf("version json: %v, version %q, go version %q, exit %d; want both set, exit %d", err, v.Version, v.GoVersion, code, ExitOK)
 	}
 	if _, _, code := runDLQ(t, "version", "-o", "csv"); code != ExitError {
 		t.Errorf("version -o csv: exit %d, want 1", code)

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/dlq-tools/dlq/broker/brokertest"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 // complete runs `dlq __complete ARGS…` in-process, as every shell's script
@@ -110,7 +111,7 @@ func TestCompleteDemo(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if d := diffText(tt.want, complete(t, tt.args...)); d != "" {
+			if d := testdiff.Text(tt.want, complete(t, tt.args...)); d != "" {
 				t.Error(d)
 			}
 		})
@@ -122,14 +123,14 @@ func TestCompleteContexts(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("contexts:\n  prod-rabbit: {broker: 'amqp://ops@rabbit/shop', read_only: true}\n  demo: {broker: 'demo:'}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if d := diffText("demo\nprod-rabbit\n"+dirNoFile, complete(t, "queues", "--config", cfg, "--context", "")); d != "" {
+	if d := testdiff.Text("demo\nprod-rabbit\n"+dirNoFile, complete(t, "queues", "--config", cfg, "--context", "")); d != "" {
 		t.Error(d)
 	}
-	if d := diffText("prod-rabbit\tcontext\n"+dirNoFile, complete(t, "queues", "--config", cfg, "--broker", "p")); d != "" {
+	if d := testdiff.Text("prod-rabbit\tcontext\n"+dirNoFile, complete(t, "queues", "--config", cfg, "--broker", "p")); d != "" {
 		t.Error(d)
 	}
 	// The queue argument asks the context's broker.
-	if d := diffText("orders.dlq\n"+dirNoFile, complete(t, "peek", "--config", cfg, "--context", "demo", "ord")); d != "" {
+	if d := testdiff.Text("orders.dlq\n"+dirNoFile, complete(t, "peek", "--config", cfg, "--context", "demo", "ord")); d != "" {
 		t.Error(d)
 	}
 }
@@ -201,7 +202,7 @@ func TestCompleteFailsQuietly(t *testing.T) {
 				{"peek", "--broker", tt.broker, "--timeout", "1m", ""},
 				{"redrive", "--broker", tt.broker, "--timeout", "1m", "q", "--to", "exchange:"},
 			} {
-				if d := diffText(dirNoFile, complete(t, args...)); d != "" {
+				if d := testdiff.Text(dirNoFile, complete(t, args...)); d != "" {
 					t.Errorf("%q:\n%s", args, d)
 				}
 			}
@@ -225,13 +226,13 @@ func TestCompleteRabbitMQ(t *testing.T) {
 	mgmt(t, "PUT", "/queues/%2F/"+q2, map[string]any{"durable": false})
 	mgmt(t, "PUT", "/exchanges/%2F/"+x, map[string]any{"type": "topic", "durable": false})
 
-	if d := diffText(q1+"\n"+q2+"\n"+dirNoFile, complete(t, append(args, "peek", prefix)...)); d != "" {
+	if d := testdiff.Text(q1+"\n"+q2+"\n"+dirNoFile, complete(t, append(args, "peek", prefix)...)); d != "" {
 		t.Errorf("queue argument:\n%s", d)
 	}
-	if d := diffText("queue:"+q2+"\n"+dirNoFile, complete(t, append(args, "redrive", q1, "--to", "queue:"+prefix+".b")...)); d != "" {
+	if d := testdiff.Text("queue:"+q2+"\n"+dirNoFile, complete(t, append(args, "redrive", q1, "--to", "queue:"+prefix+".b")...)); d != "" {
 		t.Errorf("--to queue:\n%s", d)
 	}
-	if d := diffText("exchange:"+x+"\n"+dirNoFile, complete(t, append(args, "redrive", q1, "--to", "exchange:"+prefix)...)); d != "" {
+	if d := testdiff.Text("exchange:"+x+"\n"+dirNoFile, complete(t, append(args, "redrive", q1, "--to", "exchange:"+prefix)...)); d != "" {
 		t.Errorf("--to exchange:\n%s", d)
 	}
 }
@@ -252,10 +253,10 @@ func TestCompleteSQS(t *testing.T) {
 		t.Cleanup(func() { c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: out.QueueUrl}) })
 		want += n + "\n"
 	}
-	if d := diffText(want+dirNoFile, complete(t, append(args, "stats", prefix)...)); d != "" {
+	if d := testdiff.Text(want+dirNoFile, complete(t, append(args, "stats", prefix)...)); d != "" {
 		t.Errorf("queue argument:\n%s", d)
 	}
-	if d := diffText("queue:"+prefix+"-b\n"+dirNoFile, complete(t, append(args, "redrive", prefix+"-a-dlq", "--to", "queue:"+prefix+"-b")...)); d != "" {
+	if d := testdiff.Text("queue:"+prefix+"-b\n"+dirNoFile, complete(t, append(args, "redrive", prefix+"-a-dlq", "--to", "queue:"+prefix+"-b")...)); d != "" {
 		t.Errorf("--to queue:\n%s", d)
 	}
 }
@@ -356,7 +357,7 @@ printf '%%s\n' "${COMPREPLY[@]}"
 		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 			got = append(got, strings.ReplaceAll(strings.TrimSpace(strings.SplitN(l, "  (", 2)[0]), `\`, ""))
 		}
-		if d := diffText(tt.want+"\n", strings.Join(got, "\n")+"\n"); d != "" {
+		if d := testdiff.Text(tt.want+"\n", strings.Join(got, "\n")+"\n"); d != "" {
 			t.Errorf("%s<TAB>:\n%s", tt.line, d)
 		}
 	}
@@ -387,7 +388,7 @@ func TestCompletionFish(t *testing.T) {
 			}
 			got = append(got, c)
 		}
-		if d := diffText(tt.want+"\n", strings.Join(got, "\n")+"\n"); d != "" {
+		if d := testdiff.Text(tt.want+"\n", strings.Join(got, "\n")+"\n"); d != "" {
 			t.Errorf("%s<TAB>:\n%s", tt.line, d)
 		}
 	}

@@ -51,7 +51,7 @@ func TestResolveBroker(t *testing.T) {
 		{name: "current-context", config: twoContexts, ref: "amqps://ops@rabbit.example.com:5671/shop", context: "prod",
 			check: func(t *testing.T, s brokerSpec) {
 				if !s.ReadOnly || s.PasswordEnv != "PROD_PW" || s.CAFile != "/etc/ca.pem" {
-					t.Errorf("context values lost: %+v", s)
+					t.Errorf("context values lost: read-only %t, password env %q, ca file %q; want true, PROD_PW, /etc/ca.pem", s.ReadOnly, s.PasswordEnv, s.CAFile)
 				}
 			}},
 		{name: "--context", config: twoContexts, opts: func(o *GlobalOptions) { o.Context = "aws" }, ref: "sqs://eu-west-1", context: "aws"},
@@ -60,7 +60,7 @@ func TestResolveBroker(t *testing.T) {
 			ref: "sqs://eu-west-1", context: "aws",
 			check: func(t *testing.T, s brokerSpec) {
 				if s.Endpoint != "http://other:1" || s.Region != "us-west-2" || s.Profile != "admin" {
-					t.Errorf("merge: %+v", s)
+					t.Errorf("merge: endpoint %q, region %q, profile %q; want http://other:1, us-west-2, admin", s.Endpoint, s.Region, s.Profile)
 				}
 			}},
 		{name: "DLQ_BROKER last", env: map[string]string{"DLQ_BROKER": "file://x.jsonl"}, ref: "file://x.jsonl"},
@@ -156,12 +156,12 @@ func TestPassword(t *testing.T) {
 		got, err := f.password(tt.spec)
 		if tt.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("%+v: err = %v", tt.spec, err)
+				t.Errorf("%s (context %q, password env %q): err = %v", tt.spec.Ref, tt.spec.Context, tt.spec.PasswordEnv, err)
 			}
 			continue
 		}
 		if err != nil || got != tt.want {
-			t.Errorf("%+v: got %q, %v; want %q", tt.spec, got, err, tt.want)
+			t.Errorf("%s (context %q, password env %q): got %q, %v; want %q", tt.spec.Ref, tt.spec.Context, tt.spec.PasswordEnv, got, err, tt.want)
 		}
 	}
 }
@@ -349,8 +349,10 @@ func TestParseConfig(t *testing.T) {
 		}
 	}
 	c, err := parseConfig([]byte(twoContexts))
-	if err != nil || c.CurrentContext != "prod" || len(c.Contexts) != 2 || !c.Contexts["prod"].ReadOnly {
-		t.Errorf("good config: %+v, %v", c, err)
+	if err != nil {
+		t.Errorf("good config: %v", err)
+	} else if c.CurrentContext != "prod" || len(c.Contexts) != 2 || !c.Contexts["prod"].ReadOnly {
+		t.Errorf("good config: current context %q, %d contexts, prod read-only %t; want prod, 2, true", c.CurrentContext, len(c.Contexts), c.Contexts["prod"] != nil && c.Contexts["prod"].ReadOnly)
 	}
 	if c, err := parseConfig(nil); err != nil || len(c.Contexts) != 0 {
 		t.Errorf("empty config: %v", err)

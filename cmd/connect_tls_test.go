@@ -12,6 +12,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/dlq-tools/dlq/broker/brokertest"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 // The warning about a password in a URL on the command line: on a
@@ -334,7 +335,7 @@ func TestResolveBrokerAuthFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := diffJSON(t, tt.want, s.BrokerContext); d != "" {
+			if d := testdiff.JSON(t, tt.want, s.BrokerContext); d != "" {
 				t.Errorf("context values (-want +got):\n%s", d)
 			}
 		})

@@ -21,7 +21,7 @@ func TestExportFlags(t *testing.T) {
 	}{
 		{name: "ok", args: []string{"q", "--to", "file://d.jsonl.gz", "--filter", ".size > 0", "-n", "9", "--mode", "rotate"}, check: func(t *testing.T, o *exportOptions) {
 			if o.path != "d.jsonl.gz" || o.filter == nil || o.Limit != 9 || o.Peek.Mode != "rotate" {
-				t.Errorf("%+v", o)
+				t.Errorf("path %q, filter set %t, limit %d, mode %q; want d.jsonl.gz, true, 9, rotate", o.path, o.filter != nil, o.Limit, o.Peek.Mode)
 			}
 		}},
 		{name: "no to", args: []string{"q"}, wantErr: "`--to` is required"},
@@ -83,8 +83,11 @@ func TestExportRun(t *testing.T) {
 	defer a.Close()
 	n := 0
 	_, err = a.Peek(context.Background(), "", broker.PeekOptions{}, func(m *broker.Message) error {
-		if m.Death == nil || m.Death.Reason != "expired" || string(m.Body) != string(src.msgs[3*n+1].Body) {
-			t.Fatalf("message %d: %+v", n, m)
+		if m.Death == nil {
+			t.Fatalf("message %d: no death record", n)
+		}
+		if m.Death.Reason != "expired" || string(m.Body) != string(src.msgs[3*n+1].Body) {
+			t.Fatalf("message %d: death reason %q, body %s; want expired, %s", n, m.Death.Reason, m.Body, src.msgs[3*n+1].Body)
 		}
 		n++
 		return nil

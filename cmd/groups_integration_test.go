@@ -22,6 +22,7 @@ import (
 	"github.com/dlq-tools/dlq/broker/archive"
 	"github.com/dlq-tools/dlq/broker/brokertest"
 	"github.com/dlq-tools/dlq/inspect"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 // groupBody is dead letter i of the scenario: i%3 picks its failure.
@@ -96,7 +97,7 @@ func runGroupScenario(t *testing.T, b groupBackend) {
 		gEvents + " 4 Unknown event type <*>",
 	}
 	slices.Sort(want)
-	if d := diffText(strings.Join(want, "\n"), strings.Join(got, "\n")); d != "" {
+	if d := testdiff.Text(strings.Join(want, "\n"), strings.Join(got, "\n")); d != "" {
 		t.Fatalf("stats groups:\n%s", d)
 	}
 
@@ -152,7 +153,7 @@ func runGroupScenario(t *testing.T, b groupBackend) {
 		t.Fatalf("redrive: exit %d: %s %s", code, out, errOut)
 	}
 	if s := riSummary(t, out); s.Moved != 4 {
-		t.Fatalf("redrive summary %+v", s)
+		t.Fatalf("redrive moved %d, want 4", s.Moved)
 	}
 	if ns := bodiesN(t, b.moved()); !slices.Equal(ns, []int{1, 4, 7, 10}) {
 		t.Errorf("redrive --group moved %v, want 1 4 7 10", ns)
@@ -173,7 +174,7 @@ func runGroupScenario(t *testing.T, b groupBackend) {
 		t.Fatalf("discard: exit %d: %s %s", code, out, errOut)
 	}
 	if s := riSummary(t, out); s.Moved != 2 {
-		t.Fatalf("discard summary %+v", s)
+		t.Fatalf("discard moved %d, want 2", s.Moved)
 	}
 	riPoll(t, 10*time.Second, "the DLQ to hold 6", func() bool { return b.depth() == groupMessages-6 })
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 // TestJQ runs `--jq` on several commands against the embedded demo archive
@@ -62,7 +63,7 @@ func TestJQ(t *testing.T) {
 			if code != ExitOK || stderr != "" {
 				t.Fatalf("exit %d, stderr %q", code, stderr)
 			}
-			if d := diffText(tt.want, stdout); d != "" {
+			if d := testdiff.Text(tt.want, stdout); d != "" {
 				t.Error(d)
 			}
 		})
@@ -91,7 +92,7 @@ func TestJQErrors(t *testing.T) {
 			if code != ExitError || stdout != "" {
 				t.Errorf("exit %d, stdout %q: want exit 1 and no output", code, stdout)
 			}
-			if d := diffText(tt.want, stderr); d != "" {
+			if d := testdiff.Text(tt.want, stderr); d != "" {
 				t.Error(d)
 			}
 		})
@@ -109,7 +110,7 @@ func TestJQTopologyPlan(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q: want %d (changes pending)", code, errOut, ExitChanges)
 	}
 	want := `{"conflict":0,"create":11,"delete":0,"unchanged":0,"update":0}` + "\norder.main.q,order.retry.q,order.dead.q\n"
-	if d := diffText(want, out); d != "" {
+	if d := testdiff.Text(want, out); d != "" {
 		t.Error(d)
 	}
 }
@@ -147,7 +148,7 @@ func TestOutputFormatsDeclared(t *testing.T) {
 		argv := append(strings.Fields(strings.TrimPrefix(path, "dlq")), a...)
 		_, stderr, _ := runDLQ(t, append(argv, "--broker", "demo:", "-o", "bogus")...)
 		want := "dlq: unknown `--output` \"bogus\" for this command: use one of " + strings.Join(formats, ", ") + "\n"
-		if d := diffText(want, stderr); d != "" {
+		if d := testdiff.Text(want, stderr); d != "" {
 			t.Errorf("%s:\n%s", path, d)
 		}
 		if hasJQ := c.Flags().Lookup("jq") != nil; hasJQ != slices.Contains(formats, OutputJSON) {

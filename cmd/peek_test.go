@@ -22,16 +22,17 @@ func TestPeekFlags(t *testing.T) {
 	}{
 		{name: "defaults", args: []string{"q"}, check: func(t *testing.T, o *peekOptions) {
 			if o.Ref != "q" || o.Limit != 20 || o.format != OutputTable || o.filter != nil {
-				t.Errorf("%+v", o)
+				t.Errorf("ref %q, limit %d, format %v, filter set %t; want q, 20, %v, false", o.Ref, o.Limit, o.format, o.filter != nil, OutputTable)
 			}
 			if po := o.Peek.options(inspectNow, 0); po.Mode != broker.PeekAuto || po.Force {
-				t.Errorf("peek options %+v", po)
+				t.Errorf("peek mode %v, force %t; want %v, false", po.Mode, po.Force, broker.PeekAuto)
 			}
 		}},
 		{name: "everything", args: []string{"q", "-n", "5", "--filter", ".reason", "--mode", "rotate", "--offset", "first", "--force", "--max-unacked", "50"}, output: "json", check: func(t *testing.T, o *peekOptions) {
 			po := o.Peek.options(inspectNow, 5)
 			if o.Limit != 5 || o.filter == nil || po.Mode != broker.PeekRotate || po.Offset != "first" || !po.Force || po.MaxUnacked != 50 || o.format != OutputJSON {
-				t.Errorf("%+v %+v", o, po)
+				t.Errorf("limit %d, filter set %t, format %v, peek mode %v, offset %q, force %t, max unacked %d; want 5, true, %v, %v, first, true, 50",
+					o.Limit, o.filter != nil, o.format, po.Mode, po.Offset, po.Force, po.MaxUnacked, OutputJSON, broker.PeekRotate)
 			}
 		}},
 		{name: "since", args: []string{"q", "--since", "2h"}, check: func(t *testing.T, o *peekOptions) {
@@ -46,7 +47,7 @@ func TestPeekFlags(t *testing.T) {
 		}},
 		{name: "raw nul", args: []string{"q", "-0"}, output: "raw", check: func(t *testing.T, o *peekOptions) {
 			if !o.Null || o.format != OutputRaw {
-				t.Errorf("%+v", o)
+				t.Errorf("null %t, format %v; want true, %v", o.Null, o.format, OutputRaw)
 			}
 		}},
 		{name: "no queue", args: []string{}, wantErr: "accepts 1 arg"},
@@ -183,7 +184,7 @@ func TestPeekJSON(t *testing.T) {
 	}
 	d := docs[0]
 	if d["source"] != "payments" || d["body_kind"] != "json" || d["body"].(map[string]any)["tier"] != "t1" || d["death"].(map[string]any)["reason"] != "expired" {
-		t.Errorf("doc %v", d)
+		t.Errorf("doc source %v, body_kind %v, body %v, death %v; want payments, json, tier t1, reason expired", d["source"], d["body_kind"], d["body"], d["death"])
 	}
 	if b.peeks[0].Limit != 0 {
 		t.Errorf("a filtered peek reads past non-matching messages: limit %d", b.peeks[0].Limit)
@@ -219,7 +220,7 @@ func TestPeekUnsafeRefused(t *testing.T) {
 		t.Errorf("refusal: %v (exit %d)", err, exitCodeFor(err))
 	}
 	if b.peeks[0].Mode != broker.PeekHold {
-		t.Errorf("mode not passed: %+v", b.peeks[0])
+		t.Errorf("mode %v, want %v", b.peeks[0].Mode, broker.PeekHold)
 	}
 }
 

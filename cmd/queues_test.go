@@ -14,6 +14,7 @@ import (
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/brokertest"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 func TestNewCmdQueuesFlags(t *testing.T) {
@@ -47,7 +48,7 @@ func TestNewCmdQueuesFlags(t *testing.T) {
 			t.Fatalf("%v: %v (runF called: %v)", tt.args, err, got != nil)
 		}
 		if got.Pattern != tt.want.Pattern || got.DLQOnly != tt.want.DLQOnly || got.Sort != tt.want.Sort {
-			t.Errorf("%v: got %+v", tt.args, *got)
+			t.Errorf("%v: pattern %q, dlq only %t, sort %q; want %q, %t, %q", tt.args, got.Pattern, got.DLQOnly, got.Sort, tt.want.Pattern, tt.want.DLQOnly, tt.want.Sort)
 		}
 	}
 }
@@ -123,7 +124,7 @@ a.dlq   classic      7          0          0         -  1h30m   dlq   -         
 a.work  classic    500          3          2       50%  -       work  a.dlq            -
 b.dlq   quorum       0          -          -         -  -       dlq*  -                -
 `
-	if d := diffText(want, out); d != "" {
+	if d := testdiff.Text(want, out); d != "" {
 		t.Errorf("table differs (-want +got):\n%s", d)
 	}
 }
@@ -151,7 +152,7 @@ orders         classic      2  work   orders.retry     orders.retry
 orders.retry   classic      0  retry  orders           orders
 terror-events  classic      0  work   -                -
 `
-	if d := diffText(want, out); d != "" {
+	if d := testdiff.Text(want, out); d != "" {
 		t.Errorf("table differs (-want +got):\n%s", d)
 	}
 	if errOut != nameMarkNote+"\n" {
@@ -185,7 +186,7 @@ terror-events  classic      0  work   -                -
 		{"orders.retry", "retry", "topology", false, 30},
 		{"terror-events", "work", "default", false, 0},
 	}
-	if d := diffJSON(t, wantRoles, have); d != "" {
+	if d := testdiff.JSON(t, wantRoles, have); d != "" {
 		t.Errorf("json roles differ (-want +got):\n%s", d)
 	}
 
@@ -245,7 +246,7 @@ func TestQueuesRunSortsAndFilters(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got := strings.Join(names(out), " "); got != tt.want {
-			t.Errorf("%+v: %s, want %s", tt.opts, got, tt.want)
+			t.Errorf("pattern %q, dlq only %t, sort %q: %s, want %s", tt.opts.Pattern, tt.opts.DLQOnly, tt.opts.Sort, got, tt.want)
 		}
 	}
 	out, _, _ := runQueues(t, &fakeLister{qs: fakeQueues()}, false, "json", queuesOptions{Pattern: "a.dlq"})
@@ -338,7 +339,9 @@ stuck     quorum       0  work  -                1/3 no leader   down: rmq-2,rmq
 	}
 	p := qs[1]
 	if p.Leader != "rabbit@rmq-2.prod.example.com" || len(p.Members) != 3 || len(p.Online) != 2 || p.DropsAfter != 20 || !p.DeliveryLimitDefault || p.DeliveryLimit != 20 {
-		t.Errorf("json: %+v", p)
+		t.Errorf("json (-want +got):\n%s", testdiff.Diff(
+			[]any{"rabbit@rmq-2.prod.example.com", 3, 2, int64(20), true, int64(20)},
+			[]any{p.Leader, len(p.Members), len(p.Online), p.DropsAfter, p.DeliveryLimitDefault, p.DeliveryLimit}))
 	}
 	if !strings.Contains(out, `"drops_after": 20`) || !strings.Contains(out, `"leader": "rabbit@rmq-2.prod.example.com"`) || strings.Contains(qs[2].Leader, "@") {
 		t.Errorf("json fields:\n%s", out)
@@ -424,7 +427,7 @@ func TestAcceptanceQueuesCluster(t *testing.T) {
 		if code == ExitOK && len(qs) == 1 && len(qs[0].Online) == 3 {
 			q := qs[0]
 			if len(q.Members) != 3 || !slices.Contains(q.Members, q.Leader) || q.DropsAfter != 20 || !q.DeliveryLimitDefault {
-				t.Errorf("json: %+v", q)
+				t.Errorf("json: leader %q, members %q, drops after %d, limit default %t; want one of 3 members, 20, true", q.Leader, q.Members, q.DropsAfter, q.DeliveryLimitDefault)
 			}
 			break
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/dlq-tools/dlq/broker/brokertest"
 	dlqsqs "github.com/dlq-tools/dlq/broker/sqs"
 	"github.com/dlq-tools/dlq/broker/sqs/sqsbench"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 	"github.com/dlq-tools/dlq/redrive"
 )
 
@@ -226,7 +227,9 @@ func checkFidelity(t *testing.T, d amqp.Delivery, want amqp.Publishing, keepDeat
 	if d.ContentType != want.ContentType || d.ContentEncoding != want.ContentEncoding || d.MessageId != want.MessageId ||
 		d.CorrelationId != want.CorrelationId || !d.Timestamp.Equal(want.Timestamp) || d.Priority != want.Priority ||
 		d.Type != want.Type || d.AppId != want.AppId || d.ReplyTo != want.ReplyTo || d.DeliveryMode != want.DeliveryMode {
-		t.Errorf("properties %+v, want %+v", d, want)
+		t.Errorf("properties (-want +got):\n%s", testdiff.Diff(
+			[]any{want.ContentType, want.ContentEncoding, want.MessageId, want.CorrelationId, want.Timestamp, want.Priority, want.Type, want.AppId, want.ReplyTo, want.DeliveryMode},
+			[]any{d.ContentType, d.ContentEncoding, d.MessageId, d.CorrelationId, d.Timestamp, d.Priority, d.Type, d.AppId, d.ReplyTo, d.DeliveryMode}))
 	}
 	for k, v := range want.Headers {
 		got, ok := d.Headers[k]
@@ -291,7 +294,7 @@ func TestRedriveIntegrationRabbitRetryLadder(t *testing.T) {
 	}
 	s := riSummary(t, stdout)
 	if s.Moved != n || s.Destinations["exchange:"+ladder+":r1"] != n {
-		t.Fatalf("summary %+v: want %d moved to the ladder hop", s, n)
+		t.Fatalf("moved %d, destinations %v: want %d moved to the ladder hop", s.Moved, s.Destinations, n)
 	}
 	if r.depth(dlq) != 0 {
 		t.Errorf("dlq still holds %d", r.depth(dlq))
@@ -395,7 +398,7 @@ func TestRedriveIntegrationRabbitFilter(t *testing.T) {
 			}
 			s := riSummary(t, stdout)
 			if s.Moved != 10 || s.Examined != n || s.Skipped[redrive.ReasonFiltered] != 20 {
-				t.Fatalf("summary %+v: want 10 moved, %d examined once, 20 filtered", s, n)
+				t.Fatalf("moved %d, examined %d, skipped %v: want 10 moved, %d examined once, 20 filtered", s.Moved, s.Examined, s.Skipped, n)
 			}
 			var wantMoved, wantLeft []string
 			for i := 0; i < n; i++ {
@@ -524,7 +527,7 @@ func TestRedriveIntegrationRabbitTransform(t *testing.T) {
 	}
 	s := riSummary(t, stdout)
 	if s.Moved != 1 || s.Failed[redrive.ReasonInvalidTransform] != 2 {
-		t.Fatalf("summary %+v", s)
+		t.Fatalf("moved %d, failed %v; want 1, %s 2", s.Moved, s.Failed, redrive.ReasonInvalidTransform)
 	}
 	moved := r.drain(dst)
 	if len(moved) != 1 || string(moved[0].Body) != `{"n":1,"retry":0}` {
@@ -617,7 +620,7 @@ func TestRedriveIntegrationRabbitDestinationChecks(t *testing.T) {
 		t.Fatalf("--to exchange:%s: exit %d %s", ex, code, stderr)
 	}
 	if s := riSummary(t, stdout); s.Moved != 5 || s.Destinations["exchange:"+ex+":"+work] != 5 {
-		t.Errorf("summary %+v", s)
+		t.Errorf("moved %d, destinations %v; want 5 to exchange:%s:%s", s.Moved, s.Destinations, ex, work)
 	}
 	if r.depth(dst) != 5 || r.depth(dlq) != 0 {
 		t.Errorf("dst %d dlq %d", r.depth(dst), r.depth(dlq))
@@ -638,15 +641,17 @@ func TestRedriveIntegrationRabbitDiscardPurgeArchive(t *testing.T) {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
 	if s := riSummary(t, stdout); s.Moved != 4 || s.Archived != 4 {
-		t.Fatalf("discard summary %+v", s)
+		t.Fatalf("discard: moved %d, archived %d; want 4, 4", s.Moved, s.Archived)
 	}
 	arch := brokertest.ReadArchive(t, disc)
 	if len(arch) != 4 {
 		t.Fatalf("archive holds %d messages, want 4", len(arch))
 	}
 	for i, m := range arch {
-		if string(m.Body) != fmt.Sprintf(`{"n":%d}`, 8+i) || m.Death == nil || m.Death.Reason != "rejected" {
-			t.Errorf("archived %d: %s death %+v", i, m.Body, m.Death)
+		if m.Death == nil {
+			t.Errorf("archived %d: %s without a death record", i, m.Body)
+		} else if string(m.Body) != fmt.Sprintf(`{"n":%d}`, 8+i) || m.Death.Reason != "rejected" {
+			t.Errorf("archived %d: %s, death reason %q; want {\"n\":%d}, rejected", i, m.Body, m.Death.Reason, 8+i)
 		}
 	}
 	r.waitDepth(dlq, 8)
@@ -746,8 +751,11 @@ func (s *riSQS) send(u string, es ...sqstypes.SendMessageBatchRequestEntry) {
 			batch[i].Id = aws.String(strconv.Itoa(i))
 		}
 		out, err := s.c.SendMessageBatch(context.Background(), &awssqs.SendMessageBatchInput{QueueUrl: aws.String(u), Entries: batch})
-		if err != nil || len(out.Failed) > 0 {
-			s.t.Fatalf("send: %v %+v", err, out)
+		if err != nil {
+			s.t.Fatalf("send: %v", err)
+		}
+		if len(out.Failed) > 0 {
+			s.t.Fatalf("send: %d failed:\n%s", len(out.Failed), testdiff.Render(out.Failed))
 		}
 		es = es[k:]
 	}
@@ -803,7 +811,7 @@ func TestRedriveIntegrationSQSFidelityAndFilter(t *testing.T) {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
 	if sum := riSummary(t, stdout); sum.Moved != 10 || sum.Skipped[redrive.ReasonFiltered] != 10 || sum.Examined != 20 {
-		t.Fatalf("summary %+v", sum)
+		t.Fatalf("moved %d, skipped %v, examined %d; want 10, %s 10, 20", sum.Moved, sum.Skipped, sum.Examined, redrive.ReasonFiltered)
 	}
 	moved := s.drain(src)
 	if len(moved) != 10 {
@@ -860,7 +868,7 @@ func TestRedriveIntegrationSQSFIFO(t *testing.T) {
 			t.Fatalf("round %d: exit %d: %s %s", round, code, stdout, stderr)
 		}
 		if sum := riSummary(t, stdout); sum.Moved != 30 {
-			t.Fatalf("round %d: %+v", round, sum)
+			t.Fatalf("round %d: moved %d, want 30", round, sum.Moved)
 		}
 	}
 	got := s.drain(dst)
@@ -907,7 +915,8 @@ func TestRedriveIntegrationCrossBroker(t *testing.T) {
 	d := got[0]
 	if string(d.Body) != `{"id":1}` || d.Headers["tenant"] != "acme" || fmt.Sprint(d.Headers["n"]) != "42" ||
 		!bytes.Equal(d.Headers["blob"].([]byte), []byte{9, 8}) || d.MessageId == "" || d.DeliveryMode != amqp.Persistent {
-		t.Errorf("mapped message %+v", d)
+		t.Errorf("mapped message: body %s, tenant %v, n %v, blob %v, message id %q, delivery mode %d; want {\"id\":1}, acme, 42, [9 8], set, %d",
+			d.Body, d.Headers["tenant"], d.Headers["n"], d.Headers["blob"], d.MessageId, d.DeliveryMode, amqp.Persistent)
 	}
 	if _, ok := d.Headers[redrive.RedriveHeader].(amqp.Table); !ok {
 		t.Errorf("no %s table", redrive.RedriveHeader)
@@ -1171,7 +1180,7 @@ func TestRedriveIntegrationRabbitIdenticalMessagesUnroutable(t *testing.T) {
 	}
 	s := riSummary(t, stdout)
 	if s.Moved != n/2 || s.Failed[redrive.ReasonUnroutable] != n/2 {
-		t.Fatalf("summary %+v", s)
+		t.Fatalf("moved %d, failed %v; want %d, %s %d", s.Moved, s.Failed, n/2, redrive.ReasonUnroutable, n/2)
 	}
 	if got := r.depth(qa); got != n/2 {
 		t.Errorf("origin a got %d, want %d", got, n/2)

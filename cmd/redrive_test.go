@@ -32,13 +32,13 @@ func TestRedriveFlags(t *testing.T) {
 	}{
 		{name: "defaults", args: "q", want: func(t *testing.T, o *redriveOptions) {
 			if o.To != "origin" || o.Rate != 0 || o.DryRun {
-				t.Errorf("%+v", o)
+				t.Errorf("to %q, rate %v, dry run %t; want origin, 0, false", o.To, o.Rate, o.DryRun)
 			}
 		}},
 		{name: "everything", args: "q --to exchange:orders:a.b --filter .id --id a,b --id c --limit 5 --older-than 1h --transform .body.x=1 --set-header k=v=w --rate 120/m --ramp 10s --concurrency 3 --window 100 --keep-death-headers",
 			want: func(t *testing.T, o *redriveOptions) {
 				if o.Rate != 2 || o.headers["k"] != "v=w" || len(o.Select.IDs) != 3 || o.transform == nil || o.Select.filter == nil {
-					t.Errorf("%+v", o)
+					t.Errorf("rate %v, header k %q, %d ids, transform set %t, filter set %t; want 2, v=w, 3, true, true", o.Rate, o.headers["k"], len(o.Select.IDs), o.transform != nil, o.Select.filter != nil)
 				}
 			}},
 		{name: "bad filter", args: "q --filter .[", err: "`--filter`"},
@@ -58,7 +58,7 @@ func TestRedriveFlags(t *testing.T) {
 			var ro redrive.Options
 			o.libOptions(&ro)
 			if !ro.NoRedriveHeader || o.plan()["no-redrive-header"] != "true" {
-				t.Errorf("--no-redrive-header not passed on: %+v %v", ro, o.plan())
+				t.Errorf("--no-redrive-header not passed on: NoRedriveHeader %t, plan %q", ro.NoRedriveHeader, o.plan()["no-redrive-header"])
 			}
 		}},
 		{name: "output csv", args: "q", output: "csv", err: "unknown `--output`"},
@@ -329,7 +329,7 @@ func TestRedriveRunPartialAndJSON(t *testing.T) {
 		t.Fatalf("%v: %s", jerr, stdout)
 	}
 	if s.Failed[redrive.ReasonUnroutable] != 4 || len(b.dlq) != 4 {
-		t.Fatalf("%+v", s)
+		t.Fatalf("failed %v, dlq holds %d; want %s 4, 4", s.Failed, len(b.dlq), redrive.ReasonUnroutable)
 	}
 }
 
@@ -457,7 +457,7 @@ func TestRedriveSQSEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.Moved != 30 {
-		t.Fatalf("%+v", s)
+		t.Fatalf("moved %d, want 30", s.Moved)
 	}
 	got := 0
 	for got < 30 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/inspect"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 func TestStatsFlags(t *testing.T) {
@@ -28,25 +29,26 @@ func TestStatsFlags(t *testing.T) {
 	}{
 		{name: "defaults", args: []string{"q"}, check: func(t *testing.T, o *statsOptions) {
 			if len(o.groupBy) != 1 || o.groupBy[0].Name() != "reason" || o.Limit != 0 || o.Examples != 3 || o.format != OutputTable {
-				t.Errorf("%+v", o)
+				t.Errorf("group by %q, limit %d, examples %d, format %v; want [reason], 0, 3, %v", testdiff.Pick(o.groupBy, inspect.Grouping.Name), o.Limit, o.Examples, o.format, OutputTable)
 			}
 		}},
 		{name: "prom defaults to reason,source", args: []string{"q"}, output: "prom", check: func(t *testing.T, o *statsOptions) {
 			if len(o.groupBy) != 2 || o.groupBy[1].Name() != "source" {
-				t.Errorf("%+v", o.groupBy)
+				t.Errorf("group by %q, want [reason source]", testdiff.Pick(o.groupBy, inspect.Grouping.Name))
 			}
 		}},
 		{name: "prom keeps explicit group-by", args: []string{"q", "-g", "age"}, output: "prom", check: func(t *testing.T, o *statsOptions) {
 			if len(o.groupBy) != 1 || o.groupBy[0].Name() != "age" {
-				t.Errorf("%+v", o.groupBy)
+				t.Errorf("group by %q, want [age]", testdiff.Pick(o.groupBy, inspect.Grouping.Name))
 			}
 		}},
 		{name: "all flags", args: []string{"q", "-g", "reason,header:x-t,body:.a.b", "--filter", ".size>1", "--reason", ".headers.e", "--dup-key", ".body.id", "--examples", "5", "--max-groups", "7", "-n", "100", "--mode", "stream", "--offset", "first"}, output: "csv", check: func(t *testing.T, o *statsOptions) {
 			if len(o.groupBy) != 3 || o.filter == nil || o.reason == nil || o.dupKey == nil || o.Examples != 5 || o.MaxGroups != 7 || o.Limit != 100 {
-				t.Errorf("%+v", o)
+				t.Errorf("group by %q, filter set %t, reason set %t, dup key set %t, examples %d, max groups %d, limit %d; want 3 keys, true, true, true, 5, 7, 100",
+					testdiff.Pick(o.groupBy, inspect.Grouping.Name), o.filter != nil, o.reason != nil, o.dupKey != nil, o.Examples, o.MaxGroups, o.Limit)
 			}
 			if po := o.Peek.options(inspectNow, o.Limit); po.Mode != broker.PeekStream || po.Limit != 100 || po.Offset != "first" {
-				t.Errorf("%+v", po)
+				t.Errorf("peek mode %v, limit %d, offset %q; want %v, 100, first", po.Mode, po.Limit, po.Offset, broker.PeekStream)
 			}
 		}},
 		{name: "bad group", args: []string{"q", "-g", "reason,colour"}, wantErr: "`--group-by`: unknown group \"colour\": use any of reason, reason-text, redrives, source"},
@@ -148,7 +150,8 @@ func TestStatsRunJSONAndCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	if res.Total != 14 || len(res.Groups) != 2 || res.Groups[0].Key["body:.tier"] != "t0" || res.Groups[0].Count != 8 || res.Duplicates.Messages != 2 {
-		t.Errorf("json result %+v", res)
+		t.Errorf("json result: total %d, groups %v, duplicate messages %d; want 14, [body:.tier=t0 ×8, another], 2",
+			res.Total, testdiff.Pick(res.Groups, func(g inspect.GroupStats) string { return fmt.Sprintf("%v ×%d", g.Key, g.Count) }), res.Duplicates.Messages)
 	}
 	out, _, err = runStats(t, &fakeQueueBroker{msgs: deadLetters(6)}, false, "csv", "q", "-g", "source")
 	if err != nil {
@@ -159,7 +162,7 @@ func TestStatsRunJSONAndCSV(t *testing.T) {
 		t.Errorf("csv %v %v", recs, err)
 	}
 	// orders: deaths at 11:55, 11:57 and 11:59 in 19 s buckets from 11:54.
-	if d := diffText("orders,3,0.500000,3,0;0;0;1;0;0;0;0;0;1;0;0;0;0;0;1,2026-03-01T11:55:00Z,2026-03-01T11:59:00Z,88,id-000;id-002;id-004", strings.Join(recs[1], ",")); d != "" {
+	if d := testdiff.Text("orders,3,0.500000,3,0;0;0;1;0;0;0;0;0;1;0;0;0;0;0;1,2026-03-01T11:55:00Z,2026-03-01T11:59:00Z,88,id-000;id-002;id-004", strings.Join(recs[1], ",")); d != "" {
 		t.Errorf("csv row:\n%s", d)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/brokertest"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 	"github.com/dlq-tools/dlq/topology"
 )
 
@@ -51,7 +52,7 @@ func (b *fakeTopoBroker) ApplyRabbitChange(ctx context.Context, c broker.RabbitC
 func (b *fakeTopoBroker) verify(t *testing.T, applied int) {
 	t.Helper()
 	if len(b.applied) != applied {
-		t.Fatalf("want %d changes applied, got %d: %+v", applied, len(b.applied), b.applied)
+		t.Fatalf("want %d changes applied, got %d:\n%s", applied, len(b.applied), testdiff.Render(b.applied))
 	}
 	if !b.closed {
 		t.Error("the broker was never closed")
@@ -78,31 +79,31 @@ func TestTopologyFlags(t *testing.T) {
 		{args: []string{"plan", "-f", "x.yaml", "--detailed-exitcode", "--prune"}, check: func(t *testing.T, o any) {
 			p := o.(*topologyPlanOptions)
 			if p.File != "x.yaml" || !p.DetailedExitcode || !p.Prune {
-				t.Errorf("%+v", p)
+				t.Errorf("file %q, detailed exit code %t, prune %t; want x.yaml, true, true", p.File, p.DetailedExitcode, p.Prune)
 			}
 		}},
 		{args: []string{"apply"}, wantErr: "`-f` is required"},
 		{args: []string{"apply", "-f", "-", "--prune"}, check: func(t *testing.T, o any) {
 			if p := o.(*topologyApplyOptions); p.File != "-" || !p.Prune {
-				t.Errorf("%+v", p)
+				t.Errorf("file %q, prune %t; want -, true", p.File, p.Prune)
 			}
 		}},
 		{args: []string{"lint", "-f", "x.yaml", "--strict"}, check: func(t *testing.T, o any) {
 			if p := o.(*topologyLintOptions); !p.Strict {
-				t.Errorf("%+v", p)
+				t.Errorf("strict %t, want true", p.Strict)
 			}
 		}},
 		{args: []string{"graph", "--format", "png"}, wantErr: "unknown `--format` \"png\": use mermaid or dot"},
 		{args: []string{"graph", "-f", "x.yaml", "--prefix", "a"}, wantErr: "`--prefix` narrows"},
 		{args: []string{"graph"}, check: func(t *testing.T, o any) {
 			if p := o.(*topologyGraphOptions); p.Format != "mermaid" {
-				t.Errorf("%+v", p)
+				t.Errorf("format %q, want mermaid", p.Format)
 			}
 		}},
 		{args: []string{"export", "--vhost", "shop"}, wantErr: "`--vhost` needs `--broker amqp://…`"},
 		{args: []string{"export", "--prefix", "orders."}, check: func(t *testing.T, o any) {
 			if p := o.(*topologyExportOptions); p.Prefix != "orders." {
-				t.Errorf("%+v", p)
+				t.Errorf("prefix %q, want orders.", p.Prefix)
 			}
 		}},
 	} {
@@ -193,7 +194,7 @@ func TestTopologyApplyRunThenNoChanges(t *testing.T) {
 	}
 	rec := lastAudit(t, f)
 	if rec.Action != "topology-apply" || rec.Outcome != "ok" || rec.Counts["create"] != 11 || rec.Counts["applied"] != 11 {
-		t.Errorf("audit %+v", rec)
+		t.Errorf("audit action %q, outcome %q, counts %v; want topology-apply, ok, create 11 applied 11", rec.Action, rec.Outcome, rec.Counts)
 	}
 
 	b.closed = false
@@ -251,7 +252,7 @@ func TestTopologyApplyRefusals(t *testing.T) {
 			t.Errorf("the refusal does not show the conflict:\n%s", errOut)
 		}
 		if rec := lastAudit(t, f); rec.Outcome != "failed" {
-			t.Errorf("audit %+v", rec)
+			t.Errorf("audit outcome %q, want failed", rec.Outcome)
 		}
 	})
 	t.Run("prune needs --yes without a terminal", func(t *testing.T) {
@@ -274,7 +275,7 @@ func TestTopologyApplyRefusals(t *testing.T) {
 		}
 		b.verify(t, 1)
 		if c := b.applied[0]; c.Action != broker.Delete || c.Exchange == nil || c.Exchange.Name != "app.old" {
-			t.Fatalf("pruned %+v, want only app.old", c)
+			t.Fatalf("pruned %v of exchange %s, want only a delete of app.old", c.Action, testdiff.Render(c.Exchange))
 		}
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 func TestBuildInfoFrom(t *testing.T) {
@@ -64,7 +66,7 @@ func TestBuildInfoFrom(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.want.GoVersion, tt.want.Platform = runtime.Version(), platform
 			got := buildInfoFrom(tt.version, tt.commit, tt.date, tt.info)
-			if d := diffJSON(t, tt.want, got); d != "" {
+			if d := testdiff.JSON(t, tt.want, got); d != "" {
 				t.Error(d)
 			}
 		})
@@ -81,7 +83,7 @@ func TestVersionStamped(t *testing.T) {
 	if code != ExitOK || stderr != "" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
-	if d := diffText(want, stdout); d != "" {
+	if d := testdiff.Text(want, stdout); d != "" {
 		t.Error(d)
 	}
 

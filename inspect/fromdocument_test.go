@@ -23,7 +23,7 @@ func TestFromDocumentRawValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(got.Body) != string(m.Body) || got.Headers["b"] == nil || got.Headers["n"] != int16(2) {
-		t.Errorf("unchanged raw document changed the message: body %s, headers %#v", got.Body, got.Headers)
+		t.Errorf("unchanged raw document changed the message: body %s, header b %#v, n %#v; want %s, set, int16(2)", got.Body, got.Headers["b"], got.Headers["n"], m.Body)
 	}
 
 	// A changed raw body keeps its key order and numbers as written.

@@ -309,7 +309,7 @@ func TestIntegrationExportArchive(t *testing.T) {
 	}
 	res, err := Export(context.Background(), f.b, f.name, dst, broker.Destination{Kind: broker.ToFile, Path: path}, ExportOptions{Walk: WalkOptions{Peek: broker.PeekOptions{Mode: broker.PeekRotate}}})
 	if err != nil || res.Exported != fixtureN {
-		t.Fatalf("export: %+v %v", res, err)
+		t.Fatalf("export: exported %d, %v; want %d", res.Exported, err, fixtureN)
 	}
 	if err := dst.Close(); err != nil {
 		t.Fatal(err)

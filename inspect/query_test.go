@@ -134,7 +134,7 @@ func TestExport(t *testing.T) {
 	var progress []int64
 	res, err := Export(context.Background(), p, "q", pub, broker.Destination{Kind: broker.ToFile, Path: "/x"}, ExportOptions{Batch: 3, Progress: func(n int64) { progress = append(progress, n) }})
 	if err != nil || res.Exported != 7 || len(pub.got) != 7 || pub.batches != 3 {
-		t.Fatalf("export: %+v %v (%d batches)", res, err, pub.batches)
+		t.Fatalf("export: exported %d, published %d, %v (%d batches); want 7, 7, nil, 3 batches", res.Exported, len(pub.got), err, pub.batches)
 	}
 	if pub.got[0].Message == msgs[0] {
 		t.Error("exported messages must be clones")

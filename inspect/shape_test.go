@@ -1,24 +1,14 @@
 package inspect
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
-	"github.com/aymanbagabas/go-udiff"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
-
-// diffLines is a unified diff of two line lists, "" when equal.
-func diffLines(want, got []string) string {
-	w, g := strings.Join(want, "\n")+"\n", strings.Join(got, "\n")+"\n"
-	if w == g {
-		return ""
-	}
-	return udiff.Unified("want", "got", w, g)
-}
 
 // groupsOf shapes and mines reasons, returning "template" per reason.
 func groupsOf(reasons []string) []string {
@@ -44,7 +34,7 @@ func TestShapeRealReasons(t *testing.T) {
 		reasons = append(reasons, c.reason)
 		want = append(want, c.template)
 	}
-	if d := diffLines(want, groupsOf(reasons)); d != "" {
+	if d := testdiff.Lines(want, groupsOf(reasons)); d != "" {
 		t.Errorf("groups differ:\n%s", d)
 	}
 	distinct := map[string]bool{}
@@ -79,9 +69,9 @@ func TestShapeValues(t *testing.T) {
 	for _, c := range cases {
 		sh, vals := Shape(c.in)
 		if sh != c.shape {
-			t.Errorf("Shape(%q):\n%s", c.in, diffLines([]string{c.shape}, []string{sh}))
+			t.Errorf("Shape(%q):\n%s", c.in, testdiff.Lines([]string{c.shape}, []string{sh}))
 		}
-		if d := diffLines(c.values, vals); d != "" {
+		if d := testdiff.Lines(c.values, vals); d != "" {
 			t.Errorf("values of %q:\n%s", c.in, d)
 		}
 	}
@@ -203,18 +193,4 @@ func FuzzShape(f *testing.F) {
 		}
 		_ = fmt.Sprint(GroupID(sh))
 	})
-}
-
-// diffJSONText compares two values by their indented JSON.
-func diffJSONText(t testing.TB, want, got any) string {
-	t.Helper()
-	w, err := json.MarshalIndent(want, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := json.MarshalIndent(got, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return diffLines([]string{string(w)}, []string{string(g)})
 }

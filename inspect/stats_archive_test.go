@@ -8,6 +8,7 @@ import (
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/archive"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 // peekOnly hides every capability of a Peeker but Peek.
@@ -78,7 +79,7 @@ func TestStatsOverLentMessages(t *testing.T) {
 				t.Errorf("PeekReused called %d times, want 1", r.reused)
 			}
 			if lent.Read != 110 || !reflect.DeepEqual(lent, given) {
-				t.Errorf("lent messages give\n%+v\ngiven ones\n%+v", lent, given)
+				t.Errorf("lent messages read %d, want 110; lent (-) and given (+) differ:\n%s", lent.Read, testdiff.Diff(lent, given))
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 // fixture: 100 messages; reasons 50 rejected / 30 expired / 20 from the
@@ -102,7 +103,7 @@ func TestStatsDetails(t *testing.T) {
 	}
 	top := r.Groups[0]
 	if top.Values[0] != "rejected" || top.Count != 36 || len(top.Examples) != 2 || top.Examples[0] != "m-0" {
-		t.Errorf("top group %+v", top)
+		t.Errorf("top group: values %q, count %d, examples %q; want [rejected …], 36, [m-0 …] (two)", top.Values, top.Count, top.Examples)
 	}
 	if top.Share != 0.545455 {
 		t.Errorf("share %v", top.Share)
@@ -110,8 +111,10 @@ func TestStatsDetails(t *testing.T) {
 	if top.Oldest == nil || !top.Oldest.Equal(t0.Add(-5*time.Hour)) || *top.OldestAgeSeconds != 5*3600 {
 		t.Errorf("oldest %v", top.Oldest)
 	}
-	if r.Duplicates == nil || r.Duplicates.Messages != 6 {
-		t.Errorf("duplicates among orders: %+v", r.Duplicates)
+	if r.Duplicates == nil {
+		t.Errorf("no duplicates among orders, want 6")
+	} else if r.Duplicates.Messages != 6 {
+		t.Errorf("duplicates among orders: %d messages, want 6", r.Duplicates.Messages)
 	}
 	if r.Bytes == 0 || r.Oldest == nil || r.Newest == nil || !r.Newest.Equal(t0.Add(-30*time.Second)) {
 		t.Errorf("totals: bytes %d oldest %v newest %v", r.Bytes, r.Oldest, r.Newest)
@@ -122,7 +125,7 @@ func TestStatsDuplicates(t *testing.T) {
 	r := statsOf(t, "reason", StatsOptions{})
 	d := r.Duplicates
 	if d.Messages != 10 || len(d.Examples) != 5 || d.Examples[0].Key != "m-0" || d.Examples[0].Count != 3 {
-		t.Errorf("duplicates %+v", d)
+		t.Errorf("duplicates: %d messages, examples %v; want 10, five with m-0 ×3 first", d.Messages, testdiff.Pick(d.Examples, func(e DuplicateExample) string { return fmt.Sprintf("%s ×%d", e.Key, e.Count) }))
 	}
 	// The copies after the first are listed by ID, to act on.
 	if got := strings.Join(d.Examples[0].IDs, " "); got != "m-0 m-0" {
@@ -133,7 +136,7 @@ func TestStatsDuplicates(t *testing.T) {
 	}
 	r = statsOf(t, "reason", StatsOptions{DupKey: MustCompile(`.headers.tenant`)})
 	if r.Duplicates.Messages != 108 || r.Duplicates.Key != ".headers.tenant" {
-		t.Errorf("dup key tenant: %+v", r.Duplicates)
+		t.Errorf("dup key tenant: %d messages, key %q; want 108, .headers.tenant", r.Duplicates.Messages, r.Duplicates.Key)
 	}
 	r = statsOf(t, "reason", StatsOptions{NoDuplicates: true})
 	if r.Duplicates != nil {
@@ -148,7 +151,7 @@ func TestStatsReasonOverrideAndFolding(t *testing.T) {
 	}
 	r = statsOf(t, "body:.n", StatsOptions{MaxGroups: 10})
 	if len(r.Groups) != 11 || r.Folded != 90 || r.Groups[10].Values[0] != OtherGroup || r.Groups[10].Count != 90 {
-		t.Errorf("folding: %d groups, folded %d, last %+v", len(r.Groups), r.Folded, r.Groups[len(r.Groups)-1])
+		t.Errorf("folding: %d groups, folded %d, last values %q count %d; want 11, 90, [%s], 90", len(r.Groups), r.Folded, r.Groups[len(r.Groups)-1].Values, r.Groups[len(r.Groups)-1].Count, OtherGroup)
 	}
 }
 

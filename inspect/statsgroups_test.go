@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 // incident is the issue's queue: five failure templates with variable
@@ -69,7 +70,7 @@ func TestStatsShapes(t *testing.T) {
 		"200 " + GroupID("Inventory service returned <num> for <id> (request <uuid>)") + " Inventory service returned <num> for <id> (request <uuid>)",
 		"200 " + GroupID(`Post "https://api.example.com/v1/orders/<num>/capture": context deadline exceeded`) + ` Post "https://api.example.com/v1/orders/<num>/capture": context deadline exceeded`,
 	}
-	if d := diffLines(want, got); d != "" {
+	if d := testdiff.Lines(want, got); d != "" {
 		t.Fatalf("groups:\n%s", d)
 	}
 	// Hot keys: the customers and SKUs, exactly counted.
@@ -90,11 +91,11 @@ func TestStatsShapes(t *testing.T) {
 		t.Fatalf("no group %q", tmpl)
 		return nil
 	}
-	if d := diffLines([]string{"1 <id> approx=false cus_9901×29 cus_9903×29 cus_9904×29 cus_9906×29 cus_9900×28"}, hot("Customer <id> not found")); d != "" {
+	if d := testdiff.Lines([]string{"1 <id> approx=false cus_9901×29 cus_9903×29 cus_9904×29 cus_9906×29 cus_9900×28"}, hot("Customer <id> not found")); d != "" {
 		t.Errorf("customer hot values:\n%s", d)
 	}
 	h := hot("Inventory service returned <num> for <id> (request <uuid>)")
-	if d := diffLines([]string{"1 <num> approx=false 503×200", "2 <id> approx=false SKU-4822×67 SKU-4823×67 SKU-4821×66"}, h[:2]); d != "" {
+	if d := testdiff.Lines([]string{"1 <num> approx=false 503×200", "2 <id> approx=false SKU-4822×67 SKU-4823×67 SKU-4821×66"}, h[:2]); d != "" {
 		t.Errorf("503 hot values:\n%s", d)
 	}
 	if !strings.Contains(h[2], "approx=true") {
@@ -135,13 +136,13 @@ func TestStatsMergedTemplateHotWords(t *testing.T) {
 	}
 	res, s := collect(t, msgs, "reason", StatsOptions{})
 	if len(res.Groups) != 1 || res.Groups[0].Template != "Unknown event type <*>" {
-		t.Fatalf("groups %+v", res.Groups)
+		t.Fatalf("group templates %q, want [Unknown event type <*>]", testdiff.Pick(res.Groups, func(g GroupStats) string { return g.Template }))
 	}
 	g := res.Groups[0]
 	if g.ID != GroupID("Unknown event type <*>") || len(g.Hot) != 1 || g.Hot[0].Placeholder != PhAny {
-		t.Fatalf("group %+v", g)
+		t.Fatalf("group id %q, hot placeholders %q; want %q, [%s]", g.ID, testdiff.Pick(g.Hot, func(h HotValues) string { return h.Placeholder }), GroupID("Unknown event type <*>"), PhAny)
 	}
-	if d := diffJSONText(t, []HotValue{{"OrderShipped", 2}, {"InvoiceIssued", 1}, {"OrderCancelled", 1}}, g.Hot[0].Values); d != "" {
+	if d := testdiff.JSON(t, []HotValue{{"OrderShipped", 2}, {"InvoiceIssued", 1}, {"OrderCancelled", 1}}, g.Hot[0].Values); d != "" {
 		t.Errorf("hot words:\n%s", d)
 	}
 	// Classify maps a message to its merged group.
@@ -157,11 +158,11 @@ func TestStatsReasonTextAndRedrives(t *testing.T) {
 	msgs[1].Attributes = map[string]broker.Attribute{"x-dlq-redrive": {DataType: "String", StringValue: `{"count":1,"source":"q"}`}}
 	msgs[2].Headers["x-dlq-redrive"] = `{"count":2}`
 	res, _ := collect(t, msgs, "redrives", StatsOptions{})
-	if d := diffJSONText(t, map[string]int64{"0": 7, "1": 1, "2": 2}, counts(res)); d != "" {
+	if d := testdiff.JSON(t, map[string]int64{"0": 7, "1": 1, "2": 2}, counts(res)); d != "" {
 		t.Errorf("redrives:\n%s", d)
 	}
 	if res.Groups[0].ID != "" {
-		t.Errorf("a redrives group has a reason ID: %+v", res.Groups[0])
+		t.Errorf("a redrives group has a reason ID: %q", res.Groups[0].ID)
 	}
 	res, _ = collect(t, msgs, "reason-text", StatsOptions{})
 	if len(res.Groups) != 10 {
@@ -204,7 +205,7 @@ func TestGroupSelector(t *testing.T) {
 		}
 	}
 	want := []string{"m-3", "m-8", "m-13", "m-18", "m-23", "m-28", "m-33", "m-38", "m-43", "m-48", "ev-0", "ev-1"}
-	if d := diffLines(want, got); d != "" {
+	if d := testdiff.Lines(want, got); d != "" {
 		t.Errorf("selected:\n%s", d)
 	}
 	// Stats counts only the selected groups.
@@ -233,7 +234,7 @@ func TestStatsTrendOrderIndependent(t *testing.T) {
 	reversed := append([]*broker.Message(nil), msgs...)
 	slices.Reverse(reversed)
 	oldest, _ := collect(t, reversed, "reason", StatsOptions{})
-	if d := diffJSONText(t, newest.Groups[0].Trend, oldest.Groups[0].Trend); d != "" {
+	if d := testdiff.JSON(t, newest.Groups[0].Trend, oldest.Groups[0].Trend); d != "" {
 		t.Fatalf("trend depends on order:\n%s", d)
 	}
 	// Evenly spread deaths give an even trend: 4 a bucket, give or take one.
@@ -261,7 +262,7 @@ func TestStatsHotKeyAmongMany(t *testing.T) {
 	res, _ := collect(t, msgs, "reason", StatsOptions{})
 	h := res.Groups[0].Hot[0]
 	if !h.Approximate || len(h.Values) != 1 || h.Values[0].Value != "cus_42" || h.Values[0].Count < 200 || h.Values[0].Count > 300 {
-		t.Fatalf("hot values %+v: want cus_42 alone, 200..300 of its 300", h)
+		t.Fatalf("hot values %v, approximate %t: want cus_42 alone, 200..300 of its 300, approximate", h.Values, h.Approximate)
 	}
 	if txt := HotText(res.Groups[0].Hot, 3); !strings.HasPrefix(txt, "<id> cus_42×≥") {
 		t.Errorf("HotText = %q: a lower bound shows as ≥", txt)

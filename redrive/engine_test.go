@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 func rabbitFake(t *testing.T, kind broker.QueueKind, n int) *fakeBroker {
@@ -34,7 +35,7 @@ func TestRunMovesEverythingToOriginWithFidelity(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.Moved != 600 || s.Examined != 600 || s.TotalFailed() != 0 || s.TotalSkipped() != 0 {
-		t.Fatalf("summary %+v", s)
+		t.Fatalf("moved %d, examined %d, failed %v, skipped %v; want 600, 600, none, none", s.Moved, s.Examined, s.Failed, s.Skipped)
 	}
 	if s.Destinations["exchange:ex:orders.new"] != 600 {
 		t.Fatalf("destinations %v", s.Destinations)
@@ -46,7 +47,7 @@ func TestRunMovesEverythingToOriginWithFidelity(t *testing.T) {
 	slices.SortFunc(got, func(a, b *broker.Message) int { return strings.Compare(a.ID, b.ID) })
 	m, want := got[7], dead("m007", `{"n":7,"retry":3}`)
 	if string(m.Body) != string(want.Body) || m.Properties != want.Properties {
-		t.Errorf("fidelity: got %+v body %s, want %+v", m.Properties, m.Body, want.Properties)
+		t.Errorf("fidelity: body %s, want %s; properties (-want +got):\n%s", m.Body, want.Body, testdiff.Diff(want.Properties, m.Properties))
 	}
 	for k := range m.Headers {
 		if broker.IsDeathHeader(k) {
@@ -58,7 +59,7 @@ func TestRunMovesEverythingToOriginWithFidelity(t *testing.T) {
 	}
 	rec, ok := m.Headers[RedriveHeader].(map[string]any)
 	if !ok || rec["count"] != int64(1) || rec["source"] != "orders.dlq" || !rec["time"].(time.Time).Equal(time.Unix(1800000000, 0)) {
-		t.Errorf("redrive header %#v", m.Headers[RedriveHeader])
+		t.Errorf("redrive header count %#v, source %#v, time %v; want int64(1), \"orders.dlq\", %v", rec["count"], rec["source"], rec["time"], time.Unix(1800000000, 0))
 	}
 	if f.calls["origin"] != 1 {
 		t.Errorf("origin resolved %d times, want once (cached per death record)", f.calls["origin"])
@@ -169,7 +170,7 @@ func TestUnroutableStaysInDLQAndIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.Moved != 2 || s.Failed[ReasonUnroutable] != 1 {
-		t.Fatalf("summary %+v", s)
+		t.Fatalf("moved %d, failed %v; want 2, %s 1", s.Moved, s.Failed, ReasonUnroutable)
 	}
 	left := f.ready("orders.dlq")
 	if len(left) != 1 || left[0].ID != "nowhere" {
@@ -199,7 +200,7 @@ func TestFilterOnQuorumRotatesWithoutRaisingDeliveryCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.Moved != 25 || s.Skipped[ReasonFiltered] != 25 || s.Examined != 50 {
-		t.Fatalf("summary %+v", s)
+		t.Fatalf("moved %d, skipped %v, examined %d; want 25, %s 25, 50", s.Moved, s.Skipped, s.Examined, ReasonFiltered)
 	}
 	left := f.ready("orders.dlq")
 	if len(left) != 25 {
@@ -240,7 +241,7 @@ func TestFilterOnClassicKeepsOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.Moved != 20 || s.Returned != 20 || s.Rotated != 0 {
-		t.Fatalf("summary %+v", s)
+		t.Fatalf("moved %d, returned %d, rotated %d; want 20, 20, 0", s.Moved, s.Returned, s.Rotated)
 	}
 	ids := f.readyIDs("orders.dlq")
 	if len(ids) != 20 || !slices.IsSorted(ids) || ids[0] != "m000" {
@@ -255,7 +256,7 @@ func TestIDsAndLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.Moved != 2 || !slices.Equal(s.IDs, []string{"m003", "m010"}) {
-		t.Fatalf("summary %+v", s)
+		t.Fatalf("moved %d, ids %q; want 2, [m003 m010]", s.Moved, s.IDs)
 	}
 	if n := len(f.ready("orders.dlq")); n != 28 {
 		t.Fatalf("%d left", n)
@@ -277,7 +278,7 @@ func TestAgeSelection(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.Moved != 1 || s.IDs[0] != "old" || s.Skipped[ReasonTooNew] != 1 {
-		t.Fatalf("%+v", s)
+		t.Fatalf("moved %d, ids %q, skipped %v; want 1, [old], %s 1", s.Moved, s.IDs, s.Skipped, ReasonTooNew)
 	}
 }
 
@@ -291,7 +292,7 @@ func TestAmbiguousOriginIsSkipped(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.Moved != 0 || s.Failed[ReasonAmbiguousOrigin] != 3 || len(f.ready("orders.dlq")) != 3 {
-		t.Fatalf("%+v", s)
+		t.Fatalf("moved %d, failed %v, orders.dlq holds %d; want 0, %s 3, 3", s.Moved, s.Failed, len(f.ready("orders.dlq")), ReasonAmbiguousOrigin)
 	}
 }
 
@@ -331,7 +332,7 @@ func TestPartialBatchFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.Moved != 9 || s.Failed[ReasonRejected] != 1 || len(s.Errors) != 1 {
-		t.Fatalf("%+v", s)
+		t.Fatalf("moved %d, failed %v, errors %q; want 9, %s 1, one error", s.Moved, s.Failed, s.Errors, ReasonRejected)
 	}
 	if ids := f.readyIDs("orders.dlq"); !slices.Equal(ids, []string{"m004"}) {
 		t.Fatalf("left %v", ids)
@@ -353,7 +354,7 @@ func TestTransformRefusedPerMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.Moved != 3 || s.Failed[ReasonInvalidTransform] != 1 {
-		t.Fatalf("%+v", s)
+		t.Fatalf("moved %d, failed %v; want 3, %s 1", s.Moved, s.Failed, ReasonInvalidTransform)
 	}
 	for _, m := range f.ready("orders") {
 		if string(m.Body) != `{"fixed":true}` {
@@ -382,7 +383,7 @@ func TestSQSFIFOKeepsGroupAndGetsNewDedupID(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.Moved != 25 {
-		t.Fatalf("%+v", s)
+		t.Fatalf("moved %d, want 25", s.Moved)
 	}
 	dedup := map[string]bool{}
 	lastInGroup := map[string]int{}
@@ -423,7 +424,7 @@ func TestSQSFilterHoldsAndReleasesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.Moved != 3 || s.Returned != 27 || f.calls["consume"] != 4 { // four competing readers (the default concurrency)
-		t.Fatalf("%+v", s)
+		t.Fatalf("moved %d, returned %d, consume calls %d; want 3, 27, 4", s.Moved, s.Returned, f.calls["consume"])
 	}
 	for _, m := range f.ready("dlq") {
 		if m.DeliveryCount > 0 {
@@ -545,10 +546,10 @@ func TestDryRunChangesNothing(t *testing.T) {
 		t.Fatalf("dry run changed something: %v", f.calls)
 	}
 	if s.Destinations["exchange:ex:orders.new"] != 10 || s.Skipped[ReasonUnroutable] != 1 {
-		t.Fatalf("%+v", s)
+		t.Fatalf("destinations %v, skipped %v; want exchange:ex:orders.new 10, %s 1", s.Destinations, s.Skipped, ReasonUnroutable)
 	}
 	if len(s.Diffs) != 3 || !strings.Contains(s.Diffs[0].Lines, "+     \"retry\": 0") || !strings.Contains(s.Diffs[0].Lines, "-     \"x-death\"") {
-		t.Fatalf("diffs %+v", s.Diffs)
+		t.Fatalf("%d diffs, want 3 whose first adds \"retry\": 0 and removes \"x-death\"; first:\n%s", len(s.Diffs), testdiff.Render(s.Diffs[:min(1, len(s.Diffs))]))
 	}
 }
 
@@ -675,7 +676,7 @@ func TestJournalResumeAcksConfirmedWithoutRepublishing(t *testing.T) {
 	}
 	rep := rs.report()
 	if rep.ConfirmedNotAcked != 3 || rep.InFlight != 1 || rep.InFlightIDs[0] != "m003" {
-		t.Fatalf("report %+v", rep)
+		t.Fatalf("report: confirmed not acked %d, in flight %d %q; want 3, 1 [m003 …]", rep.ConfirmedNotAcked, rep.InFlight, rep.InFlightIDs)
 	}
 	j2, err := CreateJournal(dir, JournalHeader{Key: key})
 	if err != nil {
@@ -686,7 +687,7 @@ func TestJournalResumeAcksConfirmedWithoutRepublishing(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.Moved != 10 || s.Resumed.AckedOnSight != 3 || len(f.ready("orders")) != 10 {
-		t.Fatalf("moved %d resumed %+v orders %d", s.Moved, s.Resumed, len(f.ready("orders")))
+		t.Fatalf("moved %d, acked on sight %d, orders holds %d; want 10, 3, 10", s.Moved, s.Resumed.AckedOnSight, len(f.ready("orders")))
 	}
 	if paths, _ := Interrupted(dir, key); len(paths) != 0 {
 		t.Fatalf("journals left interrupted: %v", paths)
@@ -725,7 +726,7 @@ func TestJournalReportsAcksThatMayNotHaveArrived(t *testing.T) {
 	defer rs.Release()
 	rep := rs.report()
 	if rep.MaybeNotAcked != 3 || strings.Join(rep.MaybeNotAckedIDs, " ") != "m007 m008 m009" || rep.ConfirmedNotAcked != 0 || rep.InFlight != 0 {
-		t.Fatalf("report %+v", rep)
+		t.Fatalf("report: maybe not acked %d %q, confirmed not acked %d, in flight %d; want 3 [m007 m008 m009], 0, 0", rep.MaybeNotAcked, rep.MaybeNotAckedIDs, rep.ConfirmedNotAcked, rep.InFlight)
 	}
 }
 
@@ -799,14 +800,14 @@ func TestDiscardArchivesBeforeAck(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.Moved != 10 || s.Archived != 10 || len(f.ready("orders.dlq")) != 10 {
-		t.Fatalf("%+v", s)
+		t.Fatalf("moved %d, archived %d, orders.dlq holds %d; want 10, 10, 10", s.Moved, s.Archived, len(f.ready("orders.dlq")))
 	}
 	if len(early) > 0 {
 		t.Fatalf("the archive must come first: %v", early)
 	}
 	a := arch.ready("file:/tmp/a.jsonl")
 	if len(a) != 10 || a[0].Headers["x-death"] == nil || a[0].Headers[RedriveHeader] != nil {
-		t.Fatalf("archive holds %d, first %+v", len(a), a[0].Headers)
+		t.Fatalf("archive holds %d, want 10 with x-death and without %s; first has x-death %t, %s %v", len(a), RedriveHeader, a[0].Headers["x-death"] != nil, RedriveHeader, a[0].Headers[RedriveHeader])
 	}
 }
 
@@ -815,7 +816,7 @@ func TestPurgeWithoutArchiveUsesBrokerPurge(t *testing.T) {
 	p := purger{f, 0}
 	s, err := Purge(context.Background(), &p, "orders.dlq", nil, broker.Destination{}, Options{})
 	if err != nil || s.Moved != 5 || p.n != 1 {
-		t.Fatalf("%+v %v", s, err)
+		t.Fatalf("moved %d, purge calls %d, err %v; want 5, 1, nil", s.Moved, p.n, err)
 	}
 }
 
@@ -839,10 +840,10 @@ func TestEditPublishesOneAndRemovesOriginal(t *testing.T) {
 	ed.ID = "m003"
 	s, err := Edit(context.Background(), f, "orders.dlq", f, ed, Options{})
 	if err != nil || s.Moved != 1 {
-		t.Fatalf("%+v %v", s, err)
+		t.Fatalf("moved %d, err %v; want 1, nil", s.Moved, err)
 	}
 	if got := f.ready("orders"); len(got) != 1 || string(got[0].Body) != `{"fixed":1}` {
-		t.Fatalf("orders %v", got)
+		t.Fatalf("orders holds %q, want one {\"fixed\":1}", testdiff.Pick(got, func(m *broker.Message) string { return string(m.Body) }))
 	}
 	if ids := f.readyIDs("orders.dlq"); !slices.Equal(ids, []string{"m000", "m001", "m002", "m004"}) {
 		t.Fatalf("dlq %v", ids)

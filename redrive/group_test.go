@@ -122,7 +122,7 @@ func TestFIFOFilterStopsTheGroup(t *testing.T) {
 		t.Errorf("moved of g0 = %q", got)
 	}
 	if s.Skipped[ReasonFiltered] != 1 || s.Skipped[ReasonGroupHeld] != 1 || s.TotalFailed() != 0 || s.Moved != 7 {
-		t.Errorf("summary %+v", s)
+		t.Errorf("skipped %v, failed %v, moved %d; want %s 1 and %s 1, none, 7", s.Skipped, s.Failed, s.Moved, ReasonFiltered, ReasonGroupHeld)
 	}
 }
 
@@ -164,7 +164,7 @@ func TestSQSAttributeLimit(t *testing.T) {
 			moved := f.ready("src")
 			if tc.moved {
 				if len(moved) != 1 || s.Moved != 1 {
-					t.Fatalf("not moved: %+v", s)
+					t.Fatalf("not moved: %d published, moved %d; want 1, 1", len(moved), s.Moved)
 				}
 				if _, ok := moved[0].Attributes[RedriveHeader]; ok == tc.opts.NoRedriveHeader {
 					t.Errorf("x-dlq-redrive present = %v with NoRedriveHeader %v", ok, tc.opts.NoRedriveHeader)
@@ -172,7 +172,7 @@ func TestSQSAttributeLimit(t *testing.T) {
 				return
 			}
 			if len(moved) != 0 || s.Failed[ReasonAttributeLimit] != 1 || len(f.ready("dlq")) != 1 {
-				t.Fatalf("moved %d, summary %+v", len(moved), s)
+				t.Fatalf("moved %d, failed %v, dlq holds %d; want 0, %s 1, 1", len(moved), s.Failed, len(f.ready("dlq")), ReasonAttributeLimit)
 			}
 			if len(s.Errors) != 1 || !strings.Contains(s.Errors[0], "`no-redrive-header`") {
 				t.Errorf("errors %v should name the fix", s.Errors)

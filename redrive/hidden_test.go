@@ -36,7 +36,7 @@ func TestSQSRunReportsMessagesLeftHidden(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	if s.Moved != 10 || s.Hidden != 2 {
-		t.Fatalf("summary %+v", s)
+		t.Fatalf("moved %d, hidden %d; want 10, 2", s.Moved, s.Hidden)
 	}
 }
 
@@ -65,6 +65,6 @@ func TestSQSRunWaitsForOthersInFlight(t *testing.T) {
 	}()
 	s, err := Run(context.Background(), f, "dlq", f, Options{Dest: broker.Destination{Kind: broker.ToQueue, Queue: "src"}})
 	if err != nil || s.Moved != 4 || s.Hidden != 0 {
-		t.Fatalf("summary %+v, err %v", s, err)
+		t.Fatalf("moved %d, hidden %d, err %v; want 4, 0, nil", s.Moved, s.Hidden, err)
 	}
 }

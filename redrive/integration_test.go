@@ -141,7 +141,7 @@ func TestDiscardArchivesBeforeTheQueueShrinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.Moved != 54 || s.Archived != 54 || arch.calls.Load() == 0 {
-		t.Fatalf("summary %+v after %d archive writes", s, arch.calls.Load())
+		t.Fatalf("moved %d, archived %d after %d archive writes; want 54, 54, some", s.Moved, s.Archived, arch.calls.Load())
 	}
 	if got := len(brokertest.ReadArchive(t, path)); got != 54 {
 		t.Errorf("archive holds %d, want 54", got)
@@ -272,7 +272,7 @@ func TestDiscardArchiveFirstOnRabbitMQ(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.Moved != 4 || s.Skipped[ReasonFiltered] != 36 || s.Examined != n {
-		t.Fatalf("summary %+v", s)
+		t.Fatalf("moved %d, skipped %v, examined %d; want 4, %s 36, %d", s.Moved, s.Skipped, s.Examined, ReasonFiltered, n)
 	}
 	var left []string
 	for {

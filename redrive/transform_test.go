@@ -34,7 +34,7 @@ func TestJQTransform(t *testing.T) {
 				t.Errorf("body %s", m.Body)
 			}
 			if m.Headers["attempt"] != int32(4) || string(m.Headers["raw"].([]byte)) != "\xff\x00" {
-				t.Errorf("untouched headers lost their types: %#v", m.Headers)
+				t.Errorf("untouched headers lost their types: attempt %#v, raw %#v; want int32(4), []byte(\"\\xff\\x00\")", m.Headers["attempt"], m.Headers["raw"])
 			}
 		}},
 		{name: "header only keeps body bytes", expr: `.headers.fixed = "yes" | .headers.attempt = 5`, check: func(t *testing.T, m *broker.Message) {
@@ -42,12 +42,12 @@ func TestJQTransform(t *testing.T) {
 				t.Errorf("body re-encoded: %s", m.Body)
 			}
 			if m.Headers["fixed"] != "yes" || m.Headers["attempt"] != int64(5) {
-				t.Errorf("headers %#v", m.Headers)
+				t.Errorf("headers fixed %#v, attempt %#v; want \"yes\", int64(5)", m.Headers["fixed"], m.Headers["attempt"])
 			}
 		}},
 		{name: "property", expr: `.properties.priority = 9 | .properties.content_type = "text/plain"`, check: func(t *testing.T, m *broker.Message) {
 			if m.Properties.Priority != 9 || m.Properties.ContentType != "text/plain" || m.Properties.MessageID != "m1" {
-				t.Errorf("properties %+v", m.Properties)
+				t.Errorf("properties: priority %d, content type %q, message id %q; want 9, text/plain, m1", m.Properties.Priority, m.Properties.ContentType, m.Properties.MessageID)
 			}
 		}},
 		{name: "replace body with text", expr: `.body = "plain"`, check: func(t *testing.T, m *broker.Message) {
@@ -91,7 +91,7 @@ func TestJQTransformSQSAttributes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.Attributes["n"].StringValue != "2" || string(got.Attributes["b"].BinaryValue) != "\x01\x02" || string(got.Body) != "changed" {
-		t.Fatalf("%+v %s", got.Attributes, got.Body)
+		t.Fatalf("attribute n %q, b %q, body %q; want 2, \"\\x01\\x02\", changed", got.Attributes["n"].StringValue, got.Attributes["b"].BinaryValue, got.Body)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/brokertest"
 	"github.com/dlq-tools/dlq/broker/rabbitmq"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 	"github.com/dlq-tools/dlq/topology"
 )
 
@@ -62,7 +63,7 @@ func BenchmarkTopology50Queues(b *testing.B) {
 		}
 		t3 := time.Now()
 		if p2.HasChanges() || p.Summary().Create != 127 {
-			b.Fatalf("plan created %d, second plan %+v", p.Summary().Create, p2.Summary())
+			b.Fatalf("plan created %d, want 127; second plan %s, want no changes", p.Summary().Create, testdiff.Render(p2.Summary()))
 		}
 		planEmpty += t1.Sub(t0)
 		apply += t2.Sub(t1)

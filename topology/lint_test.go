@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 func lintOf(t *testing.T, src string) []Finding {
@@ -137,7 +138,7 @@ func TestLadderOnFailure(t *testing.T) {
 		{map[string]any{AttemptsHeader: "3"}, hist(1, 0), Step{Attempt: 2, Tier: 1, Exchange: "r", RoutingKey: "k2"}},
 	} {
 		if got := l.OnFailure(tc.headers, tc.h); got != tc.want {
-			t.Errorf("OnFailure(%v, %v) = %+v, want %+v", tc.headers, tc.h, got, tc.want)
+			t.Errorf("OnFailure(%v, %v) (-want +got):\n%s", tc.headers, tc.h, testdiff.Diff(tc.want, got))
 		}
 	}
 	got := RetryHeaders(map[string]any{"tenant": "acme", "x-death": []any{}, "x-first-death-queue": "m", "x-last-death-reason": "expired"}, Step{Attempt: 2})
@@ -187,7 +188,7 @@ func TestPlanPolicyUpdateInPlaceAndShadowWarning(t *testing.T) {
 	}
 	if len(p.Changes) != 1 || p.Changes[0].Action != Update || p.Changes[0].Kind != "policy" ||
 		len(p.Changes[0].Diffs) != 1 || p.Changes[0].Diffs[0].Old != int64(10000) || p.Changes[0].Diffs[0].New != int64(15000) {
-		t.Fatalf("want one in-place policy update 10000 → 15000, got %+v", p.Changes)
+		t.Fatalf("want one in-place policy update 10000 → 15000, got:\n%s", testdiff.Render(p.Changes))
 	}
 	if len(p.Warnings) == 0 || !strings.Contains(p.Warnings[0], "`ops-ha` (priority 20)") {
 		t.Errorf("no warning about the outranking policy: %v", p.Warnings)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 // versionedVhost is a fakeVhost that says its server version.
@@ -100,6 +101,6 @@ func TestPlanClassicTypeArgument(t *testing.T) {
 		t.Fatal(err)
 	}
 	if p.Unchanged != 2 || len(p.Changes) != 1 || p.Changes[0].Name != "other" || len(p.Changes[0].Diffs) != 1 || p.Changes[0].Diffs[0].Field != "arguments.x-max-length" {
-		t.Errorf("plan: unchanged %d, changes %+v", p.Unchanged, p.Changes)
+		t.Errorf("plan: unchanged %d, want 2 and one change of other's arguments.x-max-length; changes:\n%s", p.Unchanged, testdiff.Render(p.Changes))
 	}
 }

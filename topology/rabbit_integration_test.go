@@ -14,6 +14,7 @@ import (
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/brokertest"
 	"github.com/dlq-tools/dlq/broker/rabbitmq"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 	"github.com/dlq-tools/dlq/topology"
 )
 
@@ -190,7 +191,7 @@ rabbitmq:
 				t.Fatalf("apply: want a refusal with nothing applied, got %d applied, %v", len(res.Applied), err)
 			}
 			if after := snapshot(t, e.b, prefix); !reflect.DeepEqual(before, after) {
-				t.Fatalf("the broker changed after a refused apply:\nbefore %+v\nafter  %+v", before, after)
+				t.Fatalf("the broker changed after a refused apply (-before +after):\n%s", testdiff.Diff(before, after))
 			}
 			// The connection is still good for the next command.
 			if _, err := e.b.ReadRabbitTopology(ctx); err != nil {
@@ -311,7 +312,7 @@ rabbitmq:
 						expired += deathCount(hist, tier.Queue, "expired")
 					}
 					if expired < 1 {
-						t.Fatalf("attempt %d: x-death counts no expiry from the tiers: %+v", attempt+1, hist)
+						t.Fatalf("attempt %d: x-death counts no expiry from the tiers:\n%s", attempt+1, testdiff.Render(hist))
 					}
 				}
 				step := l.OnFailure(d.Headers, hist)
@@ -321,14 +322,14 @@ rabbitmq:
 				switch {
 				case want == -1:
 					if !step.Dead {
-						t.Fatalf("attempt %d: want dead, got %+v", attempt+1, step)
+						t.Fatalf("attempt %d: want dead, got tier %d", attempt+1, step.Tier)
 					}
 					publish(step.Exchange, d.RoutingKey, amqp.Publishing{MessageId: d.MessageId, Headers: d.Headers, Body: d.Body, DeliveryMode: amqp.Persistent})
 					if err := d.Ack(false); err != nil {
 						t.Fatal(err)
 					}
 				case step.Dead || step.Tier != want:
-					t.Fatalf("attempt %d: want tier %d, got %+v", attempt+1, want, step)
+					t.Fatalf("attempt %d: want tier %d, got tier %d, dead %t", attempt+1, want, step.Tier, step.Dead)
 				case step.Reject:
 					if err := d.Nack(false, false); err != nil {
 						t.Fatal(err)
@@ -363,7 +364,7 @@ rabbitmq:
 			}
 			select {
 			case d := <-deliveries:
-				t.Fatalf("the main queue got the message again after it was parked: %+v", deaths(d.Headers))
+				t.Fatalf("the main queue got the message again after it was parked; x-death:\n%s", testdiff.Render(deaths(d.Headers)))
 			default:
 			}
 		})

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 func problems(t *testing.T, src string) []Problem {
@@ -90,7 +92,7 @@ func TestClassicLadderExpandsToTheDocumentedNames(t *testing.T) {
 	r := m.Rabbit
 	want := map[string]string{"order.main.x": "topic", "order.retry.x": "direct", "order.dead.x": "fanout"}
 	if len(r.Exchanges) != 3 {
-		t.Fatalf("exchanges: %+v", r.Exchanges)
+		t.Fatalf("exchanges %q, want 3", testdiff.Pick(r.Exchanges, func(x Exchange) string { return x.Name }))
 	}
 	for _, x := range r.Exchanges {
 		if want[x.Name] != x.Type || !x.Durable {
@@ -119,7 +121,7 @@ func TestClassicLadderExpandsToTheDocumentedNames(t *testing.T) {
 	}
 	l, _ := m.Ladder("order")
 	if l.MaxAttempts != 3 || len(l.Tiers) != 1 || l.Tiers[0].RoutingKey != "order.retry" {
-		t.Errorf("ladder %+v", l)
+		t.Errorf("ladder: max attempts %d, tier routing keys %q; want 3, [order.retry]", l.MaxAttempts, testdiff.Pick(l.Tiers, func(t LadderTier) string { return t.RoutingKey }))
 	}
 }
 
@@ -142,14 +144,16 @@ rabbitmq:
 	if q.Name != "stg-work.queue" || q.Arguments["x-dead-letter-exchange"] != "stg-dlq.exchange" ||
 		q.Arguments["x-dead-letter-routing-key"] != "dead.letter" || q.Arguments["x-delivery-limit"] != int64(5) ||
 		q.Arguments["x-queue-type"] != "quorum" {
-		t.Fatalf("queue %+v", q)
+		t.Fatalf("queue (-want +got):\n%s", testdiff.Diff(
+			[]any{"stg-work.queue", "stg-dlq.exchange", "dead.letter", int64(5), "quorum"},
+			[]any{q.Name, q.Arguments["x-dead-letter-exchange"], q.Arguments["x-dead-letter-routing-key"], q.Arguments["x-delivery-limit"], q.Arguments["x-queue-type"]}))
 	}
 	if len(m.Rabbit.Policies) != 0 {
-		t.Errorf("arguments mode generated policies: %+v", m.Rabbit.Policies)
+		t.Errorf("arguments mode generated policies %q", testdiff.Pick(m.Rabbit.Policies, func(p Policy) string { return p.Name }))
 	}
 	b := m.Rabbit.Bindings[1]
 	if b.Source != "stg-dlq.exchange" || b.Destination != "stg-dlq.queue" || b.RoutingKey != "#" {
-		t.Errorf("dlq binding %+v", b)
+		t.Errorf("dlq binding %s → %s with %q; want stg-dlq.exchange → stg-dlq.queue with #", b.Source, b.Destination, b.RoutingKey)
 	}
 }
 
@@ -182,7 +186,7 @@ func FuzzParse(f *testing.F) {
 			}
 			for _, p := range se.Problems {
 				if p.Pos.Line < 1 || p.Pos.Col < 1 {
-					t.Fatalf("problem without a position: %+v", p)
+					t.Fatalf("problem without a position: %s", p)
 				}
 			}
 			return

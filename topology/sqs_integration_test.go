@@ -14,6 +14,7 @@ import (
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/brokertest"
 	"github.com/dlq-tools/dlq/broker/sqs"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 	"github.com/dlq-tools/dlq/topology"
 )
 
@@ -83,7 +84,7 @@ func roundTrip(t *testing.T, b broker.Broker, m *topology.Model, prefix string, 
 	p := mustPlan(t, b, m, topology.PlanOptions{})
 	s := p.Summary()
 	if s.Create != objects || s.Update != 0 || s.Conflict != 0 || s.Unchanged != 0 {
-		t.Fatalf("plan on an empty broker: want %d creates and nothing else, got %+v\n%s", objects, s, planText(p))
+		t.Fatalf("plan on an empty broker: want %d creates and nothing else (-want +got):\n%s%s", objects, testdiff.Diff(topology.Summary{Create: objects}, topology.Summary{Create: s.Create, Update: s.Update, Conflict: s.Conflict, Unchanged: s.Unchanged}), planText(p))
 	}
 	if _, err := topology.Apply(ctx, b, p, nil); err != nil {
 		t.Fatalf("apply: %v\n%s", err, planText(p))

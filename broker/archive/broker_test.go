@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 // writeArchive writes msgs to a new archive and returns its path.
@@ -60,11 +61,11 @@ func TestQueues(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(qs) != 2 {
-		t.Fatalf("got %d queues, want 2: %+v", len(qs), qs)
+		t.Fatalf("got %d queues %q, want 2", len(qs), testdiff.Pick(qs, func(q broker.Queue) string { return q.Name }))
 	}
 	o, p := qs[0], qs[1]
 	if o.Name != "orders.dlq" || o.Depth != 2 || *o.Bytes != 5 || !o.IsDLQ || o.Kind != broker.KindArchive || o.System != broker.Archive {
-		t.Errorf("orders.dlq = %+v", o)
+		t.Errorf("orders.dlq: name %q, depth %d, bytes %d, dlq %t, kind %v, system %v; want orders.dlq, 2, 5, true, %v, %v", o.Name, o.Depth, *o.Bytes, o.IsDLQ, o.Kind, o.System, broker.KindArchive, broker.Archive)
 	}
 	if !reflect.DeepEqual(o.DeadLetterSources, []string{"orders.q", "orders.retry"}) {
 		t.Errorf("sources = %v", o.DeadLetterSources)
@@ -73,7 +74,7 @@ func TestQueues(t *testing.T) {
 		t.Errorf("oldest age = %v, want about 2h (the first death)", age)
 	}
 	if p.Name != "plain" || p.Depth != 2 || *p.Bytes != 6 || p.IsDLQ {
-		t.Errorf("plain = %+v bytes %d", p, *p.Bytes)
+		t.Errorf("plain: name %q, depth %d, bytes %d, dlq %t; want plain, 2, 6, false", p.Name, p.Depth, *p.Bytes, p.IsDLQ)
 	}
 	if o.URL != "file://"+path {
 		t.Errorf("URL = %q", o.URL)
@@ -81,11 +82,11 @@ func TestQueues(t *testing.T) {
 
 	q, err := b.Queue(context.Background(), "plain")
 	if err != nil || q.Depth != 2 {
-		t.Errorf("Queue(plain) = %+v, %v", q, err)
+		t.Errorf("Queue(plain): depth %d, %v; want 2", q.Depth, err)
 	}
 	all, err := b.Queue(context.Background(), "")
 	if err != nil || all.Depth != 4 || all.Name != "x.jsonl" {
-		t.Errorf("Queue(\"\") = %+v, %v", all, err)
+		t.Errorf("Queue(\"\"): name %q, depth %d, %v; want x.jsonl, 4", all.Name, all.Depth, err)
 	}
 	_, err = b.Queue(context.Background(), "nope")
 	if !errors.Is(err, broker.ErrNotFound) || !strings.Contains(err.Error(), "dlq queues --broker file://") {
@@ -132,7 +133,7 @@ func TestPeek(t *testing.T) {
 			t.Fatalf("Peek(%q, %+v): %v", tt.queue, tt.opts, err)
 		}
 		if !reflect.DeepEqual(got, tt.want) || rep.Read != int64(len(tt.want)) || rep.Changed != "" {
-			t.Errorf("Peek(%q, %+v) = %v %+v, want %v", tt.queue, tt.opts, got, rep, tt.want)
+			t.Errorf("Peek(%q, %+v) = %v, read %d, changed %q; want %v", tt.queue, tt.opts, got, rep.Read, rep.Changed, tt.want)
 		}
 	}
 	if _, _, err := peek("zzz", broker.PeekOptions{}); !errors.Is(err, broker.ErrNotFound) {
@@ -221,7 +222,7 @@ func TestPublish(t *testing.T) {
 	var got []*broker.Message
 	o.Peek(context.Background(), "", broker.PeekOptions{}, func(m *broker.Message) error { got = append(got, m); return nil })
 	if len(got) != 1 || !reflect.DeepEqual(got[0], m) {
-		t.Fatalf("published file holds %+v", got)
+		t.Fatalf("published file holds %d messages, want 1 (-want +got):\n%s", len(got), testdiff.Diff([]*broker.Message{m}, got))
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
@@ -237,7 +238,7 @@ func TestPublish(t *testing.T) {
 	}
 	qs, err := c.Queues(context.Background())
 	if err != nil || len(qs) != 1 || qs[0].Name != m.Queue {
-		t.Errorf("queues after publish = %+v, %v", qs, err)
+		t.Errorf("queues after publish %q, %v; want [%s]", testdiff.Pick(qs, func(q broker.Queue) string { return q.Name }), err, m.Queue)
 	}
 	c.Close()
 }
@@ -277,7 +278,7 @@ func TestDemo(t *testing.T) {
 	for _, q := range qs {
 		depth[q.Name] = q.Depth
 		if !q.IsDLQ || q.OldestAge == nil {
-			t.Errorf("queue %s: %+v", q.Name, q)
+			t.Errorf("queue %s: dlq %t, oldest age known %t; want both", q.Name, q.IsDLQ, q.OldestAge != nil)
 		}
 	}
 	want := map[string]int64{"orders.dlq": 150, "payments.dlq": 80, "billing-dlq": 75, "events-dlq.fifo": 45}
@@ -345,7 +346,7 @@ func TestTargetCreatesNothingUntilPublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	if q, err := o.Queue(context.Background(), "q"); err != nil || q.Depth != 1 {
-		t.Errorf("after publish: %+v %v", q, err)
+		t.Errorf("after publish: depth %d, %v; want 1", q.Depth, err)
 	}
 	if _, err := Target(filepath.Join(path+".d", "x.jsonl"), WriterOptions{}); !errors.Is(err, broker.ErrNotFound) {
 		t.Errorf("missing directory: %v", err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 const hdr = `{"dlq_archive":1,"created":"2025-03-14T09:30:00Z"}`
@@ -118,7 +119,7 @@ func TestReaderHeader(t *testing.T) {
 	}
 	want := &Header{Version: 1, Created: time.Date(2025, 3, 14, 9, 30, 0, 0, time.UTC), Source: Source{System: broker.RabbitMQ, Broker: "amqp://h/", Queue: "q"}, Generator: "dlq 1"}
 	if !reflect.DeepEqual(r.Header(), want) {
-		t.Errorf("header = %+v, want %+v", r.Header(), want)
+		t.Errorf("header (-want +got):\n%s", testdiff.Diff(want, r.Header()))
 	}
 	if r.Line() != 2 {
 		t.Errorf("line = %d, want 2", r.Line())
@@ -176,7 +177,7 @@ func TestWriterReaderRoundTrip(t *testing.T) {
 					t.Fatalf("message %d: %v", i, err)
 				}
 				if !reflect.DeepEqual(got, want) {
-					t.Errorf("message %d:\n got %+v\nwant %+v", i, got, want)
+					t.Errorf("message %d (-want +got):\n%s", i, testdiff.Diff(want, got))
 				}
 			}
 			if _, err := r.Next(); !errors.Is(err, io.EOF) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 var t0 = time.Date(2025, 3, 14, 9, 30, 1, 123456789, time.UTC)
@@ -115,7 +116,7 @@ func TestRoundTripHeaderTypes(t *testing.T) {
 			m := &broker.Message{ID: "x", Headers: map[string]any{"h": tt.v}}
 			got := roundTrip(t, m)
 			if !reflect.DeepEqual(got, m) {
-				t.Errorf("round trip changed the message:\n got %#v\nwant %#v", got.Headers["h"], tt.v)
+				t.Errorf("round trip changed the message (-want +got):\n%s", testdiff.Diff(m, got))
 			}
 		})
 	}
@@ -169,7 +170,7 @@ func TestRoundTripMessages(t *testing.T) {
 			m := tt.m()
 			got := roundTrip(t, m)
 			if !reflect.DeepEqual(got, m) {
-				t.Errorf("round trip changed the message:\n got %+v\nwant %+v", got, m)
+				t.Errorf("round trip changed the message (-want +got):\n%s", testdiff.Diff(m, got))
 			}
 		})
 	}
@@ -215,7 +216,7 @@ func TestNamedTableTypes(t *testing.T) {
 	got := roundTrip(t, &broker.Message{ID: "a", Headers: map[string]any{"t": table{"a": int32(1)}, "i": 7}})
 	want := map[string]any{"t": map[string]any{"a": int32(1)}, "i": int64(7)}
 	if !reflect.DeepEqual(got.Headers, want) {
-		t.Errorf("headers = %#v, want %#v", got.Headers, want)
+		t.Errorf("headers (-want +got):\n%s", testdiff.Diff(want, got.Headers))
 	}
 }
 

@@ -10,7 +10,8 @@ func TestTraits(t *testing.T) {
 	var b *Broker
 	tr := b.Traits(broker.Queue{Name: "a"})
 	if tr.Park != broker.ParkRelease || tr.HoldInPlace != 0 || tr.ReceiveBatch != 0 || tr.ParallelReceivers || tr.Ordered || tr.MaxAttributes != 0 || tr.PeekAll != broker.PeekAuto {
-		t.Errorf("archive traits %+v, want the defaults (release, one receiver)", tr)
+		t.Errorf("archive traits: park %d, hold %d, receive batch %d, parallel %t, ordered %t, max attributes %d, peek %s; want the defaults (release %d, one receiver, peek %s)",
+			tr.Park, tr.HoldInPlace, tr.ReceiveBatch, tr.ParallelReceivers, tr.Ordered, tr.MaxAttributes, tr.PeekAll, broker.ParkRelease, broker.PeekAuto)
 	}
 	for sys, want := range map[broker.System]bool{broker.SQS: true, broker.RabbitMQ: false, "": false} {
 		if got := tr.Attributes(&broker.Message{System: sys}); got != want {

@@ -54,7 +54,7 @@ func waitQueue(t *testing.T, b *Broker, name string, within time.Duration, ok fu
 			return q
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("queue %s never became as expected: %+v (%v)", name, q, err)
+			t.Fatalf("queue %s never became as expected: depth %d, leader %q, members %q, online %q, limit %d (%v)", name, q.Depth, q.Leader, q.Members, q.Online, q.DeliveryLimit, err)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -77,7 +77,7 @@ func TestClusterQuorumMembership(t *testing.T) {
 	}
 	for _, l := range qs {
 		if l.Name == qq && (l.Leader != q.Leader || len(l.Members) != 3) {
-			t.Errorf("listing: %+v", l)
+			t.Errorf("listing: leader %q, members %q; want %q, three", l.Leader, l.Members, q.Leader)
 		}
 	}
 }
@@ -127,7 +127,7 @@ func TestClusterFailover(t *testing.T) {
 		return nil
 	})
 	if err != nil || !slices.Equal(ids, seq("m", 0, 10)) {
-		t.Fatalf("peek through another node: %v (%+v), read %v", err, rep, ids)
+		t.Fatalf("peek through another node: %v (read %d), ids %v", err, rep.Read, ids)
 	}
 	if n := depth(t, b, qq); n != 10 {
 		t.Errorf("depth after the peek %d, want 10", n)

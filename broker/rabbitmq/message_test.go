@@ -15,6 +15,7 @@ import (
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/brokertest"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 var (
@@ -112,7 +113,7 @@ func TestDeathOf(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got := deathOf(fromTable(tt.headers))
 			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("deathOf =\n%+v\nwant\n%+v", got, tt.want)
+				t.Errorf("deathOf (-want +got):\n%s", testdiff.Diff(tt.want, got))
 			}
 		})
 	}
@@ -137,11 +138,12 @@ func TestFromDelivery(t *testing.T) {
 	d.Headers["x-delivery-count"] = int64(2)
 	m := fromDelivery("orders.dlq", d)
 	if m.System != broker.RabbitMQ || m.Queue != "orders.dlq" || string(m.Body) != `{"id":1}` {
-		t.Errorf("message basics: %+v", m)
+		t.Errorf("message system %q, queue %q, body %s; want rabbitmq, orders.dlq, {\"id\":1}", m.System, m.Queue, m.Body)
 	}
 	if m.Properties.ContentType != "application/json" || m.Properties.ContentEncoding != "gzip" || m.Properties.Priority != 3 ||
 		m.Properties.CorrelationID != "corr" || m.Properties.AppID != "shop" || m.Properties.DeliveryMode != 2 {
-		t.Errorf("properties: %+v", m.Properties)
+		t.Errorf("properties: content type %q, encoding %q, priority %d, correlation %q, app %q, mode %d; want application/json, gzip, 3, corr, shop, 2",
+			m.Properties.ContentType, m.Properties.ContentEncoding, m.Properties.Priority, m.Properties.CorrelationID, m.Properties.AppID, m.Properties.DeliveryMode)
 	}
 	if !m.Timestamp.Equal(t0) || m.Timestamp.Location() != time.UTC {
 		t.Errorf("timestamp %v, want %v in UTC", m.Timestamp, t0)
@@ -149,8 +151,10 @@ func TestFromDelivery(t *testing.T) {
 	if m.DeliveryCount != 2 || !m.Redelivered {
 		t.Errorf("delivery count %d redelivered %v", m.DeliveryCount, m.Redelivered)
 	}
-	if m.Death == nil || m.Death.Queue != "orders" || m.Death.Count != 3 {
-		t.Errorf("death %+v", m.Death)
+	if m.Death == nil {
+		t.Errorf("no death record")
+	} else if m.Death.Queue != "orders" || m.Death.Count != 3 {
+		t.Errorf("death queue %q, count %d; want orders, 3", m.Death.Queue, m.Death.Count)
 	}
 	if !strings.HasPrefix(m.ID, "h-") {
 		t.Errorf("ID %q: want a hash fingerprint for a message without message-id", m.ID)
@@ -192,14 +196,14 @@ func TestHeaderTypes(t *testing.T) {
 		"table": map[string]any{"nested": map[string]any{"x": int16(3)}},
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("fromTable =\n%#v\nwant\n%#v", got, want)
+		t.Fatalf("fromTable (-want +got):\n%s", testdiff.Diff(want, got))
 	}
 	back, err := toTable(got)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(back, in) {
-		t.Fatalf("toTable(fromTable(x)) =\n%#v\nwant\n%#v", back, in)
+		t.Fatalf("toTable(fromTable(x)) (-want +got):\n%s", testdiff.Diff(in, back))
 	}
 	if err := back.Validate(); err != nil {
 		t.Fatalf("round-tripped table is not valid AMQP: %v", err)
@@ -231,7 +235,7 @@ func TestToValue(t *testing.T) {
 			continue
 		}
 		if err != nil || !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("toValue(%#v) = %#v, %v; want %#v", tt.in, got, err, tt.want)
+			t.Errorf("toValue(%#v) = %v; (-want +got):\n%s", tt.in, err, testdiff.Diff(tt.want, got))
 		}
 	}
 	if _, err := toTable(map[string]any{"bad": struct{}{}}); err == nil || !strings.Contains(err.Error(), `header "bad"`) {
@@ -256,19 +260,21 @@ func TestToPublishing(t *testing.T) {
 	}
 	if p.ContentType != "text/plain" || p.ContentEncoding != "utf-8" || p.MessageId != "m1" || p.CorrelationId != "c1" ||
 		!p.Timestamp.Equal(t0) || p.Priority != 4 || p.AppId != "app" || p.Type != "t" || p.ReplyTo != "r" || p.Expiration != "60000" {
-		t.Errorf("publishing properties: %+v", p)
+		t.Errorf("publishing properties (-want +got):\n%s", testdiff.Diff(
+			[]any{"text/plain", "utf-8", "m1", "c1", t0, uint8(4), "app", "t", "r", "60000"},
+			[]any{p.ContentType, p.ContentEncoding, p.MessageId, p.CorrelationId, p.Timestamp, p.Priority, p.AppId, p.Type, p.ReplyTo, p.Expiration}))
 	}
 	if p.UserId != "" {
 		t.Errorf("user_id %q of another user kept: RabbitMQ would refuse the publish", p.UserId)
 	}
 	if p.Headers["n"] != int64(3) || p.Headers["d"] != (amqp.Decimal{Scale: 1, Value: 2}) {
-		t.Errorf("headers %#v", p.Headers)
+		t.Errorf("headers n %#v, d %#v; want int64(3), amqp.Decimal{Scale: 1, Value: 2}", p.Headers["n"], p.Headers["d"])
 	}
 	m.Properties.UserID = "dlqtest"
 	m.Properties.DeliveryMode = 1
 	p, _ = b.toPublishing(m)
 	if p.UserId != "dlqtest" || p.DeliveryMode != 1 {
-		t.Errorf("own user_id or transient mode not kept: %+v", p)
+		t.Errorf("own user_id or transient mode not kept: user_id %q, mode %d; want dlqtest, 1", p.UserId, p.DeliveryMode)
 	}
 }
 
@@ -373,7 +379,7 @@ func FuzzHeaderConversion(f *testing.F) {
 			t.Fatalf("not a valid AMQP table: %v", err)
 		}
 		if !equalTables(back, in) {
-			t.Fatalf("round trip changed the table:\n%#v\n%#v", in, back)
+			t.Fatalf("round trip changed the table (-in +back):\n%s", testdiff.Diff(in, back))
 		}
 		m1 := &broker.Message{Body: data, Headers: neutral}
 		m2 := &broker.Message{Body: data, Headers: fromTable(back)}
@@ -471,8 +477,12 @@ func TestDeathHeadersByVersion(t *testing.T) {
 	reject()
 	first := take()
 	m := fromDelivery(dlq, first)
-	if m.Death == nil || m.Death.Reason != "rejected" || m.Death.Queue != src || m.Death.Count != 1 || m.Death.FirstQueue != src || m.Headers["app"] != "kept" {
-		t.Fatalf("first death: %+v", m.Death)
+	if m.Death == nil {
+		t.Fatalf("first death: no death record")
+	}
+	if m.Death.Reason != "rejected" || m.Death.Queue != src || m.Death.Count != 1 || m.Death.FirstQueue != src || m.Headers["app"] != "kept" {
+		t.Fatalf("first death: reason %q, queue %q, count %d, first queue %q, app header %v; want rejected, %s, 1, %s, kept",
+			m.Death.Reason, m.Death.Queue, m.Death.Count, m.Death.FirstQueue, m.Headers["app"], src, src)
 	}
 	if _, ok := first.Headers["x-last-death-queue"]; ok != (major >= 4) {
 		t.Errorf("RabbitMQ %d: x-last-death-queue present = %v", major, ok)
@@ -491,8 +501,10 @@ func TestDeathHeadersByVersion(t *testing.T) {
 	if major >= 4 {
 		want = 1 // a new record
 	}
-	if again.Death == nil || again.Death.Count != want || again.Death.Queue != src {
-		t.Errorf("RabbitMQ %d: death after a client republished it: %+v, want count %d", major, again.Death, want)
+	if again.Death == nil {
+		t.Errorf("RabbitMQ %d: no death after a client republished it", major)
+	} else if again.Death.Count != want || again.Death.Queue != src {
+		t.Errorf("RabbitMQ %d: death after a client republished it: queue %q, count %d; want %s, %d", major, again.Death.Queue, again.Death.Count, src, want)
 	}
 
 	// The first delivery of a quorum message.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/brokertest"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 func TestConsumeAckRelease(t *testing.T) {
@@ -242,7 +243,8 @@ func TestPublish(t *testing.T) {
 	want0 := full.Clone()
 	want0.Properties.DeliveryMode = 2
 	if !reflect.DeepEqual(got.Headers, want0.Headers) || got.Properties != want0.Properties || string(got.Body) != string(full.Body) {
-		t.Errorf("published message changed:\n%#v\n%#v\nwant\n%#v\n%#v", got.Headers, got.Properties, want0.Headers, want0.Properties)
+		t.Errorf("published message changed (-want +got):\n%s", testdiff.Diff(
+			[]any{want0.Headers, want0.Properties, string(full.Body)}, []any{got.Headers, got.Properties, string(got.Body)}))
 	}
 	if got.ID != broker.Fingerprint(full) {
 		t.Errorf("fingerprint %s, want %s", got.ID, broker.Fingerprint(full))
@@ -341,15 +343,18 @@ func TestOriginThroughRetryLadder(t *testing.T) {
 	if _, err := b.Peek(ctx, dlq, broker.PeekOptions{}, func(x *broker.Message) error { m = x.Clone(); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if m.Death == nil || len(m.Death.History) != 3 || m.Death.Count != 5 || m.Death.Queue != work || m.Death.Reason != "rejected" {
-		t.Fatalf("death record: %+v", m.Death)
+	if m.Death == nil {
+		t.Fatal("no death record")
+	}
+	if len(m.Death.History) != 3 || m.Death.Count != 5 || m.Death.Queue != work || m.Death.Reason != "rejected" {
+		t.Fatalf("death record: %d entries, count %d, queue %q, reason %q; want 3, 5, %s, rejected", len(m.Death.History), m.Death.Count, m.Death.Queue, m.Death.Reason, work)
 	}
 	dest, err := b.Origin(ctx, dlq, m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if dest.Kind != broker.ToExchange || dest.Exchange != workX || !reflect.DeepEqual(dest.RoutingKeys, []string{"job"}) {
-		t.Fatalf("origin %+v", dest)
+		t.Fatalf("origin kind %v, exchange %q, routing keys %q; want %v, %s, [job]", dest.Kind, dest.Exchange, dest.RoutingKeys, broker.ToExchange, workX)
 	}
 	errs, err := b.Publish(ctx, []broker.Outgoing{{Message: m, Dest: dest}})
 	if err != nil || errs[0] != nil {
@@ -361,7 +366,7 @@ func TestOriginThroughRetryLadder(t *testing.T) {
 	direct := &broker.Message{ID: "x", Headers: map[string]any{"x-death": []any{map[string]any{
 		"queue": "orders", "reason": "rejected", "exchange": "", "routing-keys": []any{"orders"}, "count": int64(1)}}}}
 	if dest, err := b.Origin(ctx, dlq, direct); err != nil || dest.Kind != broker.ToQueue || dest.Queue != "orders" {
-		t.Errorf("default-exchange origin: %+v %v", dest, err)
+		t.Errorf("default-exchange origin: kind %v, queue %q, %v; want %v, orders", dest.Kind, dest.Queue, err, broker.ToQueue)
 	}
 	none := &broker.Message{ID: "h-1"}
 	if _, err := b.Origin(ctx, dlq, none); !errors.Is(err, broker.ErrNotFound) || !strings.Contains(err.Error(), "`to") {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/brokertest"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 // peekIDs peeks and returns the message-ids visited, stopping after stopAfter
@@ -43,14 +44,14 @@ func TestPeekClassicHold(t *testing.T) {
 		t.Fatalf("visited %v", ids)
 	}
 	if rep.Mode != broker.PeekHold || rep.Read != 20 || rep.Changed != "20 messages now carry the redelivered flag" {
-		t.Errorf("report %+v", rep)
+		t.Errorf("report mode %v, read %d, changed %q; want %v, 20, \"20 messages now carry the redelivered flag\"", rep.Mode, rep.Read, rep.Changed, broker.PeekHold)
 	}
 	waitDepth(t, b, q, 50)
 
 	// Stop early: the rest of what was prefetched is returned as well.
 	ids, rep, err = peekIDs(t, b, q, broker.PeekOptions{Limit: 30}, 5)
 	if err != nil || len(ids) != 5 || rep.Read != 5 {
-		t.Fatalf("stopped peek: %v %v %+v", ids, err, rep)
+		t.Fatalf("stopped peek: %v %v, read %d; want 5 read", ids, err, rep.Read)
 	}
 	var redelivered []bool
 	_, err = b.Peek(context.Background(), q, broker.PeekOptions{Limit: 3}, func(m *broker.Message) error {
@@ -63,7 +64,7 @@ func TestPeekClassicHold(t *testing.T) {
 	waitDepth(t, b, q, 50)
 	ids, rep, err = peekIDs(t, b, q, broker.PeekOptions{Limit: 10, Mode: broker.PeekRequeue}, 0)
 	if err != nil || !reflect.DeepEqual(ids, seq("m", 0, 10)) || rep.Changed != "10 messages now carry the redelivered flag" {
-		t.Fatalf("requeue peek: %v %+v %v", ids, rep, err)
+		t.Fatalf("requeue peek: %v, changed %q, %v; want m000…m009, \"10 messages now carry the redelivered flag\"", ids, rep.Changed, err)
 	}
 	waitDepth(t, b, q, 50)
 	// The measured property: order unchanged after hold peeks.
@@ -94,7 +95,7 @@ func TestPeekClassicHoldBounds(t *testing.T) {
 	declareQueue(t, b, empty, nil)
 	ids, rep, err := peekIDs(t, b, empty, broker.PeekOptions{}, 0)
 	if err != nil || len(ids) != 0 || rep.Changed != "" {
-		t.Errorf("empty queue: %v %+v %v", ids, rep, err)
+		t.Errorf("empty queue: %v, changed %q, %v; want nothing", ids, rep.Changed, err)
 	}
 }
 
@@ -141,7 +142,7 @@ func TestPeekRotateClassic(t *testing.T) {
 				t.Errorf("visited %v", ids)
 			}
 			if !strings.Contains(rep.Changed, tt.changed) || rep.Mode != broker.PeekRotate {
-				t.Errorf("report %+v, want %q", rep, tt.changed)
+				t.Errorf("report mode %v, changed %q; want %v, %q", rep.Mode, rep.Changed, broker.PeekRotate, tt.changed)
 			}
 			waitDepth(t, b, q, 40)
 			var after []*broker.Message
@@ -179,7 +180,8 @@ func TestPeekRotateClassic(t *testing.T) {
 	for i := range after {
 		x, y := before[i], after[i]
 		if x.ID != y.ID || !reflect.DeepEqual(x.Headers, y.Headers) || x.Properties != y.Properties || string(x.Body) != string(y.Body) {
-			t.Fatalf("message %d changed by rotation:\n%+v\n%+v", i, x, y)
+			t.Fatalf("message %d changed by rotation (-before +after):\n%s", i, testdiff.Diff(
+				[]any{x.ID, x.Headers, x.Properties, string(x.Body)}, []any{y.ID, y.Headers, y.Properties, string(y.Body)}))
 		}
 		if y.Redelivered {
 			t.Errorf("message %d still redelivered after rotation", i)
@@ -336,7 +338,7 @@ func TestPeekQuorumNoLimitHold(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(rep.Changed, "3 messages returned with x-delivery-count +1") {
-		t.Errorf("report %+v", rep)
+		t.Errorf("report changed %q, want \"3 messages returned with x-delivery-count +1\"", rep.Changed)
 	}
 	waitDepth(t, b, qq, 3)
 	var counts []int64
@@ -404,7 +406,7 @@ func TestPeekStream(t *testing.T) {
 			t.Fatalf("peek %+v: %v", tt.opts, err)
 		}
 		if !reflect.DeepEqual(ids, tt.want) || rep.Mode != broker.PeekStream || rep.Changed != "" {
-			t.Errorf("peek %+v: %v %+v, want %v", tt.opts, ids, rep, tt.want)
+			t.Errorf("peek %+v: %v, mode %v, changed %q; want %v, %v, \"\"", tt.opts, ids, rep.Mode, rep.Changed, tt.want, broker.PeekStream)
 		}
 		t.Logf("peek %+v took %s", tt.opts, time.Since(start))
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/brokertest"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 func TestTopicMatch(t *testing.T) {
@@ -126,21 +127,23 @@ func TestQueuesIntegration(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("queues never showed the policy and depth: %+v %+v", byName[pol], byName[src])
+			t.Fatalf("queues never showed the policy and depth: %s policy %q; %s depth %d, consumers known %t", pol, byName[pol].Policy, src, byName[src].Depth, byName[src].Consumers != nil)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	s := byName[src]
 	if s.Kind != broker.KindClassic || s.DeadLetterTarget != dlx || s.DeadLetterRoutingKey != "dead" ||
 		!reflect.DeepEqual(s.DeadLetterQueues, []string{dlq}) || !s.Durable || s.Vhost != "/" || s.System != broker.RabbitMQ {
-		t.Errorf("source queue: %+v", s)
+		t.Errorf("source queue (-want +got):\n%s", testdiff.Diff(
+			[]any{broker.KindClassic, dlx, "dead", []string{dlq}, true, "/", broker.RabbitMQ},
+			[]any{s.Kind, s.DeadLetterTarget, s.DeadLetterRoutingKey, s.DeadLetterQueues, s.Durable, s.Vhost, s.System}))
 	}
 	if s.Arguments["x-dead-letter-exchange"] != dlx {
 		t.Errorf("arguments %v", s.Arguments)
 	}
 	p := byName[pol]
 	if p.DeadLetterTarget != dlx || !reflect.DeepEqual(p.DeadLetterQueues, []string{dlq}) {
-		t.Errorf("policy-configured queue: %+v", p)
+		t.Errorf("policy-configured queue: dead-letter target %q, dead-letter queues %q; want %s, [%s]", p.DeadLetterTarget, p.DeadLetterQueues, dlx, dlq)
 	}
 	d := byName[dlq]
 	if !d.IsDLQ || !reflect.DeepEqual(d.DeadLetterSources, []string{pol, src}) {
@@ -159,7 +162,7 @@ func TestQueuesIntegration(t *testing.T) {
 		t.Fatalf("Queue: %v", err)
 	}
 	if !one.IsDLQ || !reflect.DeepEqual(one.DeadLetterSources, []string{pol, src}) {
-		t.Errorf("Queue(%s): %+v", dlq, one)
+		t.Errorf("Queue(%s): dlq %t, dead-letter sources %q; want true, [%s %s]", dlq, one.IsDLQ, one.DeadLetterSources, pol, src)
 	}
 	srcQ, err := b.Queue(ctx, src)
 	if err != nil || srcQ.Depth != 3 {
@@ -241,7 +244,7 @@ func TestDeadLetterOfDeliveryLimit(t *testing.T) {
 		}
 	}
 	if d := deadLetterOf(lim(5), nil, false, 4); d.limited || d.limit != 0 {
-		t.Errorf("a classic queue has no delivery limit: %+v", d)
+		t.Errorf("a classic queue has no delivery limit: limited %t, limit %d", d.limited, d.limit)
 	}
 }
 
@@ -314,7 +317,7 @@ func TestQueuesQuorumMembership(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the policy and leader never showed: %+v %+v", byName[byPolicy], byName[plain])
+			t.Fatalf("the policy and leader never showed: %s policy %q, %s leader %q", byPolicy, byName[byPolicy].Policy, plain, byName[plain].Leader)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -330,7 +333,7 @@ func TestQueuesQuorumMembership(t *testing.T) {
 			t.Errorf("quorum queue with a dlx: limit %d drops %d", q.DeliveryLimit, q.DropsAfter)
 		}
 	} else if p.DeliveryLimit != 0 || p.DropsAfter != 0 || p.DeliveryLimitDefault {
-		t.Errorf("RabbitMQ %d: quorum queue without limit: %+v", major, p)
+		t.Errorf("RabbitMQ %d: quorum queue without limit: limit %d, drops %d, default %t; want 0, 0, false", major, p.DeliveryLimit, p.DropsAfter, p.DeliveryLimitDefault)
 	}
 	if q := byName[limited]; q.DeliveryLimit != 5 || q.DropsAfter != 5 || q.DeliveryLimitDefault {
 		t.Errorf("quorum queue with a limit and no dlx: limit %d drops %d", q.DeliveryLimit, q.DropsAfter)
@@ -339,13 +342,13 @@ func TestQueuesQuorumMembership(t *testing.T) {
 		t.Errorf("argument 5 and policy 3: limit %d (want the lower, 3), drops %d", q.DeliveryLimit, q.DropsAfter)
 	}
 	if one, err := b.Queue(ctx, plain); err != nil || one.Leader != p.Leader || one.DropsAfter != p.DropsAfter {
-		t.Errorf("Queue(%s): %+v, %v", plain, one, err)
+		t.Errorf("Queue(%s): leader %q, drops %d, %v; want %q, %d as listed", plain, one.Leader, one.DropsAfter, err, p.Leader, p.DropsAfter)
 	}
 	if major >= 4 {
 		off := brokertest.Name(t, "off")
 		declareQueue(t, b, off, amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int64(-1)})
 		if q, err := b.Queue(ctx, off); err != nil || q.DeliveryLimit != 0 || q.DropsAfter != 0 {
-			t.Errorf("x-delivery-limit -1: %+v, %v", q, err)
+			t.Errorf("x-delivery-limit -1: limit %d, drops %d, %v; want 0, 0", q.DeliveryLimit, q.DropsAfter, err)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/brokertest"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 func TestShovelMovesToOriginAndRemovesItself(t *testing.T) {
@@ -28,7 +29,7 @@ func TestShovelMovesToOriginAndRemovesItself(t *testing.T) {
 		t.Fatal(err)
 	}
 	if task.Destination != "queue:"+src || task.Handle == "" || !task.Lingers {
-		t.Fatalf("task %+v", task)
+		t.Fatalf("task destination %q, handle %q, lingers %t; want queue:%s, set, true", task.Destination, task.Handle, task.Lingers, src)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -43,7 +44,7 @@ func TestShovelMovesToOriginAndRemovesItself(t *testing.T) {
 			t.Fatalf("shovel failed: %s", tasks[0].Failure)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("shovel still there: %+v", tasks)
+			t.Fatalf("shovel still there: %q", testdiff.Pick(tasks, func(m broker.MoveTask) string { return m.Handle + " " + string(m.State) }))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -90,7 +91,7 @@ func TestShovelCancelAndRefusals(t *testing.T) {
 	}
 	tasks, err := b.MoveStatus(ctx, dlq)
 	if err != nil || len(tasks) != 0 {
-		t.Fatalf("after cancel: %+v %v", tasks, err)
+		t.Fatalf("after cancel: %q %v; want none", testdiff.Pick(tasks, func(m broker.MoveTask) string { return m.Handle + " " + string(m.State) }), err)
 	}
 	// Nothing lost either way. A shovel cancelled between a confirm and its
 	// ack leaves that message in both queues (at least once), never in none.

@@ -20,7 +20,7 @@ func TestTraits(t *testing.T) {
 		tr := b.Traits(broker.Queue{Name: "q", Kind: c.kind})
 		got := fmt.Sprintf("park %d hold %d peek %s", tr.Park, tr.HoldInPlace, tr.PeekAll)
 		if tr.Park != broker.ParkRotate || got != c.want || tr.Ordered || tr.ParallelReceivers || tr.MaxAttributes != 0 || tr.Attributes != nil {
-			t.Errorf("%q: got %s (%+v), want %s and nothing else", c.kind, got, tr, c.want)
+			t.Errorf("%q: got %s, park %d, ordered %t, parallel %t, max attributes %d, attributes set %t; want %s, park %d, nothing else", c.kind, got, tr.Park, tr.Ordered, tr.ParallelReceivers, tr.MaxAttributes, tr.Attributes != nil, c.want, broker.ParkRotate)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 func TestAttributesFromHeadersRoundTrip(t *testing.T) {
@@ -87,7 +88,7 @@ func TestAttributesFromHeadersRoundTrip(t *testing.T) {
 			}
 			assertHeadersEqual(t, tt.headers, h)
 			if !reflect.DeepEqual(p, tt.props) {
-				t.Errorf("properties = %+v, want %+v", p, tt.props)
+				t.Errorf("properties (-want +got):\n%s", testdiff.Diff(tt.props, p))
 			}
 		})
 	}
@@ -121,10 +122,10 @@ func TestHeadersFromForeignAttributes(t *testing.T) {
 	}
 	want := map[string]any{"tenant": "acme", "n": "12", "raw": []byte{1}, "custom": "abc"}
 	if !reflect.DeepEqual(h, want) {
-		t.Errorf("headers = %#v, want %#v", h, want)
+		t.Errorf("headers (-want +got):\n%s", testdiff.Diff(want, h))
 	}
 	if p != (broker.Properties{}) {
-		t.Errorf("properties = %+v, want none", p)
+		t.Errorf("properties (-want +got):\n%s", testdiff.Diff(broker.Properties{}, p))
 	}
 }
 
@@ -191,7 +192,7 @@ func assertHeadersEqual(t testing.TB, want, got map[string]any) {
 		return
 	}
 	if !headerValueEqual(want, got) {
-		t.Errorf("headers differ:\n got %#v\nwant %#v", got, want)
+		t.Errorf("headers differ (-want +got):\n%s", testdiff.Diff(want, got))
 	}
 }
 
@@ -286,7 +287,7 @@ func FuzzAttributesFromHeaders(f *testing.F) {
 		}
 		assertHeadersEqual(t, h, gh)
 		if gp != p {
-			t.Errorf("properties = %+v, want %+v", gp, p)
+			t.Errorf("properties (-want +got):\n%s", testdiff.Diff(p, gp))
 		}
 	})
 }

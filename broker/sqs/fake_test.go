@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 // fakeSQS answers the calls a test scripts and fails the test when a
@@ -90,7 +91,7 @@ func TestPublishPartialFailure(t *testing.T) {
 		},
 		func(in *sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error) {
 			if len(in.Entries) != 1 || aws.ToString(in.Entries[0].MessageBody) != "m1" {
-				t.Errorf("retry batch = %+v", in.Entries)
+				t.Errorf("retry batch bodies %q, want [m1]", testdiff.Pick(in.Entries, func(e types.SendMessageBatchRequestEntry) string { return aws.ToString(e.MessageBody) }))
 			}
 			return &sqs.SendMessageBatchOutput{Successful: []types.SendMessageBatchResultEntry{{Id: in.Entries[0].Id}}}, nil
 		})
@@ -140,7 +141,7 @@ func TestAckPartialFailure(t *testing.T) {
 		},
 		func(in *sqs.DeleteMessageBatchInput) (*sqs.DeleteMessageBatchOutput, error) {
 			if len(in.Entries) != 1 || aws.ToString(in.Entries[0].ReceiptHandle) != "h1" {
-				t.Errorf("retry = %+v", in.Entries)
+				t.Errorf("retry receipt handles %q, want [h1]", testdiff.Pick(in.Entries, func(e types.DeleteMessageBatchRequestEntry) string { return aws.ToString(e.ReceiptHandle) }))
 			}
 			return &sqs.DeleteMessageBatchOutput{Successful: []types.DeleteMessageBatchResultEntry{{Id: in.Entries[0].Id}}}, nil
 		})

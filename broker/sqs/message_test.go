@@ -48,17 +48,19 @@ func TestFromSQS(t *testing.T) {
 	if !got.Timestamp.Equal(sent) || !got.Properties.Timestamp.Equal(sent) {
 		t.Errorf("timestamp = %v, want %v", got.Timestamp, sent)
 	}
-	if got.Death == nil || got.Death.Queue != "orders.fifo" || got.Death.QueueARN != m.Attributes[sysDLQSourceArn] || got.Death.Reason != "max_receives" {
-		t.Errorf("death = %+v", got.Death)
+	if got.Death == nil {
+		t.Errorf("no death record")
+	} else if got.Death.Queue != "orders.fifo" || got.Death.QueueARN != m.Attributes[sysDLQSourceArn] || got.Death.Reason != "max_receives" {
+		t.Errorf("death queue %q, queue arn %q, reason %q; want orders.fifo, %s, max_receives", got.Death.Queue, got.Death.QueueARN, got.Death.Reason, m.Attributes[sysDLQSourceArn])
 	}
 	if got.Position != "18888" || got.SystemAttributes[sysGroupID] != "customer-7" || got.SystemAttributes[sysDeduplicationID] != "d-1" {
 		t.Errorf("position %q, system attributes %v", got.Position, got.SystemAttributes)
 	}
 	if a := got.Attributes["blob"]; a.DataType != "Binary" || string(a.BinaryValue) != "\x09\x08" {
-		t.Errorf("binary attribute = %+v", a)
+		t.Errorf("binary attribute: data type %q, value %q; want Binary, \"\\t\\b\"", a.DataType, a.BinaryValue)
 	}
 	if a := got.Attributes["n"]; a.DataType != "Number.int32" || a.StringValue != "3" {
-		t.Errorf("number attribute = %+v", a)
+		t.Errorf("number attribute: data type %q, value %q; want Number.int32, 3", a.DataType, a.StringValue)
 	}
 }
 
@@ -80,10 +82,10 @@ func TestToEntry(t *testing.T) {
 		}
 		e := o.entry
 		if e.MessageGroupId != nil || e.MessageDeduplicationId != nil || e.DelaySeconds != 0 {
-			t.Errorf("standard entry carries fifo fields or delay: %+v", e)
+			t.Errorf("standard entry carries fifo fields or delay: group %q, dedup %q, delay %d", aws.ToString(e.MessageGroupId), aws.ToString(e.MessageDeduplicationId), e.DelaySeconds)
 		}
 		if aws.ToString(e.MessageAttributes["tenant"].StringValue) != "acme" {
-			t.Errorf("attributes not kept: %+v", e.MessageAttributes)
+			t.Errorf("attribute tenant %q, want acme", aws.ToString(e.MessageAttributes["tenant"].StringValue))
 		}
 	})
 	t.Run("fifo keeps the message's group and takes the new dedup id", func(t *testing.T) {
@@ -138,7 +140,7 @@ func TestToEntry(t *testing.T) {
 			t.Fatal(err)
 		}
 		if h["retries"] != int32(2) || p.ContentType != "application/octet-stream" || p.MessageID != "m-1" {
-			t.Errorf("headers %v properties %+v", h, p)
+			t.Errorf("header retries %#v, content type %q, message id %q; want int32(2), application/octet-stream, m-1", h["retries"], p.ContentType, p.MessageID)
 		}
 	})
 	t.Run("empty body round trips", func(t *testing.T) {

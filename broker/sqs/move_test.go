@@ -16,6 +16,7 @@ import (
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/brokertest"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 // drain consumes every message of q, acking each, and returns the bodies.
@@ -79,7 +80,7 @@ func TestConsumeAckReleaseExtend(t *testing.T) {
 	var acks, rels []broker.Receipt
 	for i, d := range ds {
 		if d.Receipt.Handle == "" || d.Message.ID == "" {
-			t.Fatalf("delivery %d has no handle or ID: %+v", i, d)
+			t.Fatalf("delivery %d: handle %q, ID %q; want both set", i, d.Receipt.Handle, d.Message.ID)
 		}
 		switch {
 		case i < 8:
@@ -184,7 +185,7 @@ func TestPublish(t *testing.T) {
 	}
 	for _, m := range got {
 		if m.Attributes["n"].DataType != "Number" {
-			t.Errorf("attributes lost: %+v", m.Attributes)
+			t.Errorf("attribute n has data type %q, want Number", m.Attributes["n"].DataType)
 		}
 	}
 	// FIFO: every group in order, headers mapped back.
@@ -195,7 +196,7 @@ func TestPublish(t *testing.T) {
 		groups[g] = append(groups[g], string(m.Body))
 		h, p, err := HeadersFromAttributes(m.Attributes)
 		if err != nil || p.ContentType != "text/plain" || h["retries"] == nil {
-			t.Errorf("mapped headers: %v %+v %v", h, p, err)
+			t.Errorf("mapped headers: retries %v, content type %q, %v; want set, text/plain", h["retries"], p.ContentType, err)
 		}
 	}
 	if !reflect.DeepEqual(groups["g0"], []string{"f-00", "f-02", "f-04", "f-06", "f-08", "f-10"}) ||
@@ -265,8 +266,11 @@ func TestRedriveBehaviour(t *testing.T) {
 	if _, err := b.Peek(ctx, dlq, broker.PeekOptions{}, func(m *broker.Message) error { dead = m.Clone(); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if dead == nil || string(dead.Body) != "poison" {
-		t.Fatalf("dlq holds %+v", dead)
+	if dead == nil {
+		t.Fatal("dlq holds nothing")
+	}
+	if string(dead.Body) != "poison" {
+		t.Fatalf("dlq holds %q, want poison", dead.Body)
 	}
 	t.Logf("dead letter: receive count before peek %d, death %+v", dead.DeliveryCount, dead.Death)
 
@@ -311,7 +315,7 @@ func TestOrigin(t *testing.T) {
 				t.Fatal(err)
 			}
 			if dest.Kind != broker.ToQueue || dest.Queue != nameFromURL(src) {
-				t.Errorf("origin = %+v, want queue %s", dest, nameFromURL(src))
+				t.Errorf("origin kind %v, queue %q; want %v, %s", dest.Kind, dest.Queue, broker.ToQueue, nameFromURL(src))
 			}
 			// Which path answered.
 			_, lerr := b.listDeadLetterSources(ctx, dlq)
@@ -337,7 +341,7 @@ func TestOrigin(t *testing.T) {
 			m.Death = &broker.Death{QueueARN: mustARN(t, b, other)}
 			dest, err = b.Origin(ctx, dlq, m)
 			if err != nil || dest.Queue != nameFromURL(other) {
-				t.Errorf("origin from DeadLetterQueueSourceArn = %+v, %v", dest, err)
+				t.Errorf("origin from DeadLetterQueueSourceArn: queue %q, %v; want %s", dest.Queue, err, nameFromURL(other))
 			}
 			// No source at all.
 			lone := createQueue(t, b, baseName(t)+"-lone", nil)
@@ -389,8 +393,11 @@ func TestLocalAWSSQS(t *testing.T) {
 	if _, err := b.Peek(ctx, u, broker.PeekOptions{}, func(m *broker.Message) error { got = m.Clone(); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if got == nil || string(got.Body) != "\xde\xad" || got.Timestamp.IsZero() {
-		t.Fatalf("peeked %+v", got)
+	if got == nil {
+		t.Fatal("peeked nothing")
+	}
+	if string(got.Body) != "\xde\xad" || got.Timestamp.IsZero() {
+		t.Fatalf("peeked body %q, timestamp %v; want \"\\xde\\xad\", set", got.Body, got.Timestamp)
 	}
 	h, _, err := HeadersFromAttributes(got.Attributes)
 	if err != nil || h["k"] != "v" || h["n"] != int64(5) {
@@ -398,7 +405,7 @@ func TestLocalAWSSQS(t *testing.T) {
 	}
 	qs, err := b.QueuesWithPrefix(ctx, nameFromURL(u))
 	if err != nil || len(qs) != 1 || qs[0].Depth != 1 {
-		t.Errorf("queues %+v %v", qs, err)
+		t.Errorf("queues %q, %v; want one with depth 1, depths %v", testdiff.Pick(qs, func(q broker.Queue) string { return q.Name }), err, testdiff.Pick(qs, func(q broker.Queue) int64 { return q.Depth }))
 	}
 	_, _ = b.client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/brokertest"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 // local-aws-sqs has message move tasks; fauxqs does not.
@@ -23,7 +24,7 @@ func TestMoveTaskToOriginAndStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	if task.Handle == "" || task.State != broker.MoveRunning {
-		t.Fatalf("task %+v", task)
+		t.Fatalf("task handle %q, state %v; want set, %v", task.Handle, task.State, broker.MoveRunning)
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -33,7 +34,7 @@ func TestMoveTaskToOriginAndStatus(t *testing.T) {
 		}
 		// SQS names only running tasks; a finished one has no handle.
 		if len(tasks) == 0 || (tasks[0].Handle != task.Handle && tasks[0].Handle != "") {
-			t.Fatalf("status lists %+v, want the started task first", tasks)
+			t.Fatalf("status lists %q, want the started task %s first", testdiff.Pick(tasks, func(m broker.MoveTask) string { return m.Handle + " " + string(m.State) }), task.Handle)
 		}
 		if tasks[0].State == broker.MoveCompleted {
 			if tasks[0].Moved == nil || *tasks[0].Moved != 25 {
@@ -75,7 +76,7 @@ func TestMoveTaskCancelAndRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.State != broker.MoveCancelling && got.State != broker.MoveCancelled {
-		t.Fatalf("after cancel: %+v", got)
+		t.Fatalf("after cancel: state %v, want %v or %v", got.State, broker.MoveCancelling, broker.MoveCancelled)
 	}
 	moved := int64(0)
 	if got.Moved != nil {

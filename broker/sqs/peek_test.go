@@ -37,7 +37,7 @@ func TestPeekStandard(t *testing.T) {
 		t.Fatalf("peek read %d messages %v, want the 25 sent", len(got), got)
 	}
 	if rep.Read != 25 || rep.Mode != broker.PeekReceive || !strings.Contains(rep.Changed, "receive count of 25 messages went up by 1") {
-		t.Errorf("report = %+v", rep)
+		t.Errorf("report: read %d, mode %v, changed %q; want 25, %v, …receive count of 25 messages went up by 1…", rep.Read, rep.Mode, rep.Changed, broker.PeekReceive)
 	}
 	// Returned at once: nothing is left in flight and a second peek sees
 	// every message again, with the same IDs.
@@ -67,7 +67,7 @@ func TestPeekLimitAndStop(t *testing.T) {
 	sendBodies(t, b, u, "", bodies("m", 30)...)
 	got, _, rep := peekAll(t, b, u, broker.PeekOptions{Limit: 7})
 	if len(got) != 7 || rep.Read != 7 {
-		t.Errorf("limit 7: read %d, report %+v", len(got), rep)
+		t.Errorf("limit 7: got %d, read %d", len(got), rep.Read)
 	}
 	n := 0
 	_, err := b.Peek(context.Background(), u, broker.PeekOptions{}, func(*broker.Message) error {
@@ -113,7 +113,7 @@ func TestPeekRefusesQueueWithRedrivePolicy(t *testing.T) {
 		_, _, rep = peekAll(t, b, src, broker.PeekOptions{Force: true})
 	}
 	if rep.Read != 4 || !strings.Contains(rep.Changed, "4 now at maxReceiveCount 3") {
-		t.Errorf("forced peek report = %+v", rep)
+		t.Errorf("forced peek report: read %d, changed %q; want 4, …4 now at maxReceiveCount 3…", rep.Read, rep.Changed)
 	}
 	waitDepth(t, b, src, 4)
 	waitDepth(t, b, dlq, 0)
@@ -131,7 +131,7 @@ func TestPeekFIFO(t *testing.T) {
 		t.Fatalf("fifo peek read %v, want at least each group's head", got)
 	}
 	if rep.Read != int64(len(got)) || !strings.Contains(rep.Changed, "went up by 1") {
-		t.Errorf("report = %+v", rep)
+		t.Errorf("report: read %d of %d, changed %q; want …went up by 1…", rep.Read, len(got), rep.Changed)
 	}
 	if len(got) < 5 && !strings.Contains(rep.Changed, "head of their message group") {
 		t.Errorf("report does not explain the unread messages: %q", rep.Changed)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 func TestQueues(t *testing.T) {
@@ -36,16 +37,17 @@ func TestQueues(t *testing.T) {
 		t.Fatalf("listed %d queues %v, want 4", len(got), reflect.ValueOf(got).MapKeys())
 	}
 	if q := got["-dlq"]; !q.IsDLQ || !reflect.DeepEqual(q.DeadLetterSources, []string{base + "-a", base + "-b"}) || q.ARN != arn || q.Kind != broker.KindSQSStandard {
-		t.Errorf("dlq = %+v", q)
+		t.Errorf("dlq: dlq %t, dead-letter sources %q, arn %q, kind %v; want true, [%s-a %s-b], %s, %v", q.IsDLQ, q.DeadLetterSources, q.ARN, q.Kind, base, base, arn, broker.KindSQSStandard)
 	}
 	if q := got["-a"]; q.IsDLQ || q.Depth != 3 || q.DeadLetterTarget != base+"-dlq" || q.DeliveryLimit != 5 || q.InFlight == nil || *q.InFlight != 0 || q.Delayed == nil {
-		t.Errorf("source a = %+v", q)
+		t.Errorf("source a: dlq %t, depth %d, dead-letter target %q, delivery limit %d, in flight %s, delayed known %t; want false, 3, %s-dlq, 5, &int64(0), true",
+			q.IsDLQ, q.Depth, q.DeadLetterTarget, q.DeliveryLimit, testdiff.Render(q.InFlight), q.Delayed != nil, base)
 	}
 	if q := got["-b"]; q.DeliveryLimit != 7 {
-		t.Errorf("source b (numeric maxReceiveCount) = %+v", q)
+		t.Errorf("source b (numeric maxReceiveCount): delivery limit %d, want 7", q.DeliveryLimit)
 	}
 	if q := got["-c.fifo"]; q.Kind != broker.KindSQSFIFO || q.IsDLQ || q.URL == "" {
-		t.Errorf("fifo = %+v", q)
+		t.Errorf("fifo: kind %v, dlq %t, url %q; want %v, false, set", q.Kind, q.IsDLQ, q.URL, broker.KindSQSFIFO)
 	}
 
 	for _, ref := range []string{base + "-dlq", dlq, arn} {
@@ -54,7 +56,7 @@ func TestQueues(t *testing.T) {
 			t.Fatalf("Queue(%s): %v", ref, err)
 		}
 		if q.Name != base+"-dlq" || !q.IsDLQ || !reflect.DeepEqual(q.DeadLetterSources, []string{base + "-a", base + "-b"}) {
-			t.Errorf("Queue(%s) = %+v", ref, q)
+			t.Errorf("Queue(%s): name %q, dlq %t, dead-letter sources %q; want %s-dlq, true, [%s-a %s-b]", ref, q.Name, q.IsDLQ, q.DeadLetterSources, base, base, base)
 		}
 	}
 }

@@ -21,10 +21,10 @@ func TestTraits(t *testing.T) {
 		tr := b.Traits(c.q)
 		got := fmt.Sprintf("ordered %v parallel %v", tr.Ordered, tr.ParallelReceivers)
 		if got != c.want {
-			t.Errorf("%+v: got %s, want %s", c.q, got, c.want)
+			t.Errorf("%s (kind %q): got %s, want %s", c.q.Name, c.q.Kind, got, c.want)
 		}
 		if tr.Park != broker.ParkHold || tr.ReceiveBatch != 10 || tr.MaxAttributes != 10 || tr.Attributes == nil || !tr.Attributes(&broker.Message{}) {
-			t.Errorf("%+v: park %d, receive batch %d, max attributes %d: want hold (2), 10, 10 and attribute messages", c.q, tr.Park, tr.ReceiveBatch, tr.MaxAttributes)
+			t.Errorf("%s (kind %q): park %d, receive batch %d, max attributes %d: want hold (2), 10, 10 and attribute messages", c.q.Name, c.q.Kind, tr.Park, tr.ReceiveBatch, tr.MaxAttributes)
 		}
 	}
 }
