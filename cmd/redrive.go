@@ -488,8 +488,8 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	if dest.Kind == broker.ToFile && dstB == nil {
 		return flagErrorf("`--to %s`: could not open the archive", o.To)
 	}
-	if dstB == nil && src.System() == broker.Archive && (dest.Kind == broker.ToQueue || dest.Kind == broker.ToExchange) {
-		// An archive cannot be published to: a queue or exchange named
+	if dstB == nil && broker.TraitsOf(src, broker.Queue{Name: queue}).FilesOnly && (dest.Kind == broker.ToQueue || dest.Kind == broker.ToExchange) {
+		// An archive publishes to files only: a queue or exchange named
 		// without a broker is on the broker of --broker or the context.
 		b, err := f.OpenBroker(ctx)
 		if err != nil {

@@ -12,6 +12,9 @@ func TestTraits(t *testing.T) {
 	if tr.Park != broker.ParkRelease || tr.HoldInPlace != 0 || tr.ReceiveBatch != 0 || tr.ParallelReceivers || tr.Ordered || tr.MaxAttributes != 0 || tr.PeekAll != broker.PeekAuto {
 		t.Errorf("archive traits %+v, want the defaults (release, one receiver)", tr)
 	}
+	if !tr.SinceByAge || !tr.ParallelRead || !tr.FilesOnly {
+		t.Errorf("archive traits: since by age %v, parallel read %v, files only %v: want all true", tr.SinceByAge, tr.ParallelRead, tr.FilesOnly)
+	}
 	for sys, want := range map[broker.System]bool{broker.SQS: true, broker.RabbitMQ: false, "": false} {
 		if got := tr.Attributes(&broker.Message{System: sys}); got != want {
 			t.Errorf("a message archived from %q keeps attributes: %v, want %v", sys, got, want)
