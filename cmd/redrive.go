@@ -551,13 +551,10 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 		warnMissingPaths(f, "--filter", o.Select.filter)
 	}
 
-	outcome, exitErr := redriveOutcome(sum, runErr, o.DryRun)
-	if !o.DryRun {
-		if aerr := f.Audit(AuditRecord{Action: "redrive", Broker: src.String(), Source: srcName, Destination: o.To,
-			Filter: o.Select.Filter, Groups: o.Select.Groups.IDs, Transform: o.Transform, Counts: summaryCounts(sum), IDs: sum.IDs,
-			Outcome: outcome, Error: errString(runErr)}); aerr != nil {
-			f.IO.Statusf("dlq: %v", aerr)
-		}
+	exitErr, aerr := f.auditRun(AuditRecord{Action: "redrive", Broker: src.String(), Source: srcName, Destination: o.To,
+		Filter: o.Select.Filter, Groups: o.Select.Groups.IDs, Transform: o.Transform}, sum, runErr, o.DryRun)
+	if aerr != nil {
+		f.IO.Statusf("dlq: %v", aerr)
 	}
 	if failedToStart(o.format, sum, runErr) {
 		return exitErr
@@ -693,23 +690,6 @@ func reasons(m map[string]int64) string {
 		parts[i] = fmt.Sprintf("%s %d", k, m[k])
 	}
 	return strings.Join(parts, ", ")
-}
-
-func summaryCounts(s redrive.Summary) map[string]int64 {
-	c := map[string]int64{"examined": s.Examined, "moved": s.Moved}
-	for k, v := range s.Skipped {
-		c["skipped:"+k] = v
-	}
-	for k, v := range s.Failed {
-		c["failed:"+k] = v
-	}
-	if s.Archived > 0 {
-		c["archived"] = s.Archived
-	}
-	if s.Resent > 0 {
-		c["resent"] = s.Resent
-	}
-	return c
 }
 
 // printSummary writes the summary: JSON for scripts, lines for people.
