@@ -291,10 +291,10 @@ func tuiSelection(req tui.ActionRequest) (redrive.Options, error) {
 	return ro, nil
 }
 
-// tuiAct runs one of the TUI's mutating actions as its command does: only
-// when writes are allowed, recorded in the audit log with the outcome the
-// command would have. An audit log that cannot be written fails an action
-// that succeeded: the TUI has no stderr to warn on.
+// tuiAct runs one of the TUI's mutating actions and records it in the
+// audit log as tui-ACTION, with the outcome its command would have. An
+// audit log that cannot be written fails an action that succeeded (done
+// says what did): the TUI has no stderr to warn on.
 func tuiAct(f *Factory, action, done string, rec AuditRecord, run func() (redrive.Summary, error)) (redrive.Summary, error) {
 	sum, runErr := run()
 	rec.Action = "tui-" + action
