@@ -589,11 +589,8 @@ func confirmRedrive(ctx context.Context, f *Factory, src broker.Broker, queue st
 		// own; ask plainly.
 		return confirmOnTerminal(f, fmt.Sprintf("finish the interrupted redrive of `%s` to %s", ro.SourceName, ro.Dest))
 	}
-	pre := ro
-	pre.DryRun, pre.DiffLimit, pre.MaxIDs = true, 1, 5
-	pre.Progress, pre.Journal = nil, nil
 	f.IO.Statusf("dlq: reading `%s` to preview the redrive (nothing is changed)…", ro.SourceName)
-	s, err := redrive.Run(ctx, src, queue, dst, pre)
+	s, err := redrive.Preview(ctx, src, queue, dst, ro)
 	if err != nil {
 		err = suggestQueue(ctx, src, queue, err)
 		if ro.Dest.Kind == broker.ToQueue {
