@@ -50,6 +50,16 @@ type Traits struct {
 	// it (a dry run without a limit); PeekAuto leaves it to the adapter.
 	// A stream is always read as one.
 	PeekAll PeekMode
+	// SinceByAge: the queue keeps no arrival times to start a read at (an
+	// archive), so a read from a time keeps the messages dead-lettered
+	// since then instead.
+	SinceByAge bool
+	// ParallelRead: reading the queue decodes messages on every processor
+	// (an archive), so a run that reads it keeps them all.
+	ParallelRead bool
+	// FilesOnly: the queue's broker publishes to files only (an archive); a
+	// queue or exchange named without a broker is one on another broker.
+	FilesOnly bool
 }
 
 // QueueTraits declares the Traits of a queue. q is the queue as inspected;

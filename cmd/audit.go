@@ -93,6 +93,24 @@ func (f *Factory) Audit(rec AuditRecord) error {
 	return fh.Close()
 }
 
+// auditRun maps the result of a run that moves or removes messages
+// (redrive, discard, purge, and their TUI keys) to the error that sets the
+// exit code, and records it in the audit log unless it was a dry run. rec
+// names the action and what it worked on; the counts, the outcome and the
+// error come from the run, and the IDs too unless rec has its own. The
+// second error is the audit log's: the caller decides how loudly to fail.
+func (f *Factory) auditRun(rec AuditRecord, sum redrive.Summary, runErr error, dry bool) (exitErr, auditErr error) {
+	outcome, exitErr := redriveOutcome(sum, runErr, dry)
+	if dry {
+		return exitErr, nil
+	}
+	rec.Counts, rec.Outcome, rec.Error = sum.Counts(), outcome, errString(runErr)
+	if rec.IDs == nil {
+		rec.IDs = sum.IDs
+	}
+	return exitErr, f.Audit(rec)
+}
+
 // secretFlags take a value that must never be logged.
 var secretFlags = map[string]bool{"--password": true, "--secret-key": true}
 

@@ -240,12 +240,10 @@ func describeSelection(s selectFlags) string {
 
 // finishRemoval audits, prints and maps the result of a discard or purge.
 func finishRemoval(f *Factory, format, action string, src broker.Broker, queue, archive, filter string, groups []string, sum redrive.Summary, runErr error, dry bool) error {
-	outcome, exitErr := redriveOutcome(sum, runErr, dry)
-	if !dry {
-		if aerr := f.Audit(AuditRecord{Action: action, Broker: src.String(), Source: queue, Destination: archive,
-			Filter: filter, Groups: groups, Counts: summaryCounts(sum), IDs: sum.IDs, Outcome: outcome, Error: errString(runErr)}); aerr != nil {
-			f.IO.Statusf("dlq: %v", aerr)
-		}
+	exitErr, aerr := f.auditRun(AuditRecord{Action: action, Broker: src.String(), Source: queue, Destination: archive,
+		Filter: filter, Groups: groups}, sum, runErr, dry)
+	if aerr != nil {
+		f.IO.Statusf("dlq: %v", aerr)
 	}
 	if format == OutputJSON {
 		if err := writeJSON(f.IO.Out, sum); err != nil && exitErr == nil {

@@ -47,12 +47,13 @@ func (p *peekFlags) register(c *cobra.Command) {
 	_ = c.RegisterFlagCompletionFunc("mode", choices(peekModes...))
 }
 
-// window is the age window of --older-than and --newer-than. On an archive,
-// which has no time offsets, --since means --newer-than: it is taken out
-// of the read options and into the window.
+// window is the age window of --older-than and --newer-than. On a broker
+// without time offsets to start at (an archive: Traits.SinceByAge),
+// --since means --newer-than: it is taken out of the read options and
+// into the window.
 func (p *peekFlags) window(b broker.Broker, now time.Time) inspect.AgeWindow {
 	w := inspect.AgeWindow{OlderThan: p.OlderThan, NewerThan: p.NewerThan}
-	if p.Since != "" && b.System() == broker.Archive {
+	if p.Since != "" && broker.TraitsOf(b, broker.Queue{}).SinceByAge {
 		if t, err := parseSince(p.Since, now); err == nil {
 			if d := now.Sub(t); w.NewerThan == 0 || d < w.NewerThan {
 				w.NewerThan = d
@@ -154,20 +155,21 @@ func openPeeker(ctx context.Context, f *Factory, ref string) (broker.Broker, bro
 }
 
 // fullRead picks the read mode of a command that reads a whole queue (stats,
-// export) when `--mode` was not given: rotation on RabbitMQ classic and quorum
-// queues, so that at most a window of deliveries is ever unacknowledged
-// however deep the queue. Other kinds keep the adapter's default.
+// export) when `--mode` was not given: the one the queue's traits give for
+// a whole read (RabbitMQ classic and quorum queues: rotation, so that at
+// most a window of deliveries is ever unacknowledged however deep the
+// queue). A broker that declares none is not asked about the queue; a
+// queue that could not be inspected keeps the adapter's default.
 func fullRead(ctx context.Context, b broker.Broker, queue string, po broker.PeekOptions) broker.PeekOptions {
-	if po.Mode != broker.PeekAuto || po.Limit != 0 || b.System() != broker.RabbitMQ {
+	if po.Mode != broker.PeekAuto || po.Limit != 0 || broker.TraitsOf(b, broker.Queue{Name: queue}).PeekAll == broker.PeekAuto {
 		return po
 	}
 	qi, ok := b.(broker.QueueInspector)
 	if !ok {
 		return po
 	}
-	q, err := qi.Queue(ctx, queue)
-	if err == nil && (q.Kind == broker.KindClassic || q.Kind == broker.KindQuorum) {
-		po.Mode = broker.PeekRotate
+	if q, err := qi.Queue(ctx, queue); err == nil {
+		po.Mode = broker.TraitsOf(b, q).PeekAll
 	}
 	return po
 }

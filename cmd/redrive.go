@@ -488,8 +488,8 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	if dest.Kind == broker.ToFile && dstB == nil {
 		return flagErrorf("`--to %s`: could not open the archive", o.To)
 	}
-	if dstB == nil && src.System() == broker.Archive && (dest.Kind == broker.ToQueue || dest.Kind == broker.ToExchange) {
-		// An archive cannot be published to: a queue or exchange named
+	if dstB == nil && broker.TraitsOf(src, broker.Queue{Name: queue}).FilesOnly && (dest.Kind == broker.ToQueue || dest.Kind == broker.ToExchange) {
+		// An archive publishes to files only: a queue or exchange named
 		// without a broker is on the broker of --broker or the context.
 		b, err := f.OpenBroker(ctx)
 		if err != nil {
@@ -551,13 +551,10 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 		warnMissingPaths(f, "--filter", o.Select.filter)
 	}
 
-	outcome, exitErr := redriveOutcome(sum, runErr, o.DryRun)
-	if !o.DryRun {
-		if aerr := f.Audit(AuditRecord{Action: "redrive", Broker: src.String(), Source: srcName, Destination: o.To,
-			Filter: o.Select.Filter, Groups: o.Select.Groups.IDs, Transform: o.Transform, Counts: summaryCounts(sum), IDs: sum.IDs,
-			Outcome: outcome, Error: errString(runErr)}); aerr != nil {
-			f.IO.Statusf("dlq: %v", aerr)
-		}
+	exitErr, aerr := f.auditRun(AuditRecord{Action: "redrive", Broker: src.String(), Source: srcName, Destination: o.To,
+		Filter: o.Select.Filter, Groups: o.Select.Groups.IDs, Transform: o.Transform}, sum, runErr, o.DryRun)
+	if aerr != nil {
+		f.IO.Statusf("dlq: %v", aerr)
 	}
 	if failedToStart(o.format, sum, runErr) {
 		return exitErr
@@ -592,11 +589,8 @@ func confirmRedrive(ctx context.Context, f *Factory, src broker.Broker, queue st
 		// own; ask plainly.
 		return confirmOnTerminal(f, fmt.Sprintf("finish the interrupted redrive of `%s` to %s", ro.SourceName, ro.Dest))
 	}
-	pre := ro
-	pre.DryRun, pre.DiffLimit, pre.MaxIDs = true, 1, 5
-	pre.Progress, pre.Journal = nil, nil
 	f.IO.Statusf("dlq: reading `%s` to preview the redrive (nothing is changed)…", ro.SourceName)
-	s, err := redrive.Run(ctx, src, queue, dst, pre)
+	s, err := redrive.Preview(ctx, src, queue, dst, ro)
 	if err != nil {
 		err = suggestQueue(ctx, src, queue, err)
 		if ro.Dest.Kind == broker.ToQueue {
@@ -693,23 +687,6 @@ func reasons(m map[string]int64) string {
 		parts[i] = fmt.Sprintf("%s %d", k, m[k])
 	}
 	return strings.Join(parts, ", ")
-}
-
-func summaryCounts(s redrive.Summary) map[string]int64 {
-	c := map[string]int64{"examined": s.Examined, "moved": s.Moved}
-	for k, v := range s.Skipped {
-		c["skipped:"+k] = v
-	}
-	for k, v := range s.Failed {
-		c["failed:"+k] = v
-	}
-	if s.Archived > 0 {
-		c["archived"] = s.Archived
-	}
-	if s.Resent > 0 {
-		c["resent"] = s.Resent
-	}
-	return c
 }
 
 // printSummary writes the summary: JSON for scripts, lines for people.

@@ -19,12 +19,13 @@ import (
 // brokers (redrive, discard, purge). The engine decides messages in one
 // goroutine and hands them between a few others that mostly wait on the
 // network, so more processors add wake-ups across threads and CPU per
-// message, taken from a broker that may share the machine. A source
-// archive keeps every processor for its parallel decoder. The returned
+// message, taken from a broker that may share the machine. A source read
+// in parallel (an archive: Traits.ParallelRead) keeps every processor for
+// its decoder. The returned
 // func restores the setting once no move needs it (tests run several
 // moves in one process).
 func oneProcessor(src broker.Broker) func() {
-	if os.Getenv("GOMAXPROCS") != "" || src.System() == broker.Archive {
+	if os.Getenv("GOMAXPROCS") != "" || broker.TraitsOf(src, broker.Queue{}).ParallelRead {
 		return func() {}
 	}
 	procs.Lock()

@@ -295,6 +295,50 @@ func tuiSelection(req tui.ActionRequest) (redrive.Options, error) {
 	return ro, nil
 }
 
+// tuiAct runs one of the TUI's mutating actions and records it in the
+// audit log as tui-ACTION, with the outcome its command would have. An
+// audit log that cannot be written fails an action that succeeded (done
+// says what did): the TUI has no stderr to warn on.
+func tuiAct(f *Factory, action, done string, rec AuditRecord, run func() (redrive.Summary, error)) (redrive.Summary, error) {
+	sum, runErr := run()
+	rec.Action = "tui-" + action
+	if _, aerr := f.auditRun(rec, sum, runErr, false); aerr != nil && runErr == nil {
+		runErr = fmt.Errorf("%s, but the audit log failed: %w", done, aerr)
+	}
+	return sum, runErr
+}
+
+// tuiDestination is the broker a TUI action publishes to: b itself, or
+// the archive a file destination names (closed by the returned func).
+func tuiDestination(ctx context.Context, f *Factory, b broker.Broker, dest broker.Destination) (broker.Broker, func(), error) {
+	if dest.Kind != broker.ToFile {
+		return b, func() {}, nil
+	}
+	db, _, err := f.OpenDestination(ctx, "file://"+dest.Path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return db, func() { db.Close() }, nil
+}
+
+// tuiArchive opens the archive at path for the messages of b's queue,
+// recording where they came from.
+func tuiArchive(ctx context.Context, f *Factory, b broker.Broker, queue, path string) (broker.Broker, broker.Publisher, error) {
+	ab, _, err := f.OpenDestination(ctx, "file://"+path)
+	if err != nil {
+		return nil, nil, err
+	}
+	pub, ok := ab.(broker.Publisher)
+	if !ok {
+		ab.Close()
+		return nil, nil, fmt.Errorf("%s cannot be written", path)
+	}
+	if s, ok := ab.(interface{ SetSource(archive.Source) }); ok {
+		s.SetSource(archive.Source{System: b.System(), Broker: b.String(), Queue: queue})
+	}
+	return ab, pub, nil
+}
+
 func tuiRedrive(ctx context.Context, f *Factory, b broker.Broker, req tui.ActionRequest, progress func(tui.Progress)) (tui.Result, error) {
 	if err := f.CheckWritable("redrive"); err != nil {
 		return tui.Result{}, err
@@ -305,22 +349,16 @@ func tuiRedrive(ctx context.Context, f *Factory, b broker.Broker, req tui.Action
 	}
 	ro.Dest = req.Dest
 	ro.Progress = tuiProgress(progress)
-	dst := b
-	if req.Dest.Kind == broker.ToFile {
-		db, _, err := f.OpenDestination(ctx, "file://"+req.Dest.Path)
-		if err != nil {
-			return tui.Result{}, err
-		}
-		defer db.Close()
-		dst = db
+	dst, closeDst, err := tuiDestination(ctx, f, b, req.Dest)
+	if err != nil {
+		return tui.Result{}, err
 	}
-	sum, runErr := redrive.Run(ctx, b, req.Queue, dst, ro)
-	outcome, _ := redriveOutcome(sum, runErr, false)
-	if aerr := f.Audit(AuditRecord{Action: "tui-redrive", Broker: b.String(), Source: req.Queue, Destination: req.Dest.String(),
-		Filter: req.Filter, Groups: req.Groups, Counts: summaryCounts(sum), IDs: sum.IDs, Outcome: outcome, Error: errString(runErr)}); aerr != nil && runErr == nil {
-		runErr = fmt.Errorf("moved, but the audit log failed: %w", aerr)
-	}
-	return tuiResult(sum, "moved to "+req.Dest.String()+":"), runErr
+	defer closeDst()
+	sum, err := tuiAct(f, "redrive", "moved", AuditRecord{Broker: b.String(), Source: req.Queue, Destination: req.Dest.String(),
+		Filter: req.Filter, Groups: req.Groups}, func() (redrive.Summary, error) {
+		return redrive.Run(ctx, b, req.Queue, dst, ro)
+	})
+	return tuiResult(sum, "moved to "+req.Dest.String()+":"), err
 }
 
 func tuiDiscard(ctx context.Context, f *Factory, b broker.Broker, req tui.ActionRequest, progress func(tui.Progress)) (tui.Result, error) {
@@ -335,28 +373,19 @@ func tuiDiscard(ctx context.Context, f *Factory, b broker.Broker, req tui.Action
 		return tui.Result{}, err
 	}
 	ro.Progress = tuiProgress(progress)
-	ref := "file://" + req.Archive
-	ab, _, err := f.OpenDestination(ctx, ref)
+	ab, pub, err := tuiArchive(ctx, f, b, req.Queue, req.Archive)
 	if err != nil {
 		return tui.Result{}, err
 	}
 	defer ab.Close()
-	pub, ok := ab.(broker.Publisher)
-	if !ok {
-		return tui.Result{}, fmt.Errorf("%s cannot be written", req.Archive)
-	}
-	if s, ok := ab.(interface{ SetSource(archive.Source) }); ok {
-		s.SetSource(archive.Source{System: b.System(), Broker: b.String(), Queue: req.Queue})
-	}
-	sum, runErr := redrive.Discard(ctx, b, req.Queue, pub, broker.Destination{Kind: broker.ToFile, Path: req.Archive}, ro)
-	outcome, _ := redriveOutcome(sum, runErr, false)
-	if aerr := f.Audit(AuditRecord{Action: "tui-discard", Broker: b.String(), Source: req.Queue, Destination: ref,
-		Filter: req.Filter, Groups: req.Groups, Counts: summaryCounts(sum), IDs: sum.IDs, Outcome: outcome, Error: errString(runErr)}); aerr != nil && runErr == nil {
-		runErr = fmt.Errorf("discarded, but the audit log failed: %w", aerr)
-	}
+	dest := broker.Destination{Kind: broker.ToFile, Path: req.Archive}
+	sum, err := tuiAct(f, "discard", "discarded", AuditRecord{Broker: b.String(), Source: req.Queue, Destination: "file://" + req.Archive,
+		Filter: req.Filter, Groups: req.Groups}, func() (redrive.Summary, error) {
+		return redrive.Discard(ctx, b, req.Queue, pub, dest, ro)
+	})
 	res := tuiResult(sum, "discarded")
 	res.Summary += " (archived first to " + req.Archive + ")"
-	return res, runErr
+	return res, err
 }
 
 func tuiReplace(ctx context.Context, f *Factory, b broker.Broker, req tui.ReplaceRequest) (tui.Result, error) {
@@ -365,30 +394,24 @@ func tuiReplace(ctx context.Context, f *Factory, b broker.Broker, req tui.Replac
 	}
 	edited := req.Edited.Clone()
 	edited.ID = req.Original.ID
-	dst := b
-	if req.Dest.Kind == broker.ToFile {
-		db, _, err := f.OpenDestination(ctx, "file://"+req.Dest.Path)
-		if err != nil {
-			return tui.Result{}, err
-		}
-		defer db.Close()
-		dst = db
+	dst, closeDst, err := tuiDestination(ctx, f, b, req.Dest)
+	if err != nil {
+		return tui.Result{}, err
 	}
-	sum, runErr := redrive.Edit(ctx, b, req.Queue, dst, edited, redrive.Options{Dest: req.Dest, SourceName: req.Queue})
-	outcome, _ := redriveOutcome(sum, runErr, false)
-	if aerr := f.Audit(AuditRecord{Action: "tui-edit", Broker: b.String(), Source: req.Queue, Destination: req.Dest.String(),
-		Transform: "edited in dlq tui", Counts: summaryCounts(sum), IDs: []string{req.Original.ID}, Outcome: outcome, Error: errString(runErr)}); aerr != nil && runErr == nil {
-		runErr = fmt.Errorf("published, but the audit log failed: %w", aerr)
-	}
+	defer closeDst()
+	sum, err := tuiAct(f, "edit", "published", AuditRecord{Broker: b.String(), Source: req.Queue, Destination: req.Dest.String(),
+		Transform: "edited in dlq tui", IDs: []string{req.Original.ID}}, func() (redrive.Summary, error) {
+		return redrive.Edit(ctx, b, req.Queue, dst, edited, redrive.Options{Dest: req.Dest, SourceName: req.Queue})
+	})
 	res := tuiResult(sum, "published")
-	if runErr == nil {
+	if err == nil {
 		res.Summary = fmt.Sprintf("published edited %s to %s and removed the original from %s", req.Original.ID, req.Dest, req.Queue)
 	}
-	return res, runErr
+	return res, err
 }
 
 // tuiExport writes the messages the user selected, exactly as read, to an
-// archive. Nothing changes on the broker.
+// archive, as `dlq export` writes a queue's. Nothing changes on the broker.
 func tuiExport(ctx context.Context, f *Factory, b broker.Broker, req tui.ActionRequest, progress func(tui.Progress)) (tui.Result, error) {
 	if req.Archive == "" {
 		return tui.Result{}, errors.New("export needs an archive file")
@@ -396,45 +419,18 @@ func tuiExport(ctx context.Context, f *Factory, b broker.Broker, req tui.ActionR
 	if st, err := os.Stat(req.Archive); err == nil && st.Size() > 0 {
 		return tui.Result{}, fmt.Errorf("%s exists: choose a new file", req.Archive)
 	}
-	ab, _, err := f.OpenDestination(ctx, "file://"+req.Archive)
+	ab, pub, err := tuiArchive(ctx, f, b, req.Queue, req.Archive)
 	if err != nil {
 		return tui.Result{}, err
 	}
-	pub, ok := ab.(broker.Publisher)
-	if !ok {
-		ab.Close()
-		return tui.Result{}, fmt.Errorf("%s cannot be written", req.Archive)
-	}
-	if s, ok := ab.(interface{ SetSource(archive.Source) }); ok {
-		s.SetSource(archive.Source{System: b.System(), Broker: b.String(), Queue: req.Queue})
-	}
-	dest := broker.Destination{Kind: broker.ToFile, Path: req.Archive}
 	total := int64(len(req.Messages))
-	var done int64
-	for start := 0; start < len(req.Messages); start += 500 {
-		if err := ctx.Err(); err != nil {
-			ab.Close()
-			return tui.Result{Done: done}, err
-		}
-		batch := req.Messages[start:min(len(req.Messages), start+500)]
-		out := make([]broker.Outgoing, len(batch))
-		for i, m := range batch {
-			out[i] = broker.Outgoing{Message: m, Dest: dest}
-		}
-		errs, err := pub.Publish(ctx, out)
-		if err != nil {
-			ab.Close()
-			return tui.Result{Done: done}, err
-		}
-		if err := errors.Join(errs...); err != nil {
-			ab.Close()
-			return tui.Result{Done: done}, err
-		}
-		done += int64(len(batch))
-		progress(tui.Progress{Done: done, Total: total})
+	res, err := inspect.Export(ctx, inspect.Messages(req.Messages), req.Queue, pub, broker.Destination{Kind: broker.ToFile, Path: req.Archive},
+		inspect.ExportOptions{Progress: func(n int64) { progress(tui.Progress{Done: n, Total: total}) }})
+	if cerr := ab.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("close %s: %w", req.Archive, cerr)
 	}
-	if err := ab.Close(); err != nil {
-		return tui.Result{Done: done}, fmt.Errorf("close %s: %w", req.Archive, err)
+	if err != nil {
+		return tui.Result{Done: res.Exported}, err
 	}
-	return tui.Result{Done: done, Summary: fmt.Sprintf("exported %d messages to %s", done, req.Archive)}, nil
+	return tui.Result{Done: res.Exported, Summary: fmt.Sprintf("exported %d messages to %s", res.Exported, req.Archive)}, nil
 }

@@ -160,7 +160,7 @@ func TestTUIBackendOverDemoArchive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _, err := inspect.CollectStats(ctx, &slicePeeker{msgs}, "orders.dlq", broker.PeekOptions{}, inspect.StatsOptions{GroupBy: gs, NoDuplicates: true, Now: f.Now()})
+		want, _, err := inspect.CollectStats(ctx, inspect.Messages(msgs), "orders.dlq", broker.PeekOptions{}, inspect.StatsOptions{GroupBy: gs, NoDuplicates: true, Now: f.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,16 +208,4 @@ func TestTUIBackendOverDemoArchive(t *testing.T) {
 	if got != 3 {
 		t.Fatalf("archive holds %d messages, want 3", got)
 	}
-}
-
-// slicePeeker peeks a fixed list of messages.
-type slicePeeker struct{ msgs []*broker.Message }
-
-func (p *slicePeeker) Peek(ctx context.Context, _ string, _ broker.PeekOptions, visit func(*broker.Message) error) (broker.PeekReport, error) {
-	for _, m := range p.msgs {
-		if err := visit(m); err != nil {
-			return broker.PeekReport{}, err
-		}
-	}
-	return broker.PeekReport{Read: int64(len(p.msgs))}, nil
 }

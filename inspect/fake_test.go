@@ -28,18 +28,10 @@ func newFakePeeker(t *testing.T, msgs ...*broker.Message) *fakePeeker {
 
 func (p *fakePeeker) Peek(ctx context.Context, queue string, opts broker.PeekOptions, visit func(*broker.Message) error) (broker.PeekReport, error) {
 	p.calls = append(p.calls, opts)
-	rep := p.report
-	for _, m := range p.msgs {
-		if opts.Limit > 0 && rep.Read >= int64(opts.Limit) {
-			break
-		}
-		if err := ctx.Err(); err != nil {
-			return rep, err
-		}
-		rep.Read++
-		if err := visit(m); err != nil {
-			return rep, err
-		}
+	rep, err := Messages(p.msgs).Peek(ctx, queue, opts, visit)
+	rep.Mode, rep.Changed = p.report.Mode, p.report.Changed
+	if err != nil {
+		return rep, err
 	}
 	return rep, p.err
 }

@@ -257,6 +257,26 @@ func (s Summary) TotalSkipped() int64 { return sum(s.Skipped) }
 // TotalFailed is the sum of Failed.
 func (s Summary) TotalFailed() int64 { return sum(s.Failed) }
 
+// Counts flattens the summary's counts into one map, as the audit log
+// records them: examined and moved always, skipped:REASON and
+// failed:REASON per reason, archived and resent when there were any.
+func (s Summary) Counts() map[string]int64 {
+	c := map[string]int64{"examined": s.Examined, "moved": s.Moved}
+	for k, v := range s.Skipped {
+		c["skipped:"+k] = v
+	}
+	for k, v := range s.Failed {
+		c["failed:"+k] = v
+	}
+	if s.Archived > 0 {
+		c["archived"] = s.Archived
+	}
+	if s.Resent > 0 {
+		c["resent"] = s.Resent
+	}
+	return c
+}
+
 func sum(m map[string]int64) int64 {
 	var n int64
 	for _, v := range m {

@@ -11,11 +11,14 @@ const classicHoldMax = 1000
 // Traits: a message that is not moved is rotated to the back of its queue
 // (a release would deliver it again at once, and on a quorum queue raise its
 // delivery count); a classic queue first holds up to classicHoldMax in
-// place. A whole queue is peeked by rotation.
+// place. A whole queue is peeked by rotation, a stream as a stream.
 func (b *Broker) Traits(q broker.Queue) broker.Traits {
 	t := broker.Traits{Park: broker.ParkRotate, PeekAll: broker.PeekRotate}
-	if q.Kind == broker.KindClassic {
+	switch q.Kind {
+	case broker.KindClassic:
 		t.HoldInPlace = classicHoldMax
+	case broker.KindStream:
+		t.PeekAll = broker.PeekStream
 	}
 	return t
 }

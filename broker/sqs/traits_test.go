@@ -26,5 +26,8 @@ func TestTraits(t *testing.T) {
 		if tr.Park != broker.ParkHold || tr.ReceiveBatch != 10 || tr.MaxAttributes != 10 || tr.Attributes == nil || !tr.Attributes(&broker.Message{}) {
 			t.Errorf("%s (kind %q): park %d, receive batch %d, max attributes %d: want hold (2), 10, 10 and attribute messages", c.q.Name, c.q.Kind, tr.Park, tr.ReceiveBatch, tr.MaxAttributes)
 		}
+		if tr.SinceByAge || tr.ParallelRead || tr.FilesOnly || tr.PeekAll != broker.PeekAuto {
+			t.Errorf("%+v: since by age %v, parallel read %v, files only %v, peek all %q: want none", c.q, tr.SinceByAge, tr.ParallelRead, tr.FilesOnly, tr.PeekAll)
+		}
 	}
 }
