@@ -20,15 +20,17 @@ func (w AgeWindow) IsZero() bool { return w.OlderThan <= 0 && w.NewerThan <= 0 }
 // Admits reports whether m, at now, is inside the window. A message of
 // unknown age is never newer than anything.
 func (w AgeWindow) Admits(m *broker.Message, now time.Time) bool {
+	tooNew, tooOld := w.Outside(m, now)
+	return !tooNew && !tooOld
+}
+
+// Outside reports on which side of the window m lies at now: tooNew when
+// it is younger than OlderThan, tooOld when it is older than NewerThan or
+// its age is unknown while NewerThan is set.
+func (w AgeWindow) Outside(m *broker.Message, now time.Time) (tooNew, tooOld bool) {
 	if w.IsZero() {
-		return true
+		return false, false
 	}
 	age := m.Age(now)
-	if w.OlderThan > 0 && age < w.OlderThan {
-		return false
-	}
-	if w.NewerThan > 0 && (age == 0 || age > w.NewerThan) {
-		return false
-	}
-	return true
+	return w.OlderThan > 0 && age < w.OlderThan, w.NewerThan > 0 && (age == 0 || age > w.NewerThan)
 }

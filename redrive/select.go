@@ -10,23 +10,24 @@ import (
 	"time"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/inspect"
 )
 
 // selector is the select stage's choice: which messages a run takes (IDs,
 // excluded IDs, age, filter, dedupe key).
 type selector struct {
-	ids, excluded        map[string]bool
-	olderThan, newerThan time.Duration
-	filter               Filter
-	dedupeBy             func(ctx context.Context, m *broker.Message) (string, error)
-	maxRedrives          int64
-	now                  func() time.Time
-	mu                   sync.Mutex
-	dedupe               map[string]bool // dedupe keys selected in this run
+	ids, excluded map[string]bool
+	window        inspect.AgeWindow
+	filter        Filter
+	dedupeBy      func(ctx context.Context, m *broker.Message) (string, error)
+	maxRedrives   int64
+	now           func() time.Time
+	mu            sync.Mutex
+	dedupe        map[string]bool // dedupe keys selected in this run
 }
 
 func newSelector(opts Options) *selector {
-	s := &selector{olderThan: opts.OlderThan, newerThan: opts.NewerThan, filter: opts.Filter, dedupeBy: opts.DedupeBy,
+	s := &selector{window: inspect.AgeWindow{OlderThan: opts.OlderThan, NewerThan: opts.NewerThan}, filter: opts.Filter, dedupeBy: opts.DedupeBy,
 		maxRedrives: opts.MaxRedrives, now: opts.Now}
 	s.ids = set(opts.IDs)
 	s.excluded = set(opts.ExcludeIDs)
@@ -47,7 +48,7 @@ func set(list []string) map[string]bool {
 
 // selective reports whether some deliveries may be left in the source.
 func (s *selector) selective() bool {
-	return s.filter != nil || s.ids != nil || s.excluded != nil || s.dedupeBy != nil || s.olderThan > 0 || s.newerThan > 0 ||
+	return s.filter != nil || s.ids != nil || s.excluded != nil || s.dedupeBy != nil || !s.window.IsZero() ||
 		s.maxRedrives > 0
 }
 
@@ -59,12 +60,12 @@ func (s *selector) reason(ctx context.Context, m *broker.Message) string {
 	if s.excluded[m.ID] {
 		return ReasonExcluded
 	}
-	if s.olderThan > 0 || s.newerThan > 0 {
-		age := m.Age(s.now())
-		if s.olderThan > 0 && age < s.olderThan {
+	if !s.window.IsZero() {
+		tooNew, tooOld := s.window.Outside(m, s.now())
+		if tooNew {
 			return ReasonTooNew
 		}
-		if s.newerThan > 0 && (age == 0 || age > s.newerThan) {
+		if tooOld {
 			return ReasonTooOld
 		}
 	}
