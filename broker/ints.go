@@ -37,30 +37,19 @@ func Int64(v any) (int64, bool) {
 // allocating for short plain integers, for decoders that read JSON
 // themselves.
 func ParseIntBytes(s []byte, bits int) (int64, bool) {
-	if len(s) > 0 && len(s) < 19 {
-		neg := s[0] == '-'
-		d := s
+	d, neg := s, len(s) > 0 && s[0] == '-'
+	if neg {
+		d = s[1:]
+	}
+	if u, ok := shortDigits(d); ok {
+		n := int64(u)
 		if neg {
-			d = s[1:]
+			n = -n
 		}
-		var n int64
-		plain := len(d) > 0
-		for _, c := range d {
-			if c < '0' || c > '9' {
-				plain = false
-				break
-			}
-			n = n*10 + int64(c-'0')
+		if bits < 64 && (n < -(1<<(bits-1)) || n >= 1<<(bits-1)) {
+			return 0, false
 		}
-		if plain {
-			if neg {
-				n = -n
-			}
-			if bits < 64 && (n < -(1<<(bits-1)) || n >= 1<<(bits-1)) {
-				return 0, false
-			}
-			return n, true
-		}
+		return n, true
 	}
 	n, err := strconv.ParseInt(string(s), 10, bits)
 	return n, err == nil
@@ -68,23 +57,28 @@ func ParseIntBytes(s []byte, bits int) (int64, bool) {
 
 // ParseUintBytes is strconv.ParseUint(string(s), 10, bits), likewise.
 func ParseUintBytes(s []byte, bits int) (uint64, bool) {
-	if len(s) > 0 && len(s) < 20 && s[0] != '-' {
-		var n uint64
-		plain := true
-		for _, c := range s {
-			if c < '0' || c > '9' {
-				plain = false
-				break
-			}
-			n = n*10 + uint64(c-'0')
+	if n, ok := shortDigits(s); ok {
+		if bits < 64 && n >= 1<<bits {
+			return 0, false
 		}
-		if plain {
-			if bits < 64 && n >= 1<<bits {
-				return 0, false
-			}
-			return n, true
-		}
+		return n, true
 	}
 	n, err := strconv.ParseUint(string(s), 10, bits)
 	return n, err == nil
+}
+
+// shortDigits is the value of s when s is 1 to 18 decimal digits and
+// nothing else: a number that cannot overflow an int64.
+func shortDigits(s []byte) (uint64, bool) {
+	if len(s) == 0 || len(s) > 18 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, true
 }
