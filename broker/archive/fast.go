@@ -188,6 +188,13 @@ func (p *fastParser) object(field func(key []byte) bool) bool {
 	}
 }
 
+// fields is object for a record of known fields, where a key that comes
+// twice gives up.
+func (p *fastParser) fields(field func(key []byte) bool) bool {
+	var s keySet
+	return p.object(func(key []byte) bool { return s.add(key) && field(key) })
+}
+
 // rawString returns the bytes of a string without escapes (keys), or fails.
 func (p *fastParser) rawString() ([]byte, bool) {
 	if p.i >= len(p.b) || p.b[p.i] != '"' {
@@ -209,29 +216,42 @@ func (p *fastParser) rawString() ([]byte, bool) {
 
 // str decodes a JSON string.
 func (p *fastParser) str() (string, bool) {
-	p.ws()
-	if p.i >= len(p.b) || p.b[p.i] != '"' {
+	s, plain, ok := p.plainString()
+	if !ok {
 		return "", false
 	}
-	// Fast lane: no escapes, so the string is its bytes.
-	start := p.i + 1
-	k, high := stringStop(p.b[start:])
-	end := start + k
-	if end < len(p.b) && p.b[end] == '"' {
-		s := p.b[start:end]
-		if high && !utf8.Valid(s) {
-			return "", false
-		}
-		p.i = end + 1
+	if plain {
 		return p.string(s), true
 	}
-	var out []byte
 	out, ok := p.appendStr(p.scratch[:0])
 	p.scratch = out[:0]
 	if !ok {
 		return "", false
 	}
 	return p.string(out), true
+}
+
+// plainString reads the string at p.i when it has no escapes (the fast
+// lane: the string is its bytes) and moves past it; plain is false, and p.i
+// stays, when the string has escapes to decode. ok is false when there is
+// no string or its bytes are not UTF-8.
+func (p *fastParser) plainString() (s []byte, plain, ok bool) {
+	p.ws()
+	if p.i >= len(p.b) || p.b[p.i] != '"' {
+		return nil, false, false
+	}
+	start := p.i + 1
+	k, high := stringStop(p.b[start:])
+	end := start + k
+	if end >= len(p.b) || p.b[end] != '"' {
+		return nil, false, true
+	}
+	s = p.b[start:end]
+	if high && !utf8.Valid(s) {
+		return nil, false, false
+	}
+	p.i = end + 1
+	return s, true, true
 }
 
 // string makes b a string: an interned one when lending (queue names,
@@ -270,19 +290,11 @@ func (p *fastParser) unique() (string, bool) {
 // text decodes a JSON string into a new byte slice of its own (never nil),
 // for bodies: one allocation, one copy.
 func (p *fastParser) text() ([]byte, bool) {
-	p.ws()
-	if p.i >= len(p.b) || p.b[p.i] != '"' {
+	s, plain, ok := p.plainString()
+	if !ok {
 		return nil, false
 	}
-	start := p.i + 1
-	k, high := stringStop(p.b[start:])
-	end := start + k
-	if end < len(p.b) && p.b[end] == '"' {
-		s := p.b[start:end]
-		if high && !utf8.Valid(s) {
-			return nil, false
-		}
-		p.i = end + 1
+	if plain {
 		if l := p.lend; l != nil {
 			return l.bytes(s), true
 		}
@@ -298,7 +310,7 @@ func (p *fastParser) text() ([]byte, bool) {
 		return out[from:len(out):len(out)], true
 	}
 	// With escapes the text is shorter than the rest of the line.
-	out, ok := p.appendStr(make([]byte, 0, len(p.b)-start))
+	out, ok := p.appendStr(make([]byte, 0, len(p.b)-p.i))
 	if !ok {
 		return nil, false
 	}
@@ -410,19 +422,13 @@ func (p *fastParser) number() ([]byte, bool) {
 	case i < len(b) && b[i] == '0':
 		i++
 	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
+		i = skipDigits(b, i)
 	default:
 		return nil, false
 	}
 	if i < len(b) && b[i] == '.' {
-		i++
-		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		d := i + 1
+		if i = skipDigits(b, d); i == d {
 			return nil, false
 		}
 	}
@@ -432,15 +438,21 @@ func (p *fastParser) number() ([]byte, bool) {
 			i++
 		}
 		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		if i = skipDigits(b, d); i == d {
 			return nil, false
 		}
 	}
 	p.i = i
 	return b[start:i], true
+}
+
+// skipDigits returns the index of the first byte from i on that is not an
+// ASCII digit.
+func skipDigits(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 func (p *fastParser) int64v() (int64, bool) {
@@ -629,12 +641,7 @@ func keyBit(key []byte) uint {
 }
 
 func (p *fastParser) record(r *record) bool {
-	var s keySet
-	return p.object(func(key []byte) bool {
-		if !s.add(key) {
-			return false
-		}
-		var ok bool
+	return p.fields(func(key []byte) (ok bool) {
 		switch string(key) {
 		case "id":
 			r.ID, ok = p.unique()
@@ -730,12 +737,7 @@ func (p *fastParser) uint8v() (uint8, bool) {
 }
 
 func (p *fastParser) properties(pr *properties) bool {
-	var s keySet
-	return p.object(func(key []byte) bool {
-		if !s.add(key) {
-			return false
-		}
-		var ok bool
+	return p.fields(func(key []byte) (ok bool) {
 		switch string(key) {
 		case "content_type":
 			pr.ContentType, ok = p.str()
@@ -767,23 +769,13 @@ func (p *fastParser) properties(pr *properties) bool {
 }
 
 func (p *fastParser) attributes() (map[string]attribute, bool) {
-	var out map[string]attribute
-	if l := p.lend; l != nil {
-		out = l.attrs
-	} else {
-		out = map[string]attribute{}
+	var lent map[string]attribute
+	if p.lend != nil {
+		lent = p.lend.attrs
 	}
-	ok := p.object(func(name []byte) bool {
-		if _, dup := out[string(name)]; dup {
-			return false
-		}
+	return objectInto(p, lent, func() (attribute, bool) {
 		var a attribute
-		var s keySet
-		ok := p.object(func(key []byte) bool {
-			if !s.add(key) {
-				return false
-			}
-			var ok bool
+		ok := p.fields(func(key []byte) (ok bool) {
 			switch string(key) {
 			case "data_type":
 				a.DataType, ok = p.str()
@@ -801,19 +793,12 @@ func (p *fastParser) attributes() (map[string]attribute, bool) {
 			}
 			return ok
 		})
-		out[string(name)] = a
-		return ok
+		return a, ok
 	})
-	return out, ok
 }
 
 func (p *fastParser) deathEntry(e *deathEntry) bool {
-	var s keySet
-	return p.object(func(key []byte) bool {
-		if !s.add(key) {
-			return false
-		}
-		var ok bool
+	return p.fields(func(key []byte) (ok bool) {
 		switch string(key) {
 		case "reason":
 			e.Reason, ok = p.str()
@@ -833,12 +818,7 @@ func (p *fastParser) deathEntry(e *deathEntry) bool {
 }
 
 func (p *fastParser) death(d *death) bool {
-	var s keySet
-	return p.object(func(key []byte) bool {
-		if !s.add(key) {
-			return false
-		}
-		var ok bool
+	return p.fields(func(key []byte) (ok bool) {
 		switch string(key) {
 		case "reason":
 			d.Reason, ok = p.str()
@@ -890,18 +870,25 @@ func (p *fastParser) death(d *death) bool {
 
 // headers decodes the headers straight into the map the message will hold.
 func (p *fastParser) headers() (map[string]any, bool) {
-	var out map[string]any
-	if l := p.lend; l != nil {
-		out = l.mHeaders
-	} else {
-		out = map[string]any{}
+	var lent map[string]any
+	if p.lend != nil {
+		lent = p.lend.mHeaders
 	}
-	ok := p.object(func(k []byte) bool {
-		if _, dup := out[string(k)]; dup {
+	return objectInto(p, lent, func() (any, bool) { return p.typed(0) })
+}
+
+// objectInto decodes an object whose values value decodes into out (a new
+// map when out is nil), refusing a name that comes twice.
+func objectInto[V any](p *fastParser, out map[string]V, value func() (V, bool)) (map[string]V, bool) {
+	if out == nil {
+		out = map[string]V{}
+	}
+	ok := p.object(func(name []byte) bool {
+		if _, dup := out[string(name)]; dup {
 			return false
 		}
-		v, ok := p.typed(0)
-		out[p.string(k)] = v
+		v, ok := value()
+		out[p.string(name)] = v
 		return ok
 	})
 	return out, ok
