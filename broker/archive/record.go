@@ -84,20 +84,9 @@ type record struct {
 	Position      string    `json:"position,omitempty"`
 }
 
-type properties struct {
-	ContentType     string    `json:"content_type,omitempty"`
-	ContentEncoding string    `json:"content_encoding,omitempty"`
-	DeliveryMode    uint8     `json:"delivery_mode,omitempty"`
-	Priority        uint8     `json:"priority,omitempty"`
-	CorrelationID   string    `json:"correlation_id,omitempty"`
-	ReplyTo         string    `json:"reply_to,omitempty"`
-	Expiration      string    `json:"expiration,omitempty"`
-	MessageID       string    `json:"message_id,omitempty"`
-	Timestamp       time.Time `json:"timestamp,omitzero"`
-	Type            string    `json:"type,omitempty"`
-	UserID          string    `json:"user_id,omitempty"`
-	AppID           string    `json:"app_id,omitempty"`
-}
+// properties is the record's "properties" object: broker.Properties, whose
+// JSON names are the archive's (TestArchiveFormatGolden pins them).
+type properties broker.Properties
 
 type attribute struct {
 	DataType    string  `json:"data_type"`
@@ -173,13 +162,8 @@ func toRecord(m *broker.Message, brokerAddr string, archived time.Time) (record,
 		}
 	}
 	if p := m.Properties; p != (broker.Properties{}) {
-		r.Properties = &properties{
-			ContentType: p.ContentType, ContentEncoding: p.ContentEncoding,
-			DeliveryMode: p.DeliveryMode, Priority: p.Priority,
-			CorrelationID: p.CorrelationID, ReplyTo: p.ReplyTo, Expiration: p.Expiration,
-			MessageID: p.MessageID, Timestamp: utc(p.Timestamp), Type: p.Type,
-			UserID: p.UserID, AppID: p.AppID,
-		}
+		p.Timestamp = utc(p.Timestamp)
+		r.Properties = (*properties)(&p)
 	}
 	if m.Attributes != nil {
 		r.Attributes = make(map[string]attribute, len(m.Attributes))
@@ -255,13 +239,7 @@ func fromRecordTo(r *record, m *broker.Message, l *lend) error {
 		}
 	}
 	if p := r.Properties; p != nil {
-		m.Properties = broker.Properties{
-			ContentType: p.ContentType, ContentEncoding: p.ContentEncoding,
-			DeliveryMode: p.DeliveryMode, Priority: p.Priority,
-			CorrelationID: p.CorrelationID, ReplyTo: p.ReplyTo, Expiration: p.Expiration,
-			MessageID: p.MessageID, Timestamp: p.Timestamp, Type: p.Type,
-			UserID: p.UserID, AppID: p.AppID,
-		}
+		m.Properties = broker.Properties(*p)
 		if m.Properties.MessageID == m.ID {
 			m.Properties.MessageID = m.ID // one string, not two
 		}

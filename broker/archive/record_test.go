@@ -2,6 +2,7 @@ package archive
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"reflect"
 	"strings"
@@ -251,5 +252,32 @@ func TestDeepNestingRefused(t *testing.T) {
 	line := `{"id":"a","headers":{"h":` + strings.Repeat(`{"type":"array","value":[`, broker.MaxTypedDepth+2) + `{"type":"void"}` + strings.Repeat(`]}`, broker.MaxTypedDepth+2) + `}}`
 	if _, err := Unmarshal([]byte(line)); err == nil {
 		t.Error("Unmarshal accepted headers nested beyond the limit")
+	}
+}
+
+// TestPropertiesFormat pins the names and values of the "properties" object
+// that doc.go documents: they are the archive format, whatever
+// broker.Properties becomes.
+func TestPropertiesFormat(t *testing.T) {
+	m := fullMessage()
+	m.Properties.Timestamp = time.Date(2025, 3, 14, 10, 30, 1, 0, time.FixedZone("CET", 3600))
+	line, err := Marshal(m, "amqp://localhost", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Properties map[string]any `json:"properties"`
+	}
+	if err := json.Unmarshal(line, &rec); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"content_type": "application/json", "content_encoding": "utf-8",
+		"delivery_mode": 2.0, "priority": 9.0, "correlation_id": "c", "reply_to": "r",
+		"expiration": "60000", "message_id": "m-1", "timestamp": "2025-03-14T09:30:01Z",
+		"type": "T", "user_id": "u", "app_id": "a",
+	}
+	if d := testdiff.Diff(want, rec.Properties); d != "" {
+		t.Errorf("properties written (-want +got):\n%s", d)
 	}
 }
