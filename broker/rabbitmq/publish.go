@@ -222,6 +222,18 @@ func (b *Broker) Publish(ctx context.Context, msgs []broker.Outgoing) ([]error, 
 		return &broker.Error{Kind: broker.ErrUnroutable, Op: "publish",
 			Msg: fmt.Sprintf("a message came back unroutable from exchange `%s` with routing key `%s` and could not be told apart from the others in flight: none of this batch is taken as delivered", r.Exchange, r.RoutingKey)}
 	}
+	// onReturn takes a message the broker returned; an error ends the batch.
+	onReturn := func(r amqp.Return, ok bool) error {
+		if !ok {
+			// The channel closed: its returns channel gives zero values,
+			// which are no returns.
+			return translateErr("publish", closeErrOf(closed))
+		}
+		if !takeReturn(r) {
+			return unmatched(r)
+		}
+		return nil
+	}
 	pubFinished := false
 	for {
 		mu.Lock()
@@ -232,15 +244,9 @@ func (b *Broker) Publish(ctx context.Context, msgs []broker.Outgoing) ([]error, 
 		}
 		select {
 		case r, ok := <-returns:
-			if !ok {
-				// The channel closed: its returns channel gives zero
-				// values, which are no returns.
+			if err := onReturn(r, ok); err != nil {
 				stop()
-				return results, translateErr("publish", closeErrOf(closed))
-			}
-			if !takeReturn(r) {
-				stop()
-				return results, unmatched(r)
+				return results, err
 			}
 		case c, ok := <-confirms:
 			if !ok {
@@ -251,13 +257,9 @@ func (b *Broker) Publish(ctx context.Context, msgs []broker.Outgoing) ([]error, 
 			for drained := false; !drained; {
 				select {
 				case r, ok := <-returns:
-					if !ok {
+					if err := onReturn(r, ok); err != nil {
 						stop()
-						return results, translateErr("publish", closeErrOf(closed))
-					}
-					if !takeReturn(r) {
-						stop()
-						return results, unmatched(r)
+						return results, err
 					}
 				default:
 					drained = true
