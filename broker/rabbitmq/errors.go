@@ -37,8 +37,7 @@ func translateErr(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	var be *broker.Error
-	if errors.As(err, &be) {
+	if _, ok := errors.AsType[*broker.Error](err); ok {
 		return err
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

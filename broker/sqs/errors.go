@@ -26,8 +26,7 @@ func translateErr(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	var be *broker.Error
-	if errors.As(err, &be) {
+	if _, ok := errors.AsType[*broker.Error](err); ok {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	if errors.Is(err, context.Canceled) {

@@ -154,16 +154,37 @@ func (b *Broker) listQueueURLs(ctx context.Context, prefix string) ([]string, er
 // names given, or all of them. A queue deleted meanwhile is left out; any
 // other failure fails the whole call.
 func (b *Broker) attributesOf(ctx context.Context, urls []string, names ...types.QueueAttributeName) (map[string]map[string]string, error) {
+	out, err := gather(ctx, urls, attributeConcurrency, func(ctx context.Context, u string) (map[string]string, error) {
+		if len(names) == 0 {
+			return b.attributes(ctx, u)
+		}
+		out, err := b.api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(u), AttributeNames: names})
+		if err != nil {
+			return nil, b.queueErr("read queue `"+nameFromURL(u)+"`", u, err)
+		}
+		return out.Attributes, nil
+	})
+	if err != nil && err == ctx.Err() {
+		return nil, fmt.Errorf("list queues: %w", err)
+	}
+	return out, err
+}
+
+// gather calls get for each of items, limit at a time, and returns the
+// results by item. An item that is not found (a queue deleted meanwhile) is
+// left out; the first other failure cancels the calls still running and is
+// returned, and so is ctx's error when ctx ends first.
+func gather[T comparable, R any](ctx context.Context, items []T, limit int, get func(context.Context, T) (R, error)) (map[T]R, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
 		mu    sync.Mutex
-		out   = make(map[string]map[string]string, len(urls))
+		out   = make(map[T]R, len(items))
 		first error
 		wg    sync.WaitGroup
-		sem   = make(chan struct{}, attributeConcurrency)
+		sem   = make(chan struct{}, limit)
 	)
-	for _, u := range urls {
+	for _, it := range items {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
@@ -175,19 +196,7 @@ func (b *Broker) attributesOf(ctx context.Context, urls []string, names ...types
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			var a map[string]string
-			var err error
-			if len(names) == 0 {
-				a, err = b.attributes(ctx, u)
-			} else {
-				var out *sqs.GetQueueAttributesOutput
-				out, err = b.api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(u), AttributeNames: names})
-				if err != nil {
-					err = b.queueErr("read queue `"+nameFromURL(u)+"`", u, err)
-				} else {
-					a = out.Attributes
-				}
-			}
+			r, err := get(ctx, it)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -198,7 +207,7 @@ func (b *Broker) attributesOf(ctx context.Context, urls []string, names ...types
 					cancel()
 				}
 			default:
-				out[u] = a
+				out[it] = r
 			}
 		}()
 	}
@@ -207,7 +216,7 @@ func (b *Broker) attributesOf(ctx context.Context, urls []string, names ...types
 		return nil, first
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("list queues: %w", err)
+		return nil, err
 	}
 	return out, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sort"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -31,36 +30,15 @@ func (b *Broker) ReadSQSQueues(ctx context.Context, names []string) ([]broker.SQ
 			uniq = append(uniq, n)
 		}
 	}
-	var (
-		mu    sync.Mutex
-		urls  []string
-		first error
-		wg    sync.WaitGroup
-		sem   = make(chan struct{}, topologyConcurrency)
-	)
-	for _, n := range uniq {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			u, err := b.queueURL(ctx, n)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case errors.Is(err, broker.ErrNotFound):
-			case err != nil:
-				if first == nil {
-					first = err
-				}
-			default:
-				urls = append(urls, u)
-			}
-		}()
+	found, err := gather(ctx, uniq, topologyConcurrency, b.queueURL)
+	if err != nil {
+		return nil, err
 	}
-	wg.Wait()
-	if first != nil {
-		return nil, first
+	urls := make([]string, 0, len(found))
+	for _, n := range uniq {
+		if u, ok := found[n]; ok {
+			urls = append(urls, u)
+		}
 	}
 	return b.queueStates(ctx, urls)
 }
