@@ -86,6 +86,21 @@ func exchangeNames(ctx context.Context, b broker.Broker, prefix string) []string
 	return names
 }
 
+// takesQueue makes cmd a command of one QUEUE argument, completed with the
+// broker's queue names: run is given the command, the argument and the
+// output format, checked against those addOutputFlags declared for cmd.
+func takesQueue(cmd *cobra.Command, f *Factory, run func(c *cobra.Command, queue, format string) error) {
+	cmd.Args = cobra.ExactArgs(1)
+	cmd.ValidArgsFunction = completeQueueArg(f)
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		format, err := outputFormat(f, outputFormats(c)...)
+		if err != nil {
+			return err
+		}
+		return run(c, args[0], format)
+	}
+}
+
 // completeQueueArg completes the QUEUE argument (the first one only):
 // queue names on the default broker, demo:NAME, and file://PATH.
 func completeQueueArg(f *Factory) cobra.CompletionFunc {

@@ -40,6 +40,21 @@ func shownName(queue, ref string) string {
 	return queue
 }
 
+// openToChange opens the queue ref names for a command that changes it
+// (verb), after checking that the context allows changes, which a dry run
+// skips. name is the queue as the user is shown it.
+func (f *Factory) openToChange(ctx context.Context, verb, ref string, dryRun bool) (b broker.Broker, queue, name string, err error) {
+	if !dryRun {
+		if err := f.CheckWritable(verb); err != nil {
+			return nil, "", "", err
+		}
+	}
+	if b, queue, err = f.OpenQueue(ctx, ref); err != nil {
+		return nil, "", "", err
+	}
+	return b, queue, shownName(queue, ref), nil
+}
+
 func (a *archiveFlags) validate(verb string) error {
 	switch {
 	case a.ArchiveTo != "" && a.NoArchive:
@@ -104,30 +119,25 @@ first; without one it needs --yes. To remove everything, use ` + "`dlq purge`" +
   dlq discard orders.dlq --id 7f3c2a91,9d1e0b44 --no-archive --yes
   dlq discard orders.dlq --group e4159da373 --archive-to file://read-timeouts.jsonl
   dlq discard orders.dlq --older-than 720h --archive-to file://old.jsonl --dry-run`,
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeQueueArg(f),
-		RunE: func(c *cobra.Command, args []string) error {
-			opts.Queue = args[0]
-			opts.ctx = c.Context()
-			var err error
-			if opts.format, err = outputFormat(f, OutputTable, OutputJSON); err != nil {
-				return err
-			}
-			if err := opts.Select.validate(); err != nil {
-				return err
-			}
-			if !opts.Select.any() {
-				return flagErrorf("discard needs a selection: `--filter`, `--group`, `--id`, `--older-than` or `--newer-than`; to remove every message use `dlq purge`")
-			}
-			if err := opts.Archive.validate("discard"); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return discardRun(opts.ctx, opts)
-		},
 	}
+	takesQueue(cmd, f, func(c *cobra.Command, queue, format string) error {
+		opts.Queue = queue
+		opts.ctx = c.Context()
+		opts.format = format
+		if err := opts.Select.validate(); err != nil {
+			return err
+		}
+		if !opts.Select.any() {
+			return flagErrorf("discard needs a selection: `--filter`, `--group`, `--id`, `--older-than` or `--newer-than`; to remove every message use `dlq purge`")
+		}
+		if err := opts.Archive.validate("discard"); err != nil {
+			return err
+		}
+		if runF != nil {
+			return runF(opts)
+		}
+		return discardRun(opts.ctx, opts)
+	})
 	opts.Select.register(cmd)
 	opts.Archive.register(cmd)
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "change nothing: count what would be removed")
@@ -138,17 +148,11 @@ first; without one it needs --yes. To remove everything, use ` + "`dlq purge`" +
 
 func discardRun(ctx context.Context, o *discardOptions) error {
 	f := o.f
-	if !o.DryRun {
-		if err := f.CheckWritable("discard"); err != nil {
-			return err
-		}
-	}
-	src, queue, err := f.OpenQueue(ctx, o.Queue)
+	src, queue, name, err := f.openToChange(ctx, "discard", o.Queue, o.DryRun)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	name := shownName(queue, o.Queue)
 	if err := o.Select.Groups.resolve(ctx, f, src, queue, name, broker.PeekOptions{}); err != nil {
 		return err
 	}

@@ -52,40 +52,36 @@ printed is what the file holds. An existing file is refused unless --append.`,
   dlq export orders.dlq --to file://timeouts.jsonl --filter '.reason | test("timeout")'
   dlq export orders.dlq --to file://read-timeouts.jsonl --group e4159da373
   dlq export events.dlq --since 24h --to file://last-day.jsonl`,
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeQueueArg(f),
-		RunE: func(c *cobra.Command, args []string) error {
-			opts.Ref = args[0]
-			opts.ctx = c.Context()
-			var err error
-			if opts.format, err = outputFormat(f, OutputTable, OutputJSON); err != nil {
-				return err
-			}
-			if opts.To == "" {
-				return flagErrorf("`--to` is required: name the archive, e.g. `--to file://dump.jsonl.gz`")
-			}
-			if !strings.HasPrefix(opts.To, "file://") || strings.TrimPrefix(opts.To, "file://") == "" {
-				return flagErrorf("`--to` %q is not an archive: use `file://PATH.jsonl` or `file://PATH.jsonl.gz`", opts.To)
-			}
-			opts.path = strings.TrimPrefix(opts.To, "file://")
-			if opts.Limit < 0 {
-				return flagErrorf("`--limit` must be 0 (all) or more")
-			}
-			if err := opts.Peek.validate(); err != nil {
-				return err
-			}
-			if opts.filter, err = compileFlag("--filter", opts.Filter); err != nil {
-				return err
-			}
-			if err := opts.Groups.validate(nil); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return exportRun(opts.ctx, opts)
-		},
 	}
+	takesQueue(cmd, f, func(c *cobra.Command, queue, format string) error {
+		opts.Ref = queue
+		opts.ctx = c.Context()
+		opts.format = format
+		if opts.To == "" {
+			return flagErrorf("`--to` is required: name the archive, e.g. `--to file://dump.jsonl.gz`")
+		}
+		if !strings.HasPrefix(opts.To, "file://") || strings.TrimPrefix(opts.To, "file://") == "" {
+			return flagErrorf("`--to` %q is not an archive: use `file://PATH.jsonl` or `file://PATH.jsonl.gz`", opts.To)
+		}
+		opts.path = strings.TrimPrefix(opts.To, "file://")
+		if opts.Limit < 0 {
+			return flagErrorf("`--limit` must be 0 (all) or more")
+		}
+		if err := opts.Peek.validate(); err != nil {
+			return err
+		}
+		var err error
+		if opts.filter, err = compileFlag("--filter", opts.Filter); err != nil {
+			return err
+		}
+		if err := opts.Groups.validate(nil); err != nil {
+			return err
+		}
+		if runF != nil {
+			return runF(opts)
+		}
+		return exportRun(opts.ctx, opts)
+	})
 	fl := cmd.Flags()
 	fl.StringVar(&opts.To, "to", "", "archive to write: file://PATH.jsonl or file://PATH.jsonl.gz")
 	_ = cmd.RegisterFlagCompletionFunc("to", completeArchive)

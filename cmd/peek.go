@@ -251,45 +251,41 @@ separated by NUL bytes instead, for bodies that contain newlines).`,
   dlq peek orders.dlq --output raw -0 | xargs -0 -n1 echo
   dlq peek events.dlq --since 2h            # a stream, from two hours ago
   dlq peek file://dead-letters.jsonl.gz`,
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeQueueArg(f),
-		RunE: func(c *cobra.Command, args []string) error {
-			opts.Ref = args[0]
-			opts.ctx = c.Context()
-			var err error
-			if opts.format, err = outputFormat(f, OutputTable, OutputJSON, OutputJSONL, OutputRaw); err != nil {
-				return err
-			}
-			if opts.Limit < 0 {
-				return flagErrorf("`--limit` must be 0 (all) or more")
-			}
-			if opts.Null && opts.format != OutputRaw {
-				return flagErrorf("`-0` separates raw bodies: use it with `--output raw`")
-			}
-			if err := opts.Peek.validate(); err != nil {
-				return err
-			}
-			if opts.filter, err = compileFlag("--filter", opts.Filter); err != nil {
-				return err
-			}
-			rq, err := compileFlag("--reason", opts.Reason)
-			if err != nil {
-				return err
-			}
-			opts.reason = inspect.ReasonFrom(rq)
-			var byReason inspect.ReasonFunc
-			if rq != nil {
-				byReason = opts.reason
-			}
-			if err := opts.Groups.validate(byReason); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return peekRun(opts.ctx, opts)
-		},
 	}
+	takesQueue(cmd, f, func(c *cobra.Command, queue, format string) error {
+		opts.Ref = queue
+		opts.ctx = c.Context()
+		opts.format = format
+		if opts.Limit < 0 {
+			return flagErrorf("`--limit` must be 0 (all) or more")
+		}
+		if opts.Null && opts.format != OutputRaw {
+			return flagErrorf("`-0` separates raw bodies: use it with `--output raw`")
+		}
+		if err := opts.Peek.validate(); err != nil {
+			return err
+		}
+		var err error
+		if opts.filter, err = compileFlag("--filter", opts.Filter); err != nil {
+			return err
+		}
+		rq, err := compileFlag("--reason", opts.Reason)
+		if err != nil {
+			return err
+		}
+		opts.reason = inspect.ReasonFrom(rq)
+		var byReason inspect.ReasonFunc
+		if rq != nil {
+			byReason = opts.reason
+		}
+		if err := opts.Groups.validate(byReason); err != nil {
+			return err
+		}
+		if runF != nil {
+			return runF(opts)
+		}
+		return peekRun(opts.ctx, opts)
+	})
 	fl := cmd.Flags()
 	fl.IntVarP(&opts.Limit, "limit", "n", 20, "most messages to show (0: all)")
 	fl.StringVarP(&opts.Filter, "filter", "q", "", "show only messages for which this jq expression is true, over each message's document ({id, reason, headers, properties, attributes, death, body, …}: see it with --output json)")

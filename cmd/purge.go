@@ -33,24 +33,19 @@ purge is used where there is one. On a terminal dlq shows the queue's depth
 and asks; without one it needs --yes.`,
 		Example: `  dlq purge orders.dlq --archive-to file://orders-dlq-2024-06-01.jsonl.gz
   dlq purge https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq --no-archive --yes`,
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeQueueArg(f),
-		RunE: func(c *cobra.Command, args []string) error {
-			opts.Queue = args[0]
-			opts.ctx = c.Context()
-			var err error
-			if opts.format, err = outputFormat(f, OutputTable, OutputJSON); err != nil {
-				return err
-			}
-			if err := opts.Archive.validate("purge"); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return purgeRun(opts.ctx, opts)
-		},
 	}
+	takesQueue(cmd, f, func(c *cobra.Command, queue, format string) error {
+		opts.Queue = queue
+		opts.ctx = c.Context()
+		opts.format = format
+		if err := opts.Archive.validate("purge"); err != nil {
+			return err
+		}
+		if runF != nil {
+			return runF(opts)
+		}
+		return purgeRun(opts.ctx, opts)
+	})
 	opts.Archive.register(cmd)
 	addOutputFlags(cmd, f, OutputTable, OutputJSON)
 	return cmd
@@ -58,15 +53,11 @@ and asks; without one it needs --yes.`,
 
 func purgeRun(ctx context.Context, o *purgeOptions) error {
 	f := o.f
-	if err := f.CheckWritable("purge"); err != nil {
-		return err
-	}
-	src, queue, err := f.OpenQueue(ctx, o.Queue)
+	src, queue, name, err := f.openToChange(ctx, "purge", o.Queue, false)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	name := shownName(queue, o.Queue)
 	what := fmt.Sprintf("purge every message of `%s`", name)
 	if qi, ok := src.(broker.QueueInspector); ok {
 		if q, err := qi.Queue(ctx, queue); err == nil {

@@ -176,21 +176,20 @@ moved: unroutable, refused); 4 read-only.`,
   dlq redrive https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq --server-side --rate 100
   dlq redrive orders.dlq --resume
   dlq redrive file://evidence.jsonl --to 'amqp://ops@rabbit:5672/#exchange:orders'`,
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeQueueArg(f),
-		RunE: func(c *cobra.Command, args []string) error {
-			opts.Source = args[0]
-			opts.ctx = c.Context()
-			opts.changed = func(name string) bool { return c.Flags().Changed(name) }
-			if err := opts.validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return redriveRun(opts.ctx, opts)
-		},
 	}
+	takesQueue(cmd, f, func(c *cobra.Command, queue, format string) error {
+		opts.Source = queue
+		opts.ctx = c.Context()
+		opts.format = format
+		opts.changed = func(name string) bool { return c.Flags().Changed(name) }
+		if err := opts.validate(); err != nil {
+			return err
+		}
+		if runF != nil {
+			return runF(opts)
+		}
+		return redriveRun(opts.ctx, opts)
+	})
 	fl := cmd.Flags()
 	fl.StringVar(&opts.To, "to", "origin", "destination: origin, queue:NAME, exchange:NAME[:KEY], file://PATH, BROKER#DEST")
 	_ = cmd.RegisterFlagCompletionFunc("to", completeDestination(f))
@@ -248,10 +247,6 @@ func parseRate(s string) (float64, error) {
 }
 
 func (o *redriveOptions) validate() error {
-	var err error
-	if o.format, err = outputFormat(o.f, OutputTable, OutputJSON); err != nil {
-		return err
-	}
 	if err := o.Select.validate(); err != nil {
 		return err
 	}
@@ -261,6 +256,7 @@ func (o *redriveOptions) validate() error {
 	if o.MaxRedrives > 0 && o.NoRedriveHeader {
 		return flagErrorf("`--max-redrives` counts the x-dlq-redrive record that `--no-redrive-header` leaves out, so a message would never reach the limit: drop `--no-redrive-header`")
 	}
+	var err error
 	if o.transform, err = compileFlag("--transform", o.Transform); err != nil {
 		return err
 	}
@@ -438,17 +434,11 @@ func (o *redriveOptions) adoptPlan(p map[string]string) error {
 
 func redriveRun(ctx context.Context, o *redriveOptions) error {
 	f := o.f
-	if !o.DryRun {
-		if err := f.CheckWritable("redrive"); err != nil {
-			return err
-		}
-	}
-	src, queue, err := f.OpenQueue(ctx, o.Source)
+	src, queue, srcName, err := f.openToChange(ctx, "redrive", o.Source, o.DryRun)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	srcName := shownName(queue, o.Source)
 
 	// Resume: the interrupted run's plan fills the flags not given now.
 	jdir := redrive.JournalDir()

@@ -315,7 +315,7 @@ func TestRedriveRunPartialAndJSON(t *testing.T) {
 	b := &moveFake{dlq: fakeDead(4)}
 	f, outs := moveFactory(t, b, false)
 	f.Options.Output = "json"
-	o := &redriveOptions{f: f, Source: "orders.dlq", To: "queue:nowhere", changed: func(string) bool { return false }}
+	o := &redriveOptions{f: f, Source: "orders.dlq", To: "queue:nowhere", format: OutputJSON, changed: func(string) bool { return false }}
 	if err := o.validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -112,56 +112,52 @@ reason,source. Write it atomically: dlq stats … -o prom > f.tmp && mv f.tmp f.
   dlq stats orders.dlq --reason '.headers["x-error-code"]' --dup-key '.body.order_id'
   dlq stats file://dump.jsonl.gz --group-by day --output csv
   dlq stats orders.dlq -o prom > /var/lib/node_exporter/dlq.prom.tmp && mv /var/lib/node_exporter/dlq.prom.tmp /var/lib/node_exporter/dlq.prom`,
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeQueueArg(f),
-		RunE: func(c *cobra.Command, args []string) error {
-			opts.Ref = args[0]
-			opts.ctx = c.Context()
-			var err error
-			if opts.format, err = outputFormat(f, OutputTable, OutputJSON, OutputCSV, OutputProm); err != nil {
-				return err
-			}
-			spec := opts.GroupBy
-			if !c.Flags().Changed("group-by") && opts.format == OutputProm {
-				spec = "reason,source"
-			}
-			if opts.groupBy, err = inspect.ParseGroupBy(spec); err != nil {
-				return flagErrorf("`--group-by`: %v", err)
-			}
-			if len(opts.groupBy) > 8 {
-				return flagErrorf("`--group-by`: at most 8 groupings")
-			}
-			if opts.Limit < 0 || opts.Examples < 0 || opts.MaxGroups < 1 {
-				return flagErrorf("`--limit` and `--examples` must be 0 or more, `--max-groups` at least 1")
-			}
-			if opts.NoDups && c.Flags().Changed("dup-key") {
-				return flagErrorf("`--no-dups` and `--dup-key` contradict each other: give one")
-			}
-			if err := opts.Peek.validate(); err != nil {
-				return err
-			}
-			if opts.filter, err = compileFlag("--filter", opts.Filter); err != nil {
-				return err
-			}
-			if opts.reason, err = compileFlag("--reason", opts.Reason); err != nil {
-				return err
-			}
-			if opts.dupKey, err = compileFlag("--dup-key", opts.DupKey); err != nil {
-				return err
-			}
-			var byReason inspect.ReasonFunc
-			if opts.reason != nil {
-				byReason = inspect.ReasonFrom(opts.reason)
-			}
-			if err := opts.Groups.validate(byReason); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return statsRun(opts.ctx, opts)
-		},
 	}
+	takesQueue(cmd, f, func(c *cobra.Command, queue, format string) error {
+		opts.Ref = queue
+		opts.ctx = c.Context()
+		opts.format = format
+		spec := opts.GroupBy
+		if !c.Flags().Changed("group-by") && opts.format == OutputProm {
+			spec = "reason,source"
+		}
+		var err error
+		if opts.groupBy, err = inspect.ParseGroupBy(spec); err != nil {
+			return flagErrorf("`--group-by`: %v", err)
+		}
+		if len(opts.groupBy) > 8 {
+			return flagErrorf("`--group-by`: at most 8 groupings")
+		}
+		if opts.Limit < 0 || opts.Examples < 0 || opts.MaxGroups < 1 {
+			return flagErrorf("`--limit` and `--examples` must be 0 or more, `--max-groups` at least 1")
+		}
+		if opts.NoDups && c.Flags().Changed("dup-key") {
+			return flagErrorf("`--no-dups` and `--dup-key` contradict each other: give one")
+		}
+		if err := opts.Peek.validate(); err != nil {
+			return err
+		}
+		if opts.filter, err = compileFlag("--filter", opts.Filter); err != nil {
+			return err
+		}
+		if opts.reason, err = compileFlag("--reason", opts.Reason); err != nil {
+			return err
+		}
+		if opts.dupKey, err = compileFlag("--dup-key", opts.DupKey); err != nil {
+			return err
+		}
+		var byReason inspect.ReasonFunc
+		if opts.reason != nil {
+			byReason = inspect.ReasonFrom(opts.reason)
+		}
+		if err := opts.Groups.validate(byReason); err != nil {
+			return err
+		}
+		if runF != nil {
+			return runF(opts)
+		}
+		return statsRun(opts.ctx, opts)
+	})
 	fl := cmd.Flags()
 	fl.StringVarP(&opts.GroupBy, "group-by", "g", "reason", "comma list of: "+inspect.GroupKinds)
 	_ = cmd.RegisterFlagCompletionFunc("group-by", completeGroupBy)

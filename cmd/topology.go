@@ -102,15 +102,12 @@ conflicts exits 0 when nothing would change and 5 when changes are pending.`,
   dlq topology plan -f queues.yaml --broker sqs://eu-west-1 --detailed-exitcode
   dlq topology plan -f topology.yaml --output json | jq '.changes[] | select(.action=="conflict")'`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, args []string) error {
-			if opts.File == "" {
-				return flagErrorf("`-f` is required: the spec file (see `dlq help topology-spec`)")
-			}
+		RunE: needsSpecFile(&opts.File, func(c *cobra.Command) error {
 			if runF != nil {
 				return runF(opts)
 			}
 			return topologyPlanRun(c.Context(), opts)
-		},
+		}),
 	}
 	c.Flags().StringVarP(&opts.File, "file", "f", "", "spec file (- for stdin)")
 	c.Flags().BoolVar(&opts.DetailedExitcode, "detailed-exitcode", false, "exit 0 when nothing would change, 5 when changes are pending")
@@ -206,15 +203,12 @@ under the spec's name_prefix, only empty queues, and only after confirmation
   dlq topology apply -f queues.yaml --broker sqs://eu-west-1 --output json
   dlq topology apply -f topology.yaml --prune --yes`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, args []string) error {
-			if opts.File == "" {
-				return flagErrorf("`-f` is required: the spec file (see `dlq help topology-spec`)")
-			}
+		RunE: needsSpecFile(&opts.File, func(c *cobra.Command) error {
 			if runF != nil {
 				return runF(opts)
 			}
 			return topologyApplyRun(c.Context(), opts)
-		},
+		}),
 	}
 	c.Flags().StringVarP(&opts.File, "file", "f", "", "spec file (- for stdin)")
 	c.Flags().BoolVar(&opts.Prune, "prune", false, "delete objects under the spec's name_prefix that the spec lacks (asks first)")
@@ -387,20 +381,38 @@ func setBrokerVhost(f *Factory, vhost string) error {
 	return nil
 }
 
+// needsSpecFile is the RunE of a command that reads a spec file (-f): it
+// refuses to run without one.
+func needsSpecFile(file *string, run func(c *cobra.Command) error) func(*cobra.Command, []string) error {
+	return func(c *cobra.Command, _ []string) error {
+		if *file == "" {
+			return flagErrorf("`-f` is required: the spec file (see `dlq help topology-spec`)")
+		}
+		return run(c)
+	}
+}
+
+// exportBroker reads the topology the broker has now, of the objects whose
+// names start with prefix; name is the broker as it is shown.
+func exportBroker(ctx context.Context, f *Factory, prefix string) (spec *topology.Spec, name string, err error) {
+	b, err := f.OpenBroker(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	defer b.Close()
+	ectx, cancel := context.WithTimeout(ctx, f.timeout())
+	defer cancel()
+	spec, err = topology.Export(ectx, b, topology.ExportOptions{Prefix: prefix})
+	return spec, b.String(), err
+}
+
 func topologyExportRun(ctx context.Context, opts *topologyExportOptions) error {
 	f := opts.f
 	format, err := outputFormat(f, "yaml", OutputJSON)
 	if err != nil {
 		return err
 	}
-	b, err := f.OpenBroker(ctx)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	ectx, cancel := context.WithTimeout(ctx, f.timeout())
-	defer cancel()
-	spec, err := topology.Export(ectx, b, topology.ExportOptions{Prefix: opts.Prefix})
+	spec, brokerName, err := exportBroker(ctx, f, opts.Prefix)
 	if err != nil {
 		return err
 	}
@@ -412,7 +424,7 @@ func topologyExportRun(ctx context.Context, opts *topologyExportOptions) error {
 		}
 		data = []byte(sb.String())
 	} else {
-		header := fmt.Sprintf("dlq topology export of %s", b.String())
+		header := fmt.Sprintf("dlq topology export of %s", brokerName)
 		if opts.Prefix != "" {
 			header += fmt.Sprintf(" (names starting with %q)", opts.Prefix)
 		}
@@ -462,15 +474,12 @@ Rules (silence one with ` + "`lint: {ignore: [RULE]}`" + ` in the spec):
 		Example: `  dlq topology lint -f topology.yaml
   dlq topology lint -f topology.yaml --strict --output json`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, args []string) error {
-			if opts.File == "" {
-				return flagErrorf("`-f` is required: the spec file (see `dlq help topology-spec`)")
-			}
+		RunE: needsSpecFile(&opts.File, func(c *cobra.Command) error {
 			if runF != nil {
 				return runF(opts)
 			}
 			return topologyLintRun(opts)
-		},
+		}),
 	}
 	c.Flags().StringVarP(&opts.File, "file", "f", "", "spec file (- for stdin)")
 	c.Flags().BoolVar(&opts.Strict, "strict", false, "fail on warnings too")
@@ -574,18 +583,11 @@ func topologyGraphRun(ctx context.Context, opts *topologyGraphOptions) error {
 			return err
 		}
 	} else {
-		b, err := f.OpenBroker(ctx)
+		spec, brokerName, err := exportBroker(ctx, f, opts.Prefix)
 		if err != nil {
 			return err
 		}
-		defer b.Close()
-		ectx, cancel := context.WithTimeout(ctx, f.timeout())
-		defer cancel()
-		spec, err := topology.Export(ectx, b, topology.ExportOptions{Prefix: opts.Prefix})
-		if err != nil {
-			return err
-		}
-		spec.File = b.String()
+		spec.File = brokerName
 		if m, err = topology.Expand(spec); err != nil {
 			return fmt.Errorf("read the broker's topology: %w", err)
 		}
