@@ -42,13 +42,9 @@ MEASURE_OUT=$DIR/groups-out
 . scripts/bench/measure.bash
 
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.1f", a / b; else print "inf" }'; }
-
 echo "== dlq stats (failure groups) vs jq -n 'reduce inputs as \$m ({}; …)' with the same reason rule"
 echo "   (incident archives, 256-byte bodies; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg))"
 printf '%-9s %-5s %9s %7s %11s %12s %7s\n' messages tool seconds cpu_s msgs/s peak_RSS_MB groups
-summary=()
-first_rss="" first_n="" last_rss="" last_n=""
 for n in $SIZES; do
   f="$DIR/groups-incident-$n.jsonl"
   [ -s "$f" ] || { echo "generating $f…" >&2; "$GEN" -n "$n" -templates 0 -size 256 -o "$f"; }
@@ -56,8 +52,7 @@ for n in $SIZES; do
   groups=$(grep -c '"template"' "$DIR/groups-out" || true)
   d_secs=$SECS d_cpu=$CPU d_rss=$RSS_MB
   printf '%-9s %-5s %9.2f %7s %11.0f %12s %7s\n' "$n" dlq "$d_secs" "$d_cpu" "$(ratio "$n" "$d_secs")" "$d_rss" "$groups"
-  [ -n "$first_rss" ] || { first_rss=$d_rss; first_n=$n; }
-  last_rss=$d_rss last_n=$n
+  track_rss "$n" "$d_rss"
   if [ "${DLQ_BENCH_SKIP_JQ:-}" != 1 ]; then
     measure jq -n "$JQ_PROG" "$f"
     groups=$(grep -c '": [0-9]' "$DIR/groups-out" || true)
@@ -73,12 +68,5 @@ many="$DIR/groups-many-1000000.jsonl"
 median 3 "$BIN" stats "file://$many" --output json
 folded=$(grep -m1 -o '"folded": *[0-9]*' "$DIR/groups-out" | grep -o '[0-9]*$' || echo 0)
 printf '%-9s %-5s %9.2f %7s %11.0f %12s %7s\n' "1000000" dlq "$SECS" "$CPU" "$(ratio 1000000 "$SECS")" "$RSS_MB" "100000 templates"
-echo
-echo "summary:"
-for l in "${summary[@]}"; do echo "  $l"; done
-if [ "$first_n" != "$last_n" ]; then
-  change=$(awk -v a="$first_rss" -v b="$last_rss" 'BEGIN{printf "%+.1f", (b - a) / a * 100}')
-  verdict=$(awk -v c="$change" 'BEGIN{print (c <= 10 && c >= -10) ? "ok" : "MISSED"}')
-  echo "  dlq peak RSS: $first_rss MB at $first_n messages, $last_rss MB at $last_n: ${change}% (target within 10%): $verdict"
-fi
+print_summary
 echo "  1,000,000 messages from 100,000 templates: peak RSS $RSS_MB MB, $folded messages beyond --max-groups counted as (other)"

@@ -43,13 +43,9 @@ export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-test} AWS_SECRET_ACCESS_KEY=${AWS_
 . scripts/bench/measure.bash
 
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.1f", a / b; else print "inf" }'; }
-
 echo "== dlq stats vs jq -s 'group_by(.reason)|map({reason:.[0].reason,n:length})'"
 echo "   (1 KiB JSON bodies, mixed reasons; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg))"
 printf '%-9s %-5s %9s %7s %11s %12s\n' messages tool seconds cpu_s msgs/s peak_RSS_MB
-summary=()
-first_rss="" first_n="" last_rss="" last_n=""
 for n in $STATS_N; do
   f="$DIR/stats-$n.jsonl"
   [ -s "$f" ] || { echo "generating $f…" >&2; "$GEN" -n "$n" -o "$f"; }
@@ -58,8 +54,7 @@ for n in $STATS_N; do
   [ "$read_n" = "$n" ] || { echo "dlq stats read $read_n messages of $n" >&2; exit 1; }
   d_secs=$SECS d_cpu=$CPU d_rss=$RSS_MB
   printf '%-9s %-5s %9.2f %7s %11.0f %12s\n' "$n" dlq "$d_secs" "$CPU" "$(ratio "$n" "$d_secs")" "$d_rss"
-  [ -n "$first_rss" ] || { first_rss=$d_rss; first_n=$n; }
-  last_rss=$d_rss last_n=$n
+  track_rss "$n" "$d_rss"
   if [ "${DLQ_BENCH_SKIP_JQ:-}" != 1 ]; then
     measure jq -s 'group_by(.reason)|map({reason:.[0].reason,n:length})' "$f"
     printf '%-9s %-5s %9.2f %7s %11.0f %12s\n' "$n" jq "$SECS" "$CPU" "$(ratio "$n" "$SECS")" "$RSS_MB"
@@ -68,14 +63,7 @@ for n in $STATS_N; do
     summary+=("$(printf '%s messages: dlq %.2f s, jq %.2f s: dlq is %sx faster (target >= 10x): %s; in CPU time %sx' "$n" "$d_secs" "$SECS" "$x" "$verdict" "$(ratio "$CPU" "$d_cpu")")")
   fi
 done
-echo
-echo "summary:"
-for l in "${summary[@]}"; do echo "  $l"; done
-if [ "$first_n" != "$last_n" ]; then
-  change=$(awk -v a="$first_rss" -v b="$last_rss" 'BEGIN{printf "%+.1f", (b - a) / a * 100}')
-  verdict=$(awk -v c="$change" 'BEGIN{print (c <= 10 && c >= -10) ? "ok" : "MISSED"}')
-  echo "  dlq peak RSS: $first_rss MB at $first_n messages, $last_rss MB at $last_n: ${change}% (target within 10%): $verdict"
-fi
+print_summary
 
 first_page() { # median wall time of 5 runs of `dlq peek … --limit 20`, in ms
   local times=()

@@ -11,6 +11,31 @@ measure() {
   RSS_MB=$(awk -F': ' '/Maximum resident set size/{printf "%.1f", $2/1024}' "$log")
 }
 
+# ratio A B : A / B to one decimal, "inf" when B is 0.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.1f", a / b; else print "inf" }'; }
+
+# A size sweep: `summary+=(LINE)` collects its verdicts and `track_rss N MB`
+# the peak RSS at each size; print_summary prints the lines and how far the
+# peak RSS moved from the first size to the last (the target: within 10%,
+# memory flat as queues grow).
+summary=()
+first_rss="" first_n="" last_rss="" last_n=""
+track_rss() {
+  [ -n "$first_rss" ] || { first_rss=$2; first_n=$1; }
+  last_rss=$2 last_n=$1
+}
+print_summary() {
+  echo
+  echo "summary:"
+  for l in "${summary[@]}"; do echo "  $l"; done
+  if [ "$first_n" != "$last_n" ]; then
+    local change verdict
+    change=$(awk -v a="$first_rss" -v b="$last_rss" 'BEGIN{printf "%+.1f", (b - a) / a * 100}')
+    verdict=$(awk -v c="$change" 'BEGIN{print (c <= 10 && c >= -10) ? "ok" : "MISSED"}')
+    echo "  dlq peak RSS: $first_rss MB at $first_n messages, $last_rss MB at $last_n: ${change}% (target within 10%): $verdict"
+  fi
+}
+
 # median N CMD… : a warm-up run, then N measured ones (N odd); SECS and CPU
 # are the medians, RSS_MB the largest peak.
 median() {
