@@ -284,7 +284,7 @@ func tuiResult(s redrive.Summary, verb string) tui.Result {
 }
 
 func tuiSelection(req tui.ActionRequest) (redrive.Options, error) {
-	ro := redrive.Options{IDs: req.IDs, SourceName: req.Queue}
+	ro := redrive.Options{IDs: req.IDs, SourceName: req.Queue, Words: req.Words}
 	if len(req.IDs) == 0 && req.Filter != "" {
 		q, err := inspect.Compile(req.Filter)
 		if err != nil {

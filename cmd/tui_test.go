@@ -209,3 +209,19 @@ func TestTUIBackendOverDemoArchive(t *testing.T) {
 		t.Fatalf("archive holds %d messages, want 3", got)
 	}
 }
+
+// TestTUISelectionKeepsTheTUIWords: the redrive and discard runs the TUI
+// starts word the settings in their per-message errors as the TUI does.
+func TestTUISelectionKeepsTheTUIWords(t *testing.T) {
+	words := func(s broker.Setting) string { return "key " + string(s.Option) }
+	ro, err := tuiSelection(tui.ActionRequest{Queue: "orders.dlq", IDs: []string{"m1"}, Words: words})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ro.Words == nil {
+		t.Fatal("redrive.Options.Words is nil: errors would name flags in the TUI")
+	}
+	if got := broker.RenderError(broker.Hintf("pass %s", broker.OptTransform), ro.Words); got != "pass key transform" {
+		t.Errorf("rendered %q", got)
+	}
+}

@@ -76,7 +76,7 @@ func (m Model) askRedrive(ids []string, filter string, count int64, sample *brok
 	m.dialog = newChoice("redrive "+what+" to", []string{"messages are removed from " + queue + " only after the destination confirms them"}, opts, hints,
 		func(m Model, choice int, _ string) (Model, tea.Cmd) {
 			confirm := func(m Model, dest broker.Destination) (Model, tea.Cmd) {
-				return m.confirmRedrive(ActionRequest{Queue: queue, IDs: ids, Filter: filter, Dest: dest, Expected: count, Groups: groups})
+				return m.confirmRedrive(ActionRequest{Queue: queue, IDs: ids, Filter: filter, Dest: dest, Expected: count, Groups: groups, Words: m.c.settingWords})
 			}
 			if dests[choice] == nil {
 				return m.askCustomDestination(confirm)
@@ -124,7 +124,7 @@ func (m Model) askDiscard(ids, groups []string) (Model, tea.Cmd) {
 			return m, nil
 		}
 		path = strings.TrimPrefix(path, "file://")
-		req := ActionRequest{Queue: queue, IDs: ids, Archive: path, Expected: int64(len(ids)), Groups: groups}
+		req := ActionRequest{Queue: queue, IDs: ids, Archive: path, Expected: int64(len(ids)), Groups: groups, Words: m.c.settingWords}
 		discard := m.c.backend.Discard
 		m.dialog = newConfirm(fmt.Sprintf("discard %d message(s)?", len(ids)), []string{
 			fmt.Sprintf("remove %d message(s) from %s after archiving them to %s.", len(ids), queue, path),

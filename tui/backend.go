@@ -113,6 +113,9 @@ type ActionRequest struct {
 	// Groups are the failure group IDs the messages were chosen by, for the
 	// audit record.
 	Groups []string
+	// Words words the settings that per-message errors name, as the TUI
+	// does: keys where it has one (nil: broker.PlainSetting).
+	Words broker.Renderer
 }
 
 // ReplaceRequest is one edited message to publish in place of its original.

@@ -10,6 +10,8 @@ func (c *common) settingWords(s broker.Setting) string {
 	switch s.Option {
 	case broker.OptFilter:
 		return "the filter (" + c.keys.messages.Filter.Help().Key + ")"
+	case broker.OptTransform:
+		return "an edit of the message (" + c.keys.detail.Edit.Help().Key + " in its detail view)"
 	case broker.OptBroker:
 		w = "the broker URL (broker in the context)"
 	case broker.OptCAFile:

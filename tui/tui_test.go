@@ -268,6 +268,14 @@ func TestRedriveSelected(t *testing.T) {
 	if len(m.Selected()) != 0 {
 		t.Fatalf("selection should be cleared after the action")
 	}
+	// Per-message errors of the run name settings in the TUI's words.
+	if req.Words == nil {
+		t.Fatal("the redrive request has no Words: its per-message errors would name flags")
+	}
+	hint := broker.Hintf("drop one with %s, or pass %s", broker.OptTransform.With("'del(.attributes.NAME)'"), broker.OptFilter)
+	if got, want := broker.RenderError(hint, req.Words), "drop one with an edit of the message (e in its detail view), or pass the filter (/)"; got != want {
+		t.Errorf("rendered %q, want %q", got, want)
+	}
 }
 
 func TestRedriveAllMatchingUsesFilter(t *testing.T) {
