@@ -67,26 +67,17 @@ func (a *archiveFlags) validate(verb string) error {
 	return nil
 }
 
-// open creates the archive; nil without one.
-func (a *archiveFlags) open(ctx context.Context, f *Factory) (broker.Broker, broker.Publisher, broker.Destination, error) {
+// open creates the archive for the messages of src's queue; nil without
+// one.
+func (a *archiveFlags) open(ctx context.Context, f *Factory, src broker.Broker, queue string) (broker.Broker, broker.Publisher, broker.Destination, error) {
 	if a.NoArchive {
 		return nil, nil, broker.Destination{}, nil
 	}
-	b, ref, err := f.OpenDestination(ctx, a.ArchiveTo)
+	b, p, path, err := openArchive(ctx, f, "`--archive-to "+a.ArchiveTo+"`", a.ArchiveTo, src, queue)
 	if err != nil {
 		return nil, nil, broker.Destination{}, err
 	}
-	if b == nil {
-		// Not a file: validate refuses that, so this is a reference that
-		// only looked like one.
-		return nil, nil, broker.Destination{}, flagErrorf("`--archive-to %s` is not an archive: use file://PATH.jsonl or file://PATH.jsonl.gz", a.ArchiveTo)
-	}
-	p, ok := b.(broker.Publisher)
-	if !ok {
-		b.Close()
-		return nil, nil, broker.Destination{}, fmt.Errorf("`--archive-to %s` cannot be written", a.ArchiveTo)
-	}
-	return b, p, broker.Destination{Kind: broker.ToFile, Path: strings.TrimPrefix(ref, "file://")}, nil
+	return b, p, broker.Destination{Kind: broker.ToFile, Path: path}, nil
 }
 
 type discardOptions struct {
@@ -170,7 +161,7 @@ func discardRun(ctx context.Context, o *discardOptions) error {
 	var arch broker.Publisher
 	var dest broker.Destination
 	if !o.DryRun {
-		ab, p, d, err := o.Archive.open(ctx, f)
+		ab, p, d, err := o.Archive.open(ctx, f, src, queue)
 		if err != nil {
 			return err
 		}

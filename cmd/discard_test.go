@@ -2,6 +2,9 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -29,5 +32,50 @@ func TestDiscardArchiveThatOpensNoArchive(t *testing.T) {
 	}
 	if b.consumed || len(b.dlq) != 3 {
 		t.Errorf("the queue was touched: consumed %v, %d left", b.consumed, len(b.dlq))
+	}
+}
+
+// TestRemovalArchivesRecordTheirSource: the archive that discard and purge
+// write first says where its messages came from (header and records), as
+// an export's does: it is the evidence of what was removed.
+func TestRemovalArchivesRecordTheirSource(t *testing.T) {
+	dir := t.TempDir()
+	src := "file://" + filepath.Join(dir, "src.jsonl")
+	audit := filepath.Join(dir, "audit.jsonl")
+	if _, stderr, code := runDLQ(t, "export", "demo:orders.dlq", "--to", src, "--audit-log", audit); code != ExitOK {
+		t.Fatalf("export: exit %d: %s", code, stderr)
+	}
+	for _, args := range [][]string{
+		{"discard", src, "--filter", `.death.reason == "rejected"`},
+		{"purge", src},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			path := filepath.Join(dir, args[0]+".jsonl")
+			args = append(args, "--archive-to", "file://"+path, "--yes", "--audit-log", audit)
+			if _, stderr, code := runDLQ(t, args...); code != ExitOK {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+			var head struct {
+				Source struct{ System, Broker, Queue string }
+			}
+			var rec struct{ Broker string }
+			if err := json.Unmarshal([]byte(lines[0]), &head); err != nil {
+				t.Fatal(err)
+			}
+			if len(lines) < 2 {
+				t.Fatalf("no record in the archive: %s", data)
+			}
+			if err := json.Unmarshal([]byte(lines[1]), &rec); err != nil {
+				t.Fatal(err)
+			}
+			if head.Source.Broker != src || head.Source.System != "archive" || rec.Broker != src {
+				t.Errorf("header source %+v, record broker %q; want %s", head.Source, rec.Broker, src)
+			}
+		})
 	}
 }

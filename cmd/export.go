@@ -136,17 +136,9 @@ func exportRun(ctx context.Context, opts *exportOptions) error {
 	if err := opts.Groups.resolve(ctx, f, b, queue, queue, opts.Peek.options(f.Now(), 0)); err != nil {
 		return err
 	}
-	db, _, err := f.OpenDestination(ctx, opts.To)
+	db, pub, _, err := openArchive(ctx, f, "`--to "+opts.To+"`", opts.To, b, queue)
 	if err != nil {
 		return err
-	}
-	pub, ok := db.(broker.Publisher)
-	if !ok {
-		db.Close()
-		return fmt.Errorf("%s cannot be written to", opts.To)
-	}
-	if s, ok := db.(interface{ SetSource(archive.Source) }); ok {
-		s.SetSource(archive.Source{System: b.System(), Broker: b.String(), Queue: queue})
 	}
 	dest := broker.Destination{Kind: broker.ToFile, Path: opts.path}
 	progress := newProgress(f, "exported")
@@ -181,4 +173,28 @@ func exportRun(ctx context.Context, opts *exportOptions) error {
 		return Partial(fmt.Errorf("export stopped after %d messages: %w", res.Exported, err))
 	}
 	return err
+}
+
+// openArchive opens the archive ref (file://PATH) to write the messages of
+// src's queue into, recording that source in its header and records. Errors
+// name the archive as named says (the flag that gave it).
+func openArchive(ctx context.Context, f *Factory, named, ref string, src broker.Broker, queue string) (broker.Broker, broker.Publisher, string, error) {
+	b, opened, err := f.OpenDestination(ctx, ref)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if b == nil {
+		// Not a file: the commands' flag checks refuse that, so this is a
+		// reference that only looked like one.
+		return nil, nil, "", flagErrorf("%s is not an archive: use file://PATH.jsonl or file://PATH.jsonl.gz", named)
+	}
+	p, ok := b.(broker.Publisher)
+	if !ok {
+		b.Close()
+		return nil, nil, "", fmt.Errorf("%s cannot be written", named)
+	}
+	if s, ok := b.(interface{ SetSource(archive.Source) }); ok {
+		s.SetSource(archive.Source{System: src.System(), Broker: src.String(), Queue: queue})
+	}
+	return b, p, strings.TrimPrefix(opened, "file://"), nil
 }

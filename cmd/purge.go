@@ -67,7 +67,7 @@ func purgeRun(ctx context.Context, o *purgeOptions) error {
 	if err := requireYes(f, what+o.Archive.clause()); err != nil {
 		return err
 	}
-	ab, arch, dest, err := o.Archive.open(ctx, f)
+	ab, arch, dest, err := o.Archive.open(ctx, f, src, queue)
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlq-tools/dlq/broker"
-	"github.com/dlq-tools/dlq/broker/archive"
 	"github.com/dlq-tools/dlq/inspect"
 	"github.com/dlq-tools/dlq/redrive"
 	"github.com/dlq-tools/dlq/tui"
@@ -321,24 +320,6 @@ func tuiDestination(ctx context.Context, f *Factory, b broker.Broker, dest broke
 	return db, func() { db.Close() }, nil
 }
 
-// tuiArchive opens the archive at path for the messages of b's queue,
-// recording where they came from.
-func tuiArchive(ctx context.Context, f *Factory, b broker.Broker, queue, path string) (broker.Broker, broker.Publisher, error) {
-	ab, _, err := f.OpenDestination(ctx, "file://"+path)
-	if err != nil {
-		return nil, nil, err
-	}
-	pub, ok := ab.(broker.Publisher)
-	if !ok {
-		ab.Close()
-		return nil, nil, fmt.Errorf("%s cannot be written", path)
-	}
-	if s, ok := ab.(interface{ SetSource(archive.Source) }); ok {
-		s.SetSource(archive.Source{System: b.System(), Broker: b.String(), Queue: queue})
-	}
-	return ab, pub, nil
-}
-
 func tuiRedrive(ctx context.Context, f *Factory, b broker.Broker, req tui.ActionRequest, progress func(tui.Progress)) (tui.Result, error) {
 	if err := f.CheckWritable("redrive"); err != nil {
 		return tui.Result{}, err
@@ -373,7 +354,7 @@ func tuiDiscard(ctx context.Context, f *Factory, b broker.Broker, req tui.Action
 		return tui.Result{}, err
 	}
 	ro.Progress = tuiProgress(progress)
-	ab, pub, err := tuiArchive(ctx, f, b, req.Queue, req.Archive)
+	ab, pub, _, err := openArchive(ctx, f, req.Archive, "file://"+req.Archive, b, req.Queue)
 	if err != nil {
 		return tui.Result{}, err
 	}
@@ -419,7 +400,7 @@ func tuiExport(ctx context.Context, f *Factory, b broker.Broker, req tui.ActionR
 	if st, err := os.Stat(req.Archive); err == nil && st.Size() > 0 {
 		return tui.Result{}, fmt.Errorf("%s exists: choose a new file", req.Archive)
 	}
-	ab, pub, err := tuiArchive(ctx, f, b, req.Queue, req.Archive)
+	ab, pub, _, err := openArchive(ctx, f, req.Archive, "file://"+req.Archive, b, req.Queue)
 	if err != nil {
 		return tui.Result{}, err
 	}
