@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -424,60 +423,73 @@ func (mv *messagesView) targetLabel() string {
 	return "nothing"
 }
 
-// reasonsMsg is the quick group-by of failure reasons.
+// reasonsMsg is the quick group-by of failure reasons: the failure groups
+// of the loaded messages, as `dlq stats` and the statistics screen count
+// them (shapes merged into templates).
 type reasonsMsg struct {
-	reasons []string
-	counts  []int
+	res  Grouping
+	rows []*row
+	err  error
 }
 
 func (mv *messagesView) countReasons() tea.Cmd {
+	group := mv.c.backend.Group
+	if group == nil {
+		return func() tea.Msg { return noticeMsg{text: "grouping is not available here"} }
+	}
 	n := mv.length()
 	rows := make([]*row, 0, n)
+	msgs := make([]*broker.Message, 0, n)
 	for i := range n {
-		rows = append(rows, mv.at(i))
+		r := mv.at(i)
+		rows = append(rows, r)
+		msgs = append(msgs, r.msg)
 	}
+	ctx := mv.c.ctx
 	return mv.c.safe(func() tea.Msg {
-		counts := map[string]int{}
-		for _, r := range rows {
-			counts[r.shape]++
-		}
-		out := reasonsMsg{}
-		for k := range counts {
-			out.reasons = append(out.reasons, k)
-		}
-		slices.SortFunc(out.reasons, func(a, b string) int {
-			if c := cmp.Compare(counts[b], counts[a]); c != 0 {
-				return c
-			}
-			return cmp.Compare(a, b)
-		})
-		for _, r := range out.reasons {
-			out.counts = append(out.counts, counts[r])
-		}
-		return out
+		res, err := group(ctx, "reason", msgs)
+		return reasonsMsg{res: res, rows: rows, err: err}
 	})
 }
 
-// showReasons asks for the dialog that lists the reasons; choosing one
-// shows its messages.
+// showReasons asks for the dialog that lists the failure groups; choosing
+// one shows its messages.
 func (mv *messagesView) showReasons(msg reasonsMsg) tea.Msg {
-	if len(msg.reasons) == 0 {
+	if msg.err != nil {
+		return errMsg{msg.err}
+	}
+	groups := msg.res.Groups
+	if len(groups) == 0 {
 		return noticeMsg{text: "no messages to group"}
 	}
-	total := 0
-	for _, c := range msg.counts {
-		total += c
+	total := max(msg.res.Total, 1)
+	opts := make([]string, len(groups))
+	hints := make([]string, len(groups))
+	for i, g := range groups {
+		opts[i] = fitRight(strconv.Itoa(g.Count), 7) + "  " + fit(g.ID, 10) + "  " + oneLine(g.Key, 60)
+		hints[i] = fmt.Sprintf("%.0f%%", 100*float64(g.Count)/float64(total))
 	}
-	opts := make([]string, len(msg.reasons))
-	hints := make([]string, len(msg.reasons))
-	for i, r := range msg.reasons {
-		opts[i] = fitRight(strconv.Itoa(msg.counts[i]), 7) + "  " + oneLine(r, 60)
-		hints[i] = fmt.Sprintf("%.0f%%", 100*float64(msg.counts[i])/float64(total))
+	groupsWord := "failure groups"
+	if len(groups) == 1 {
+		groupsWord = "failure group"
 	}
-	return openDialogMsg{d: newChoice("failure reasons", []string{fmt.Sprintf("%d messages, %d reasons — %s shows one reason's messages", total, len(opts), mv.c.keys.dialog.Confirm.Help().Key)}, opts, hints,
+	// Membership is decided now, for the messages that were grouped.
+	of := make(map[*row]int, len(msg.rows))
+	if msg.res.Of != nil {
+		for _, r := range msg.rows {
+			of[r] = msg.res.Of(r.msg)
+		}
+	}
+	return openDialogMsg{d: newChoice("failure reasons", []string{fmt.Sprintf("%d messages, %d %s — %s shows one group's messages", msg.res.Total, len(opts), groupsWord, mv.c.keys.dialog.Confirm.Help().Key)}, opts, hints,
 		func(m Model, choice int, _ string) (Model, tea.Cmd) {
-			reason := msg.reasons[choice]
-			return m.handle(showMatchesMsg{label: "reason = " + oneLine(reason, 60), match: func(r *row) bool { return r.shape == reason }})
+			label := "reason = " + oneLine(groups[choice].Key, 60)
+			if id := groups[choice].ID; id != "" {
+				label = "group " + id + " (" + oneLine(groups[choice].Key, 50) + ")"
+			}
+			return m.handle(showMatchesMsg{label: label, match: func(r *row) bool {
+				i, ok := of[r]
+				return ok && i == choice
+			}})
 		})}
 }
 

@@ -126,9 +126,9 @@ func TestMessagesSelectWithSpaceAndReasonGroup(t *testing.T) {
 	h.key("space", "space") // selects 0 and 1, cursor moves down each time
 	h.waitFor("2 selected")
 	h.key("g")
-	h.waitFor("failure reasons", "payment declined")
-	h.key("down", "enter") // the second reason by count (ties sorted by name)
-	h.waitFor("reason = ", "2 match")
+	h.waitFor("failure reasons", "3 failure groups", "payment declined")
+	h.key("down", "enter") // the second group by count (ties sorted by name)
+	h.waitFor("group 373c48d61b (schema mismatch", "2 match")
 	m := h.final()
 	if got := m.Selected(); !slices.Equal(got, []string{"msg-00000", "msg-00001"}) {
 		t.Fatalf("selected %v", got)
@@ -723,5 +723,26 @@ func TestErrorNoticeWordsSettingsForTheTUI(t *testing.T) {
 	h.waitFor("✗ list queues: check the broker URL")
 	if got := h.final().Notice(); got != want {
 		t.Errorf("notice %q, want %q", got, want)
+	}
+}
+
+// TestReasonGroupsMergeAsStatsDoes: the g dialog lists the failure groups
+// `dlq stats` counts, reasons that differ in one word merged into one
+// template, and choosing it shows all of its messages.
+func TestReasonGroupsMergeAsStatsDoes(t *testing.T) {
+	f := newFake()
+	msgs := sampleMessages("orders.dlq", 4)
+	for i, typ := range []string{"OrderShipped", "OrderShipped", "OrderCancelled", "InvoiceIssued"} {
+		msgs[i].Headers["x-exception-message"] = "Unknown event type " + typ
+	}
+	f.messages["orders.dlq"] = msgs
+	h := start(t, f.backend(false), Options{Queue: "orders.dlq"})
+	h.waitFor("4 read")
+	h.key("g")
+	h.waitFor("4 messages, 1 failure group —", "Unknown event type <*>")
+	h.key("enter")
+	h.waitFor("group "+inspect.GroupID("Unknown event type <*>")+" (Unknown event type <*>)", "4 match")
+	if m := h.final(); m.Visible() != 4 {
+		t.Fatalf("visible %d, want 4", m.Visible())
 	}
 }
