@@ -50,7 +50,7 @@ func (b *Broker) peekInfo(ctx context.Context, queue string) (peekInfo, error) {
 	var mq mgmtQueue
 	err := b.mgmtQueue(ctx, queue, "name,type,arguments,effective_policy_definition,messages,messages_ready", &mq)
 	if err != nil {
-		if errors.Is(err, broker.ErrNotFound) {
+		if errors.Is(err, broker.ErrNotFound) && !errors.Is(err, errMgmtMissesQueue) {
 			return peekInfo{}, b.notFoundQueue(op, queue)
 		}
 		if errors.Is(err, broker.ErrUnreachable) {

@@ -200,7 +200,7 @@ func (b *Broker) Queue(ctx context.Context, name string) (broker.Queue, error) {
 		},
 	)
 	if err != nil {
-		if errors.Is(err, broker.ErrNotFound) {
+		if errors.Is(err, broker.ErrNotFound) && !errors.Is(err, errMgmtMissesQueue) {
 			return broker.Queue{}, b.notFoundQueue(op, name)
 		}
 		return broker.Queue{}, translateErr(op, err)
@@ -229,17 +229,26 @@ func (b *Broker) Queue(ctx context.Context, name string) (broker.Queue, error) {
 // mgmtQueue reads one queue's columns from the management API. The API
 // learns of a new queue from statistics events, a moment after the queue
 // exists, and later still on a busy node: when it answers 404 for a queue
-// that a passive declare finds, it is asked again for up to 10 s.
+// that a passive declare finds, it is asked again for up to mgmtLag. A
+// queue the API still does not know then is one it will not learn of (the
+// management URL names another cluster or node): that fails with
+// errMgmtMissesQueue, which names the management URL, not the queue name.
 func (b *Broker) mgmtQueue(ctx context.Context, name, columns string, out *mgmtQueue) error {
 	path := "/queues/" + b.vhostPath() + "/" + url.PathEscape(name) + "?columns=" + columns
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(mgmtLag)
 	for {
 		err := b.mgmtDo(ctx, "GET", path, nil, out)
-		if !errors.Is(err, broker.ErrNotFound) || time.Now().After(deadline) {
+		if !errors.Is(err, broker.ErrNotFound) {
 			return err
 		}
 		if _, _, ierr := b.inspect(ctx, name); ierr != nil {
 			return err
+		}
+		if time.Now().After(deadline) {
+			_, n := b.node()
+			mgmtURL := n.mgmt.String()
+			return &broker.Error{Kind: broker.ErrNotFound, Op: "read queue `" + name + "` from the management API", Err: errMgmtMissesQueue,
+				Hint: broker.Hintf("queue `%s` exists on the broker but its management API (%s) has not known it on vhost `%s` for %s: check that %s names a node of the same cluster", name, mgmtURL, b.vhost, mgmtLag, broker.OptManagementURL)}
 		}
 		select {
 		case <-ctx.Done():
@@ -248,6 +257,14 @@ func (b *Broker) mgmtQueue(ctx context.Context, name, columns string, out *mgmtQ
 		}
 	}
 }
+
+// mgmtLag is how long the management API may lag behind a queue that
+// exists.
+var mgmtLag = 10 * time.Second
+
+// errMgmtMissesQueue: the management API does not know a queue that AMQP
+// finds.
+var errMgmtMissesQueue = errors.New("the management API does not know the queue")
 
 // inspect is a passive declare on a fresh channel: the exact number of
 // ready messages and of consumers, or ErrNotFound.

@@ -5,6 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"reflect"
 	"slices"
 	"strconv"
@@ -443,5 +448,58 @@ func TestQueueRolesLadder(t *testing.T) {
 	one, err := b.Queue(ctx, retry)
 	if err != nil || one.Role != broker.RoleRetry || one.IsDLQ {
 		t.Errorf("Queue(%s): role %s is_dlq %v, %v", retry, one.Role, one.IsDLQ, err)
+	}
+}
+
+// TestManagementAPIThatNeverKnowsAQueue: a management API that does not
+// know a queue AMQP finds (a management URL of another cluster) fails
+// after mgmtLag with an error that names the management URL and the
+// setting to check, not "queue not found". Here a proxy in front of the
+// real API hides the queue.
+func TestManagementAPIThatNeverKnowsAQueue(t *testing.T) {
+	env := brokertest.RabbitMQ(t)
+	defer func(d time.Duration) { mgmtLag = d }(mgmtLag)
+	mgmtLag = 500 * time.Millisecond
+	b, _ := openTest(t)
+	hidden := brokertest.Name(t, "hidden")
+	declareQueue(t, b, hidden, nil)
+
+	target, err := url.Parse(env.MgmtURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/api/queues/") && strings.HasSuffix(r.URL.EscapedPath(), "/"+url.PathEscape(hidden)) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"error":"Object Not Found","reason":"Not Found"}`)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	mgmt := withURL(t, srv.URL, func(u *url.URL) {
+		if tu, _ := url.Parse(env.MgmtURL); tu.User != nil {
+			u.User = tu.User
+		}
+	})
+	pb, err := Open(context.Background(), Config{URL: env.AMQPURL, ManagementURL: mgmt, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pb.Close()
+	for name, call := range map[string]func() error{
+		"Queue": func() error { _, err := pb.Queue(context.Background(), hidden); return err },
+		"Peek": func() error {
+			_, err := pb.Peek(context.Background(), hidden, broker.PeekOptions{Limit: 1}, func(*broker.Message) error { return nil })
+			return err
+		},
+	} {
+		err := call()
+		if !errors.Is(err, broker.ErrNotFound) || !strings.Contains(err.Error(), "exists on the broker but its management API ("+srv.URL) ||
+			!strings.Contains(err.Error(), "`management-url`") || strings.Contains(err.Error(), "check the queue name") {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }
