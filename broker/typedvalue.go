@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -164,7 +165,7 @@ func appendTyped(buf []byte, v any, depth int) ([]byte, error) {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			buf = appendJSONString(buf, k)
+			buf = appendJSONString(buf, EncodeName(k))
 			buf = append(buf, ':')
 			var err error
 			if buf, err = appendTyped(buf, x[k], depth+1); err != nil {
@@ -203,6 +204,33 @@ func appendTyped(buf []byte, v any, depth int) ([]byte, error) {
 		return buf, fmt.Errorf("header value of type %T cannot be encoded", v)
 	}
 	return buf, nil
+}
+
+// nameEscape starts a header name or table key written in base64.
+const nameEscape = "\x00base64:"
+
+// EncodeName is a header name or table key as a JSON object key. JSON keys
+// are UTF-8 text and AMQP names are any bytes, so a name that is not UTF-8
+// is written as "\u0000base64:" and its bytes in base64 (so is a name that
+// starts with NUL, which makes the escape unambiguous); every other name is
+// itself.
+func EncodeName(name string) string {
+	if utf8.ValidString(name) && !strings.HasPrefix(name, "\x00") {
+		return name
+	}
+	return nameEscape + base64.StdEncoding.EncodeToString([]byte(name))
+}
+
+// DecodeName is the inverse of EncodeName.
+func DecodeName(key string) (string, error) {
+	if !strings.HasPrefix(key, nameEscape) {
+		return key, nil
+	}
+	b, err := base64.StdEncoding.DecodeString(key[len(nameEscape):])
+	if err != nil {
+		return "", fmt.Errorf("name %q: not base64 after the escape: %w", key, err)
+	}
+	return string(b), nil
 }
 
 // appendJSONString appends s as encoding/json writes it.
@@ -295,11 +323,15 @@ func fromJSON(g any, depth int) (any, error) {
 		case TypedTable:
 			m := make(map[string]any, len(x))
 			for k, e := range x {
+				name, err := DecodeName(k)
+				if err != nil {
+					return nil, err
+				}
 				v, err := fromJSON(e, depth+1)
 				if err != nil {
-					return nil, fmt.Errorf("%s: %w", k, err)
+					return nil, fmt.Errorf("%s: %w", name, err)
 				}
-				m[k] = v
+				m[name] = v
 			}
 			return m, nil
 		}

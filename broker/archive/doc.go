@@ -42,7 +42,9 @@ RECORDS. Every other line is one message. Fields are left out when empty.
                         "encoding":"base64"), bytes (base64), timestamp
                         (RFC 3339, UTC), table {name: typed value, …},
                         array [typed value, …]. Integers are exact, also
-                        beyond 2^53.
+                        beyond 2^53. A header name or table key that is
+                        not UTF-8, or starts with NUL, is written as
+                        "\u0000base64:" and its bytes in base64.
   properties          content_type, content_encoding, delivery_mode, priority,
                       correlation_id, reply_to, expiration, message_id,
                       timestamp, type, user_id, app_id

@@ -43,7 +43,7 @@ func (h headerMap) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		ks, _ := json.Marshal(k)
+		ks, _ := json.Marshal(broker.EncodeName(k))
 		buf = append(buf, ks...)
 		buf = append(buf, ':')
 		var err error
@@ -71,11 +71,15 @@ func (h *headerMap) UnmarshalJSON(b []byte) error {
 	}
 	m := make(headerMap, len(raw))
 	for k, r := range raw {
+		name, err := broker.DecodeName(k)
+		if err != nil {
+			return fmt.Errorf("header %w", err)
+		}
 		v, err := broker.TypedValueFromJSON(r)
 		if err != nil {
-			return fmt.Errorf("header %q: %w", k, err)
+			return fmt.Errorf("header %q: %w", name, err)
 		}
-		m[k] = typedValue{v}
+		m[name] = typedValue{v}
 	}
 	*h = m
 	return nil
