@@ -427,9 +427,8 @@ func (mv *messagesView) targetLabel() string {
 // of the loaded messages, as `dlq stats` and the statistics screen count
 // them (shapes merged into templates).
 type reasonsMsg struct {
-	res  Grouping
-	rows []*row
-	err  error
+	res Grouping
+	err error
 }
 
 func (mv *messagesView) countReasons() tea.Cmd {
@@ -437,18 +436,14 @@ func (mv *messagesView) countReasons() tea.Cmd {
 	if group == nil {
 		return func() tea.Msg { return noticeMsg{text: "grouping is not available here"} }
 	}
-	n := mv.length()
-	rows := make([]*row, 0, n)
-	msgs := make([]*broker.Message, 0, n)
-	for i := range n {
-		r := mv.at(i)
-		rows = append(rows, r)
-		msgs = append(msgs, r.msg)
+	msgs := make([]*broker.Message, mv.length())
+	for i := range msgs {
+		msgs[i] = mv.at(i).msg
 	}
 	ctx := mv.c.ctx
 	return mv.c.safe(func() tea.Msg {
 		res, err := group(ctx, "reason", msgs)
-		return reasonsMsg{res: res, rows: rows, err: err}
+		return reasonsMsg{res: res, err: err}
 	})
 }
 
@@ -473,23 +468,12 @@ func (mv *messagesView) showReasons(msg reasonsMsg) tea.Msg {
 	if len(groups) == 1 {
 		groupsWord = "failure group"
 	}
-	// Membership is decided now, for the messages that were grouped.
-	of := make(map[*row]int, len(msg.rows))
-	if msg.res.Of != nil {
-		for _, r := range msg.rows {
-			of[r] = msg.res.Of(r.msg)
-		}
-	}
 	return openDialogMsg{d: newChoice("failure reasons", []string{fmt.Sprintf("%d messages, %d %s — %s shows one group's messages", msg.res.Total, len(opts), groupsWord, mv.c.keys.dialog.Confirm.Help().Key)}, opts, hints,
 		func(m Model, choice int, _ string) (Model, tea.Cmd) {
-			label := "reason = " + oneLine(groups[choice].Key, 60)
-			if id := groups[choice].ID; id != "" {
-				label = "group " + id + " (" + oneLine(groups[choice].Key, 50) + ")"
+			if msg.res.Of == nil {
+				return m, nil
 			}
-			return m.handle(showMatchesMsg{label: label, match: func(r *row) bool {
-				i, ok := of[r]
-				return ok && i == choice
-			}})
+			return m.handle(msg.res.showGroup("reason", choice))
 		})}
 }
 

@@ -114,12 +114,21 @@ func (s *statsView) groupRows(i int) []*row {
 }
 
 // groupLabel names group i for a notice or a filter.
-func (s *statsView) groupLabel(i int) string {
-	g := s.res.Groups[i]
-	if g.ID != "" {
-		return "group " + g.ID + " (" + oneLine(g.Key, 50) + ")"
+func (s *statsView) groupLabel(i int) string { return s.res.label(s.spec, i) }
+
+// label names group i of a grouping by spec, for a notice or a filter.
+func (g Grouping) label(spec string, i int) string {
+	row := g.Groups[i]
+	if row.ID != "" {
+		return "group " + row.ID + " (" + oneLine(row.Key, 50) + ")"
 	}
-	return s.spec + " = " + oneLine(g.Key, 60)
+	return spec + " = " + oneLine(row.Key, 60)
+}
+
+// showGroup shows the loaded messages of group i.
+func (g Grouping) showGroup(spec string, i int) showMatchesMsg {
+	of := g.Of
+	return showMatchesMsg{label: g.label(spec, i), match: func(r *row) bool { return of(r.msg) == i }}
 }
 
 // loaded groups the whole queue once it has been read, when the view was
@@ -174,8 +183,7 @@ func (s statsView) updateKey(k tea.KeyPressMsg) (statsView, tea.Cmd, tea.Msg) {
 		return s, s.input.Focus(), nil
 	case key.Matches(k, km.Filter):
 		if s.cursor < len(s.res.Groups) && s.res.Of != nil {
-			i, of := s.cursor, s.res.Of
-			return s, nil, showMatchesMsg{label: s.groupLabel(i), match: func(r *row) bool { return of(r.msg) == i }}
+			return s, nil, s.res.showGroup(s.spec, s.cursor)
 		}
 	case key.Matches(k, km.Redrive), key.Matches(k, km.Discard), key.Matches(k, km.Export):
 		ids, label, gids, ok := s.group()
