@@ -85,7 +85,7 @@ type record struct {
 }
 
 // properties is the record's "properties" object: broker.Properties, whose
-// JSON names are the archive's (TestArchiveFormatGolden pins them).
+// JSON names are the archive's (TestPropertiesFormat pins them).
 type properties broker.Properties
 
 type attribute struct {
