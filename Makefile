@@ -61,9 +61,16 @@ fuzz:
 	  for f in $$(grep -hoE '^func Fuzz[A-Za-z0-9_]+' $$t/*_test.go | sed 's/func //'); do \
 	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime 20s $$t || exit 1; done; done
 
+# gofmt, go vet, and shellcheck on every shell script (by its name, .sh or
+# .bash, or its #! line). shellcheck is Debian's package, installed when
+# missing and removed again by `scripts/brokers uninstall`.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	@command -v shellcheck >/dev/null || $(BROKERS) apt-install shellcheck
+	@files=$$(git ls-files | while read -r f; do case "$$f" in *.sh | *.bash) echo "$$f" ;; \
+	  *) [ -f "$$f" ] && head -n 1 "$$f" | grep -qE '^#!.*[/ ](ba|da)?sh( |$$)' && echo "$$f" ;; esac; done); \
+	  echo "shellcheck" $$files; shellcheck $$files
 
 # Man pages (docs/man) and markdown (docs/cli) from the command tree; a test
 # in scripts/gendocs fails when the committed ones are stale.
@@ -98,8 +105,10 @@ demo: build
 # with RabbitMQ 4.0 (test4, fault4), a three-node 4.0 cluster, and a TLS
 # node of each version (tls, tls4): all side by side (installs take turns).
 brokers-up:
-	@pids=; for i in $(INSTANCES); do DLQ_BROKERS_INSTANCE=$$i $(BROKERS) up & pids="$$pids $$!"; done; \
-	  rc=0; for p in $$pids; do wait $$p || rc=1; done; exit $$rc
+	@start=$$(date +%s); pids=; for i in $(INSTANCES); do DLQ_BROKERS_INSTANCE=$$i $(BROKERS) up & pids="$$pids $$!"; done; \
+	  rc=0; for p in $$pids; do wait $$p || rc=1; done; \
+	  if [ $$rc = 0 ]; then echo "brokers: every server up in $$(( $$(date +%s) - start ))s (installs included)"; \
+	  else echo "brokers: a server did not start: see the line above that names its step (make brokers-up again after the fix)" >&2; fi; exit $$rc
 
 brokers-down:
 	@for i in $(INSTANCES); do DLQ_BROKERS_INSTANCE=$$i $(BROKERS) down & done; wait

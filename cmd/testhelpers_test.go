@@ -12,10 +12,13 @@ import (
 	"time"
 
 	"github.com/dlq-tools/dlq/broker/brokertest"
+	"github.com/dlq-tools/dlq/internal/testenv"
 )
 
-// TestMain makes every test of package cmd hermetic: no config file, audit
-// log, context or broker of the person running the tests leaks in.
+// TestMain makes every test of package cmd hermetic (internal/testenv): no
+// config file, audit log, context, broker, editor or terminal setting of the
+// person running the tests leaks in. The tmux tests get a tmux server of
+// this test binary's own, stopped at the end.
 //
 // With DLQ_TEST_RUN_MAIN=1 the test binary is dlq itself (cmd.Main), so
 // that tests can hand it to a shell or another process without a build.
@@ -23,16 +26,13 @@ func TestMain(m *testing.M) {
 	if os.Getenv("DLQ_TEST_RUN_MAIN") == "1" {
 		os.Exit(int(Main()))
 	}
-	dir, err := os.MkdirTemp("", "dlq-cmd-test-")
+	dir, err := testenv.Setup()
 	if err != nil {
 		panic(err)
 	}
-	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
-	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
-	for _, k := range []string{"DLQ_CONTEXT", "DLQ_BROKER", "DLQ_PASSWORD", "DLQ_MANAGEMENT_PASSWORD", "DLQ_AUDIT_LOG", "DLQ_DEBUG_LOG", "NO_COLOR"} {
-		os.Unsetenv(k)
-	}
+	tmuxSocket = filepath.Join(dir, "tmux.sock")
 	code := m.Run()
+	stopTmuxServer()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -36,12 +36,33 @@ func tuiBinary(t *testing.T) string {
 	return bin
 }
 
+// tmuxSocket is this test binary's own tmux server (set by TestMain): a
+// server the person runs, or one another test binary runs, never sees these
+// sessions, and they never see its environment or settings.
+var tmuxSocket string
+
+// tmux runs a tmux command against the test binary's own server, without
+// any tmux configuration file.
+func tmux(args ...string) *exec.Cmd {
+	return exec.Command("tmux", append([]string{"-S", tmuxSocket, "-f", "/dev/null"}, args...)...)
+}
+
+func stopTmuxServer() {
+	if tmuxSocket != "" {
+		_ = tmux("kill-server").Run()
+	}
+}
+
 // tmuxSession is one terminal running dlq tui.
 type tmuxSession struct {
 	t    *testing.T
 	name string
 }
 
+// startTmux runs args in a new session of the test's tmux server, with
+// exactly the test's environment plus env (env -i): a variable of the tmux
+// server's, or of whoever started it, never reaches dlq. TERM is the one
+// tmux emulates.
 func startTmux(t *testing.T, env []string, args ...string) *tmuxSession {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
@@ -53,20 +74,27 @@ func startTmux(t *testing.T, env []string, args ...string) *tmuxSession {
 		cmdline[i] = shellQuote(a)
 	}
 	script := strings.Join(cmdline, " ") + "; echo DLQ-EXITED=$?; sleep 600"
-	c := exec.Command("tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "36", "sh", "-c", script)
-	c.Env = append(os.Environ(), env...)
-	if out, err := c.CombinedOutput(); err != nil {
+	argv := []string{"new-session", "-d", "-s", name, "-x", "120", "-y", "36", "env", "-i"}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TERM=") {
+			argv = append(argv, kv)
+		}
+	}
+	argv = append(argv, "TERM=screen")
+	argv = append(argv, env...)
+	argv = append(argv, "sh", "-c", script)
+	if out, err := tmux(argv...).CombinedOutput(); err != nil {
 		t.Fatalf("tmux new-session: %v\n%s", err, out)
 	}
 	s := &tmuxSession{t: t, name: name}
-	t.Cleanup(func() { _ = exec.Command("tmux", "kill-session", "-t", name).Run() })
+	t.Cleanup(func() { _ = tmux("kill-session", "-t", name).Run() })
 	return s
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func (s *tmuxSession) capture() string {
-	out, err := exec.Command("tmux", "capture-pane", "-p", "-t", s.name).Output()
+	out, err := tmux("capture-pane", "-p", "-t", s.name).Output()
 	if err != nil {
 		s.t.Fatalf("tmux capture-pane: %v", err)
 	}
@@ -99,14 +127,14 @@ func (s *tmuxSession) waitFor(want ...string) string {
 
 func (s *tmuxSession) keys(keys ...string) {
 	s.t.Helper()
-	if out, err := exec.Command("tmux", append([]string{"send-keys", "-t", s.name}, keys...)...).CombinedOutput(); err != nil {
+	if out, err := tmux(append([]string{"send-keys", "-t", s.name}, keys...)...).CombinedOutput(); err != nil {
 		s.t.Fatalf("tmux send-keys: %v\n%s", err, out)
 	}
 }
 
 func (s *tmuxSession) text(txt string) {
 	s.t.Helper()
-	if out, err := exec.Command("tmux", "send-keys", "-t", s.name, "-l", txt).CombinedOutput(); err != nil {
+	if out, err := tmux("send-keys", "-t", s.name, "-l", txt).CombinedOutput(); err != nil {
 		s.t.Fatalf("tmux send-keys: %v\n%s", err, out)
 	}
 }

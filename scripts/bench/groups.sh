@@ -30,6 +30,7 @@ GEN="$DIR/inspectgen"
 go build -o "$GEN" ./scripts/bench/inspectgen
 
 # The reason rule of dlq's shapes, as far as jq's regexes go.
+# shellcheck disable=SC2016 # a jq program: its $m is jq's
 JQ_PROG='def shape:
   gsub("[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"; "<uuid>")
   | gsub("\"[^\"]*\""; "\"<str>\"")

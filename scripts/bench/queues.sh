@@ -55,6 +55,7 @@ if [ -n "$big" ]; then
   cmds+=("$BIN queues --broker file://$big -o json")
   names+=("archive, $(( $(zcat "$big" | grep -vc dlq_archive) )) messages")
 fi
+# shellcheck disable=SC2086 # each command line is split into its words
 for i in "${!cmds[@]}"; do "${cmds[$i]%% *}" ${cmds[$i]#* } >/dev/null; done # warm and check
 
 echo "== dlq queues timings"

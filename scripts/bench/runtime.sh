@@ -21,7 +21,7 @@ BIN="$DIR/dlq-runtime"
 go build -o "$BIN" ./cmd/dlq
 GEN="$DIR/inspectgen"
 go build -o "$GEN" ./scripts/bench/inspectgen
-cpus=$(nproc)
+ncpu=$(nproc)
 export DLQ_BROKER=$DLQ_TEST_AMQP_URL
 
 MEASURE_OUT=/dev/null
@@ -29,19 +29,19 @@ MEASURE_OUT=/dev/null
 middle() { printf '%s\n' "$@" | sort -g | sed -n "$((($# + 1) / 2))p"; }
 
 echo "== dlq stats: GOGC $( grep -oE 'statsGCPercent = [0-9]+' cmd/runtime.go | grep -oE '[0-9]+$') (dlq) against 100 (Go's default)"
-echo "   ($cpus CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "   ($ncpu CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg))"
 printf '%-9s %-9s %7s %12s\n' messages setting cpu_s peak_RSS_MB
 for n in ${RUNTIME_BENCH_STATS_N:-100000 1000000}; do
 	f="$DIR/stats-$n.jsonl"
 	[ -s "$f" ] || "$GEN" -n "$n" -o "$f"
 	for setting in dlq GOGC=100; do
-		cpu=() rss=0
+		runs=() rss=0
 		for _ in 1 2 3; do
 			if [ "$setting" = dlq ]; then measure "$BIN" stats "file://$f" --group-by reason -o json; else measure env GOGC=100 "$BIN" stats "file://$f" --group-by reason -o json; fi
-			cpu+=("$CPU")
+			runs+=("$CPU")
 			rss=$(awk -v a="$RSS_MB" -v b="$rss" 'BEGIN{print (a > b) ? a : b}')
 		done
-		printf '%-9s %-9s %7s %12s\n' "$n" "$setting" "$(middle "${cpu[@]}")" "$rss"
+		printf '%-9s %-9s %7s %12s\n' "$n" "$setting" "$(middle "${runs[@]}")" "$rss"
 	done
 done
 
@@ -53,13 +53,12 @@ cleanup
 "$GEN" -rabbit "$DLQ_TEST_AMQP_URL" -queue "$dst" -n 0 >/dev/null
 "$GEN" -rabbit "$DLQ_TEST_AMQP_URL" -queue "$src" -n "$n" >/dev/null
 echo
-echo "== dlq redrive of $n messages between classic queues on RabbitMQ ${DLQ_TEST_RABBITMQ_VERSION:-3.10}: one processor (dlq) against GOMAXPROCS=$cpus"
+echo "== dlq redrive of $n messages between classic queues on RabbitMQ ${DLQ_TEST_RABBITMQ_VERSION:-3.10}: one processor (dlq) against GOMAXPROCS=$ncpu"
 echo "   (load average $(cut -d' ' -f1-3 /proc/loadavg))"
 printf '%-14s %7s %7s %16s\n' setting seconds cpu_s cpu_ms_per_1000
-unset cpu
 declare -A secs cpu
-for round in 1 2 3; do
-	for setting in dlq "GOMAXPROCS=$cpus"; do
+for _ in 1 2 3; do
+	for setting in dlq "GOMAXPROCS=$ncpu"; do
 		if [ "$setting" = dlq ]; then
 			measure "$BIN" redrive "$src" --to "queue:$dst" --yes -o json
 		else
@@ -69,7 +68,7 @@ for round in 1 2 3; do
 		t=$src src=$dst dst=$t
 	done
 done
-for setting in dlq "GOMAXPROCS=$cpus"; do
+for setting in dlq "GOMAXPROCS=$ncpu"; do
 	# shellcheck disable=SC2086
 	s=$(middle ${secs[$setting]}) c=$(middle ${cpu[$setting]})
 	printf '%-14s %7s %7s %16s\n' "$setting" "$s" "$c" "$(awk -v c="$c" -v n="$n" 'BEGIN{printf "%.1f", c * 1000000 / n}')"
