@@ -328,7 +328,7 @@ func parseDestination(s string) (broker.Destination, error) {
 	d, err := broker.ParseDestination(s)
 	switch {
 	case errors.Is(err, broker.ErrNotADestination):
-		return d, flagErrorf("`--to %s` is not a destination: use origin, queue:NAME, exchange:NAME[:KEY], file://PATH or BROKER#DEST", RedactURL(s))
+		return d, flagErrorf("`--to %s` is not a destination: use origin, queue:NAME, exchange:NAME[:KEY], file://PATH or BROKER#DEST", broker.Redact(s))
 	case err != nil:
 		return d, flagErrorf("`--to`: %v", err)
 	}
@@ -489,7 +489,7 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 		dst = b
 	}
 	if o.ServerSide {
-		if err := confirmOnTerminal(f, fmt.Sprintf("hand every message of `%s` to the broker to move to %s", srcName, Redact(o.To))); err != nil {
+		if err := confirmOnTerminal(f, fmt.Sprintf("hand every message of `%s` to the broker to move to %s", srcName, broker.Redact(o.To))); err != nil {
 			return err
 		}
 		return redriveServerSide(ctx, o, src, srcName, dest)
@@ -517,7 +517,7 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 		ro.Progress = bar.update
 	}
 	if !o.DryRun && !o.NoJournal {
-		j, err := redrive.CreateJournal(jdir, redrive.JournalHeader{Key: jkey, Broker: Redact(src.String()), Source: srcName, Destination: Redact(o.To), Plan: o.plan()})
+		j, err := redrive.CreateJournal(jdir, redrive.JournalHeader{Key: jkey, Broker: broker.Redact(src.String()), Source: srcName, Destination: broker.Redact(o.To), Plan: o.plan()})
 		if err != nil {
 			return fmt.Errorf("%w: pass `--no-journal` to run without one (an interrupted run then cannot be resumed)", err)
 		}
@@ -536,7 +536,7 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	}
 	restore()
 	bar.finish()
-	sum.Source, sum.Destination = srcName, Redact(o.To)
+	sum.Source, sum.Destination = srcName, broker.Redact(o.To)
 	if !previewed {
 		warnMissingPaths(f, "--filter", o.Select.filter)
 	}
