@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -359,7 +360,7 @@ func (o *redriveOptions) libOptions(ro *redrive.Options) {
 
 // plan is what a journal records to finish the run the same way.
 func (o *redriveOptions) plan() map[string]string {
-	p := map[string]string{"to": o.To}
+	p := map[string]string{"to": broker.Redact(o.To)}
 	add := func(k, v string) {
 		if v != "" {
 			p[k] = v
@@ -432,6 +433,36 @@ func (o *redriveOptions) adoptPlan(p map[string]string) error {
 	return o.validate()
 }
 
+// unmaskTo gives a journal's `--to`, which holds no password, the password
+// of this run: the broker URL of --broker or DLQ_BROKER when it names the
+// same broker and user, else DLQ_PASSWORD. Without either it fails with the
+// ways to give it.
+func (f *Factory) unmaskTo(to string) (string, error) {
+	brokerPart, dest, hasDest := strings.Cut(to, "#")
+	if !broker.HasPassword(brokerPart) {
+		return to, nil
+	}
+	join := func(b string) string {
+		if hasDest {
+			return b + "#" + dest
+		}
+		return b
+	}
+	candidates := []string{f.Options.Broker, os.Getenv("DLQ_BROKER")}
+	if s, err := f.resolveBroker(); err == nil {
+		candidates = append(candidates, s.Ref)
+	}
+	for _, c := range candidates {
+		if c != brokerPart && broker.HasPassword(c) && broker.Redact(c) == brokerPart {
+			return join(c), nil
+		}
+	}
+	if os.Getenv("DLQ_PASSWORD") != "" {
+		return join(strings.ReplaceAll(brokerPart, ":"+broker.Mask+"@", "@")), nil
+	}
+	return "", flagErrorf("the journal keeps `--to %s` without its password: pass `--to` again with the password, set DLQ_PASSWORD, or name the broker by a context (`--to CONTEXT#%s`)", to, dest)
+}
+
 func redriveRun(ctx context.Context, o *redriveOptions) error {
 	f := o.f
 	src, queue, srcName, err := f.openToChange(ctx, "redrive", o.Source, o.DryRun)
@@ -455,6 +486,11 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 		defer resume.Release()
 		if err := o.adoptPlan(resume.Plan().Plan); err != nil {
 			return err
+		}
+		if !o.changed("to") {
+			if o.To, err = f.unmaskTo(o.To); err != nil {
+				return err
+			}
 		}
 	} else if !o.DryRun && !o.ServerSide && !o.NoJournal {
 		if paths, _ := redrive.Interrupted(jdir, jkey); len(paths) > 0 {
