@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/redrive"
 )
 
@@ -64,12 +65,12 @@ func (f *Factory) Audit(rec AuditRecord) error {
 		rec.Host, _ = os.Hostname()
 	}
 	if rec.Command == "" {
-		rec.Command = Redact("dlq " + strings.Join(redactArgs(f.Args), " "))
+		rec.Command = broker.Redact("dlq " + strings.Join(redactArgs(f.Args), " "))
 	}
-	rec.Broker = Redact(rec.Broker)
-	rec.Source = Redact(rec.Source)
-	rec.Destination = Redact(rec.Destination)
-	rec.Error = Redact(rec.Error)
+	rec.Broker = broker.Redact(rec.Broker)
+	rec.Source = broker.Redact(rec.Source)
+	rec.Destination = broker.Redact(rec.Destination)
+	rec.Error = broker.Redact(rec.Error)
 	line, err := json.Marshal(rec)
 	if err != nil {
 		return err
@@ -123,7 +124,7 @@ func redactArgs(args []string) []string {
 			out[i] = k + "=xxxxx"
 			continue
 		}
-		out[i] = Redact(a)
+		out[i] = broker.Redact(a)
 		if secretFlags[a] && i+1 < len(args) {
 			out[i+1] = "xxxxx"
 			i++

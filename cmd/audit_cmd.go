@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/dlq-tools/dlq/broker"
 )
 
 type auditOptions struct {
@@ -60,7 +62,7 @@ topology-apply, tui-…; a prefix such as tui- matches all of them).`,
 				return flagErrorf("`--limit` must be 0 (all) or more")
 			}
 			if c.Flags().Changed("broker") {
-				opts.Broker = RedactURL(f.Options.Broker)
+				opts.Broker = broker.Redact(f.Options.Broker)
 			}
 			if runF != nil {
 				return runF(opts)
@@ -155,7 +157,7 @@ func countsText(c map[string]int64) string {
 // matches applies --broker, --queue and --command.
 func (o *auditOptions) matches(r AuditRecord) bool {
 	switch {
-	case o.Broker != "" && !strings.Contains(RedactURL(r.Broker), o.Broker):
+	case o.Broker != "" && !strings.Contains(broker.Redact(r.Broker), o.Broker):
 		return false
 	case o.Queue != "" && r.Source != o.Queue && r.Destination != o.Queue && !strings.HasSuffix(r.Destination, ":"+o.Queue):
 		return false

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +13,8 @@ import (
 	"sync"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/dlq-tools/dlq/broker"
 )
 
 // Config is dlq's config file: named contexts and the one in use. It never
@@ -149,11 +150,7 @@ func parseConfig(data []byte) (*Config, error) {
 		if len(ctx.Nodes) > 0 && !strings.HasPrefix(ctx.Broker, "amqp://") && !strings.HasPrefix(ctx.Broker, "amqps://") {
 			return nil, fmt.Errorf("context `%s`: `nodes` lists RabbitMQ nodes, but its broker is not amqp:// or amqps://: remove `nodes`", name)
 		}
-		if u, err := url.Parse(ctx.Broker); err == nil && u.User != nil {
-			if _, ok := u.User.Password(); ok {
-				return nil, fmt.Errorf("context `%s`: the broker URL holds a password: remove it and set `password_env:` to the name of an environment variable that holds it", name)
-			}
-		} else if err != nil && userinfo().MatchString(ctx.Broker) {
+		if broker.HasPassword(ctx.Broker) {
 			return nil, fmt.Errorf("context `%s`: the broker URL holds a password: remove it and set `password_env:` to the name of an environment variable that holds it", name)
 		}
 	}

@@ -253,9 +253,9 @@ func (f *Factory) openRef(ctx context.Context, s brokerSpec, ref string) (broker
 		return archive.Demo()
 	}
 	if _, _, ok := sqsQueueRef(ref); ok {
-		return nil, fmt.Errorf("%s is an SQS queue, not a broker: pass it as the queue argument, and `--broker sqs://REGION` if needed", RedactURL(ref))
+		return nil, fmt.Errorf("%s is an SQS queue, not a broker: pass it as the queue argument, and `--broker sqs://REGION` if needed", broker.Redact(ref))
 	}
-	return nil, fmt.Errorf("unknown broker %q: use amqp://, amqps://, sqs://, file://, demo: or a context name (`dlq contexts` lists them)", RedactURL(ref))
+	return nil, fmt.Errorf("unknown broker %q: use amqp://, amqps://, sqs://, file://, demo: or a context name (`dlq contexts` lists them)", broker.Redact(ref))
 }
 
 // openError makes a failed open one line that names the fix.
@@ -287,12 +287,8 @@ func (f *Factory) password(s brokerSpec) (string, error) {
 	if s.external() {
 		return "", nil
 	}
-	if u, err := url.Parse(s.Ref); err == nil && u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			return "", nil
-		}
-	} else if err != nil && userinfo().MatchString(s.Ref) {
-		// A list of hosts url.Parse refuses (amqp://u:p@[::1]:5672,h2/).
+	if broker.HasPassword(s.Ref) {
+		// Also in a list of hosts url.Parse refuses (amqp://u:p@[::1]:5672,h2/).
 		return "", nil
 	}
 	if s.PasswordEnv != "" {
@@ -358,16 +354,7 @@ func (f *Factory) warnURLPassword(s brokerSpec) {
 
 // urlHasPassword reports a URL (or a list of URLs) whose user information
 // holds a password.
-func urlHasPassword(ref string) bool {
-	for _, part := range strings.Split(ref, ",") {
-		if u, err := url.Parse(strings.TrimSpace(part)); err == nil && u.User != nil {
-			if _, ok := u.User.Password(); ok {
-				return true
-			}
-		}
-	}
-	return userinfo().MatchString(ref)
-}
+func urlHasPassword(ref string) bool { return broker.HasPassword(ref) }
 
 var regionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-\d+$`) })
 
@@ -379,7 +366,7 @@ func sqsRegion(ref string) (string, error) {
 		return "", nil
 	}
 	if !regionRE().MatchString(rest) {
-		return "", fmt.Errorf("malformed SQS broker %q: want sqs:// or sqs://REGION (e.g. sqs://eu-west-1); give queues by name, URL or ARN as the argument", RedactURL(ref))
+		return "", fmt.Errorf("malformed SQS broker %q: want sqs:// or sqs://REGION (e.g. sqs://eu-west-1); give queues by name, URL or ARN as the argument", broker.Redact(ref))
 	}
 	return rest, nil
 }
@@ -446,7 +433,7 @@ func (f *Factory) openQueue(ctx context.Context, ref string) (broker.Broker, str
 		b, err := f.openSpec(ctx, brokerSpec{Ref: "demo:", Via: "queue"})
 		return b, strings.TrimPrefix(ref, "demo:"), err
 	case strings.HasPrefix(ref, "amqp://"), strings.HasPrefix(ref, "amqps://"), strings.HasPrefix(ref, "sqs://"):
-		return nil, "", flagErrorf("a queue is named, not given as a broker URL: pass the broker with `--broker %s` and the queue by name", RedactURL(ref))
+		return nil, "", flagErrorf("a queue is named, not given as a broker URL: pass the broker with `--broker %s` and the queue by name", broker.Redact(ref))
 	}
 	if region, endpoint, ok := sqsQueueRef(ref); ok {
 		s, err := f.sqsSpecFor(region, endpoint)
@@ -512,7 +499,7 @@ func (f *Factory) openDestination(ctx context.Context, ref string) (broker.Broke
 	}
 	if brokerPart, dest, ok := strings.Cut(ref, "#"); ok {
 		if dest == "" {
-			return nil, "", flagErrorf("`--to %s` names no destination after `#`: add queue:NAME, exchange:NAME[:KEY] or origin", RedactURL(ref))
+			return nil, "", flagErrorf("`--to %s` names no destination after `#`: add queue:NAME, exchange:NAME[:KEY] or origin", broker.Redact(ref))
 		}
 		if brokerPart == "" {
 			return nil, "", flagErrorf("`--to %s` names no broker before `#`: give a broker URL or context name, or drop the `#`", ref)
@@ -536,7 +523,7 @@ func (f *Factory) openDestination(ctx context.Context, ref string) (broker.Broke
 		return b, "queue:" + ref, err
 	}
 	if knownScheme(ref) {
-		return nil, "", flagErrorf("`--to %s` names a broker but no destination: append `#queue:NAME`, `#exchange:NAME[:KEY]` or `#origin`", RedactURL(ref))
+		return nil, "", flagErrorf("`--to %s` names a broker but no destination: append `#queue:NAME`, `#exchange:NAME[:KEY]` or `#origin`", broker.Redact(ref))
 	}
 	return nil, ref, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/brokertest"
 )
 
@@ -78,7 +79,7 @@ func TestPasswordHostList(t *testing.T) {
 	} {
 		got, err := f.password(brokerSpec{Ref: ref})
 		if err != nil || got != want {
-			t.Errorf("password(%s) = %q, %v; want %q", RedactURL(ref), got, err, want)
+			t.Errorf("password(%s) = %q, %v; want %q", broker.Redact(ref), got, err, want)
 		}
 	}
 }

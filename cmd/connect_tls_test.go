@@ -11,6 +11,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/brokertest"
 	"github.com/dlq-tools/dlq/internal/testdiff"
 )
@@ -78,7 +79,7 @@ func newTLSFixture(t *testing.T) *tlsFixture {
 	env := brokertest.TLS(t)
 	conn, err := amqp.Dial(env.AMQPURL)
 	if err != nil {
-		t.Fatalf("dial the TLS node over plain AMQP: %v", RedactURL(err.Error()))
+		t.Fatalf("dial the TLS node over plain AMQP: %v", broker.Redact(err.Error()))
 	}
 	t.Cleanup(func() { conn.Close() })
 	ch, err := conn.Channel()

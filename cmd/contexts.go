@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/dlq-tools/dlq/broker"
 )
 
 type contextsOptions struct {
@@ -82,7 +84,7 @@ func contextsRun(opts *contextsOptions) error {
 		case c.Profile != "":
 			auth = "profile " + c.Profile
 		}
-		t.Row(mark, n, RedactURL(c.Broker), ro, auth)
+		t.Row(mark, n, broker.Redact(c.Broker), ro, auth)
 	}
 	if format == OutputCSV {
 		return t.RenderCSV(f.IO.Out)

@@ -49,7 +49,7 @@ func (g *groupFlag) resolve(ctx context.Context, f *Factory, b broker.Broker, qu
 	}
 	p, ok := b.(broker.Peeker)
 	if !ok {
-		return flagErrorf("`--group` needs to read `%s` first, and %s cannot read messages without removing them: select with `--filter '.group == \"ID\"'` instead", shown, Redact(b.String()))
+		return flagErrorf("`--group` needs to read `%s` first, and %s cannot read messages without removing them: select with `--filter '.group == \"ID\"'` instead", shown, broker.Redact(b.String()))
 	}
 	if f.IO.IsStderrTTY() {
 		f.IO.Statusf("dlq: reading `%s` to find its failure groups (nothing is changed)…", shown)

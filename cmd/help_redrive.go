@@ -41,6 +41,11 @@ Journal and --resume
   survive a killed process); the file is fsynced at the end. A run that
   stops before it publishes a message (a missing queue, a refused login)
   removes its journal: there is nothing to resume.
+  A journal keeps no password: a --to URL is stored redacted
+  (amqp://ops:xxxxx@host/), and --resume takes the password again from
+  --to given again, from --broker or DLQ_BROKER when they name the same
+  broker and user, or from DLQ_PASSWORD. A journal an earlier version
+  wrote with a password is rewritten without it when first read.
   On SQS the interrupted run's messages stay hidden until their visibility
   timeout ends: --resume waits for them (up to that timeout after the
   interrupted run's last journal line) instead of stopping at an empty

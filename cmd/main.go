@@ -78,7 +78,7 @@ func execute(ctx context.Context, f *Factory, args []string) ExitCode {
 	code := exitCodeFor(err)
 	if err != nil && !completing(args) {
 		if msg := errorText(err); msg != "" {
-			fmt.Fprintln(ios.ErrOut, "dlq: "+Redact(firstLine(msg)))
+			fmt.Fprintln(ios.ErrOut, "dlq: "+broker.Redact(firstLine(msg)))
 		}
 	}
 	return code

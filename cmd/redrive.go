@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -328,7 +329,7 @@ func parseDestination(s string) (broker.Destination, error) {
 	d, err := broker.ParseDestination(s)
 	switch {
 	case errors.Is(err, broker.ErrNotADestination):
-		return d, flagErrorf("`--to %s` is not a destination: use origin, queue:NAME, exchange:NAME[:KEY], file://PATH or BROKER#DEST", RedactURL(s))
+		return d, flagErrorf("`--to %s` is not a destination: use origin, queue:NAME, exchange:NAME[:KEY], file://PATH or BROKER#DEST", broker.Redact(s))
 	case err != nil:
 		return d, flagErrorf("`--to`: %v", err)
 	}
@@ -359,7 +360,7 @@ func (o *redriveOptions) libOptions(ro *redrive.Options) {
 
 // plan is what a journal records to finish the run the same way.
 func (o *redriveOptions) plan() map[string]string {
-	p := map[string]string{"to": o.To}
+	p := map[string]string{"to": broker.Redact(o.To)}
 	add := func(k, v string) {
 		if v != "" {
 			p[k] = v
@@ -432,6 +433,36 @@ func (o *redriveOptions) adoptPlan(p map[string]string) error {
 	return o.validate()
 }
 
+// unmaskTo gives a journal's `--to`, which holds no password, the password
+// of this run: the broker URL of --broker or DLQ_BROKER when it names the
+// same broker and user, else DLQ_PASSWORD. Without either it fails with the
+// ways to give it.
+func (f *Factory) unmaskTo(to string) (string, error) {
+	brokerPart, dest, hasDest := strings.Cut(to, "#")
+	if !broker.HasPassword(brokerPart) {
+		return to, nil
+	}
+	join := func(b string) string {
+		if hasDest {
+			return b + "#" + dest
+		}
+		return b
+	}
+	candidates := []string{f.Options.Broker, os.Getenv("DLQ_BROKER")}
+	if s, err := f.resolveBroker(); err == nil {
+		candidates = append(candidates, s.Ref)
+	}
+	for _, c := range candidates {
+		if c != brokerPart && broker.HasPassword(c) && broker.Redact(c) == brokerPart {
+			return join(c), nil
+		}
+	}
+	if os.Getenv("DLQ_PASSWORD") != "" {
+		return join(strings.ReplaceAll(brokerPart, ":"+broker.Mask+"@", "@")), nil
+	}
+	return "", flagErrorf("the journal keeps `--to %s` without its password: pass `--to` again with the password, set DLQ_PASSWORD, or name the broker by a context (`--to CONTEXT#%s`)", to, dest)
+}
+
 func redriveRun(ctx context.Context, o *redriveOptions) error {
 	f := o.f
 	src, queue, srcName, err := f.openToChange(ctx, "redrive", o.Source, o.DryRun)
@@ -455,6 +486,11 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 		defer resume.Release()
 		if err := o.adoptPlan(resume.Plan().Plan); err != nil {
 			return err
+		}
+		if !o.changed("to") {
+			if o.To, err = f.unmaskTo(o.To); err != nil {
+				return err
+			}
 		}
 	} else if !o.DryRun && !o.ServerSide && !o.NoJournal {
 		if paths, _ := redrive.Interrupted(jdir, jkey); len(paths) > 0 {
@@ -489,7 +525,7 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 		dst = b
 	}
 	if o.ServerSide {
-		if err := confirmOnTerminal(f, fmt.Sprintf("hand every message of `%s` to the broker to move to %s", srcName, Redact(o.To))); err != nil {
+		if err := confirmOnTerminal(f, fmt.Sprintf("hand every message of `%s` to the broker to move to %s", srcName, broker.Redact(o.To))); err != nil {
 			return err
 		}
 		return redriveServerSide(ctx, o, src, srcName, dest)
@@ -517,7 +553,7 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 		ro.Progress = bar.update
 	}
 	if !o.DryRun && !o.NoJournal {
-		j, err := redrive.CreateJournal(jdir, redrive.JournalHeader{Key: jkey, Broker: Redact(src.String()), Source: srcName, Destination: Redact(o.To), Plan: o.plan()})
+		j, err := redrive.CreateJournal(jdir, redrive.JournalHeader{Key: jkey, Broker: broker.Redact(src.String()), Source: srcName, Destination: broker.Redact(o.To), Plan: o.plan()})
 		if err != nil {
 			return fmt.Errorf("%w: pass `--no-journal` to run without one (an interrupted run then cannot be resumed)", err)
 		}
@@ -536,7 +572,7 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	}
 	restore()
 	bar.finish()
-	sum.Source, sum.Destination = srcName, Redact(o.To)
+	sum.Source, sum.Destination = srcName, broker.Redact(o.To)
 	if !previewed {
 		warnMissingPaths(f, "--filter", o.Select.filter)
 	}

@@ -45,7 +45,7 @@ func newRIRabbit(t *testing.T) *riRabbit {
 	env := brokertest.RabbitMQ(t)
 	conn, err := amqp.Dial(env.AMQPURL)
 	if err != nil {
-		t.Fatalf("dial rabbitmq: %v", RedactURL(err.Error()))
+		t.Fatalf("dial rabbitmq: %v", broker.Redact(err.Error()))
 	}
 	ch, err := conn.Channel()
 	if err != nil {

@@ -163,7 +163,7 @@ func tuiLogger(f *Factory) (*slog.Logger, func()) {
 // the TUI has no keys for them.
 func tuiBackend(f *Factory, b broker.Broker, o *tuiOptions, readOnly bool, logger *slog.Logger) tui.Backend {
 	tb := tui.Backend{
-		Name:     Redact(b.String()),
+		Name:     broker.Redact(b.String()),
 		ReadOnly: readOnly,
 		Reason:   inspect.Reason,
 		Decode: func(m *broker.Message) ([]byte, string) {

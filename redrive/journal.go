@@ -9,12 +9,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/dlq-tools/dlq/broker"
 )
 
 // A journal is a local append-only file that records the progress of one
@@ -53,7 +56,9 @@ type JournalHeader struct {
 	Source      string    `json:"source"`
 	Destination string    `json:"destination"`
 	// Plan holds the options needed to finish the run the same way
-	// (filter, transform, ids, limit, headers…), as the command wrote them.
+	// (filter, transform, ids, limit, headers…), as the command wrote them
+	// but redacted (broker.Redact): a resumed run takes the passwords from
+	// where the first run took them, never from the journal.
 	Plan map[string]string `json:"plan,omitempty"`
 	PID  int               `json:"pid"`
 }
@@ -113,6 +118,7 @@ func CreateJournal(dir string, hdr JournalHeader) (*Journal, error) {
 	}
 	hdr.Version = 1
 	hdr.PID = os.Getpid()
+	hdr = hdr.redacted()
 	path := filepath.Join(dir, hdr.Key+"-"+hdr.RunID+".journal")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -129,6 +135,96 @@ func CreateJournal(dir string, hdr JournalHeader) (*Journal, error) {
 		return nil, fmt.Errorf("journal %s: %w", path, err)
 	}
 	return j, nil
+}
+
+// redacted is h with every secret hidden (broker.Redact): journals stay on
+// disk and are listed, and never hold a password.
+func (h JournalHeader) redacted() JournalHeader {
+	h.Broker = broker.Redact(h.Broker)
+	h.Source = broker.Redact(h.Source)
+	h.Destination = broker.Redact(h.Destination)
+	if h.Plan != nil {
+		p := make(map[string]string, len(h.Plan))
+		for k, v := range h.Plan {
+			p[k] = broker.Redact(v)
+		}
+		h.Plan = p
+	}
+	return h
+}
+
+// scrubJournal rewrites a journal whose header holds a secret, as earlier
+// versions of dlq wrote them, with the secret redacted: a new file with the
+// old one's modification time replaces it at once (rename), so that a
+// kill leaves one or the other. A journal that a running process holds is
+// left for a later read.
+func scrubJournal(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	line, err := bufio.NewReader(f).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "H ") {
+		return nil
+	}
+	var h JournalHeader
+	if json.Unmarshal([]byte(line[2:]), &h) != nil {
+		return nil
+	}
+	clean, _ := json.Marshal(h.redacted())
+	if again, _ := json.Marshal(h); bytes.Equal(clean, again) {
+		return nil
+	}
+	if lockFile(f, true) != nil {
+		return nil
+	}
+	defer unlockFile(f)
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("journal %s: %w", path, err)
+	}
+	data, err := io.ReadAll(io.NewSectionReader(f, 0, st.Size()))
+	if err != nil {
+		return fmt.Errorf("journal %s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".scrub-*.tmp")
+	if err != nil {
+		return fmt.Errorf("journal %s: %w", path, err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	var buf bytes.Buffer
+	buf.WriteString("H ")
+	buf.Write(clean)
+	buf.WriteByte('\n')
+	buf.Write(data[len(line):])
+	if _, err := tmp.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("journal %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("journal %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("journal %s: %w", path, err)
+	}
+	if err := os.Chtimes(tmp.Name(), st.ModTime(), st.ModTime()); err != nil {
+		return fmt.Errorf("journal %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("journal %s: %w", path, err)
+	}
+	done = true
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
 }
 
 // Path is the journal file.
@@ -351,6 +447,9 @@ func LoadInterrupted(dir, key string) (*ResumeState, error) {
 	r := &ResumeState{confirmed: map[string]int{}}
 	unconfirmed := map[string]int{}
 	for _, p := range paths {
+		if err := scrubJournal(p); err != nil {
+			return nil, err
+		}
 		f, err := os.OpenFile(p, os.O_RDWR|os.O_APPEND, 0o600)
 		if err != nil {
 			r.release()
@@ -380,7 +479,7 @@ func LoadInterrupted(dir, key string) (*ResumeState, error) {
 			case 'H':
 				var h JournalHeader
 				if json.Unmarshal([]byte(rest), &h) == nil {
-					r.Headers = append(r.Headers, h)
+					r.Headers = append(r.Headers, h.redacted())
 				}
 			case 'B':
 				var b journalBegin

@@ -33,6 +33,9 @@ func ListJournals(dir string) ([]JournalInfo, error) {
 	}
 	var out []JournalInfo
 	for _, p := range matches {
+		// A journal an earlier version wrote may hold a secret: gone on
+		// first read. One that cannot be rewritten now is listed redacted.
+		_ = scrubJournal(p)
 		f, err := os.Open(p)
 		if err != nil {
 			continue
@@ -43,6 +46,7 @@ func ListJournals(dir string) ([]JournalInfo, error) {
 		}
 		if line, err := bufio.NewReader(f).ReadString('\n'); err == nil && strings.HasPrefix(line, "H ") {
 			_ = json.Unmarshal([]byte(line[2:]), &ji.Header)
+			ji.Header = ji.Header.redacted()
 		}
 		if lockFile(f, true) != nil {
 			ji.State = JournalRunning

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 // Finished journals are pruned (by age); interrupted ones never are.
@@ -49,5 +51,84 @@ func TestListAndPruneJournals(t *testing.T) {
 	}
 	if _, err := os.Stat(interrupted); err != nil {
 		t.Fatalf("the interrupted journal was removed: %v", err)
+	}
+}
+
+// A journal never holds a password: CreateJournal redacts its header.
+func TestJournalHeaderRedacted(t *testing.T) {
+	dir := t.TempDir()
+	const to = "amqp://ops:Kx9@Zq7Leak@rabbit-b:5672/shop#queue:orders"
+	j, err := CreateJournal(dir, JournalHeader{Key: "k", Broker: "amqp://ops:Kx9@Zq7Leak@rabbit-a/", Source: "orders.dlq",
+		Destination: to, Plan: map[string]string{"to": to, "filter": ".n > 1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, j.record('P', []string{"m1"}))
+	must(t, j.Close())
+	data, err := os.ReadFile(j.Path())
+	must(t, err)
+	if strings.Contains(string(data), "Zq7Leak") || strings.Contains(string(data), "Kx9") {
+		t.Fatalf("journal holds the password:\n%s", data)
+	}
+	js, err := ListJournals(dir)
+	must(t, err)
+	want := "amqp://ops:xxxxx@rabbit-b:5672/shop#queue:orders"
+	if len(js) != 1 {
+		t.Fatalf("%d journals, want 1", len(js))
+	}
+	if p := js[0].Header.Plan; p["to"] != want || p["filter"] != ".n > 1" {
+		t.Errorf("plan to %q filter %q, want to %q filter %q", p["to"], p["filter"], want, ".n > 1")
+	}
+}
+
+// A journal an earlier version wrote with a password in its header loses
+// it on first read, and keeps its steps and its modification time.
+func TestOldJournalScrubbedOnRead(t *testing.T) {
+	for _, read := range []string{"ListJournals", "LoadInterrupted"} {
+		t.Run(read, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "k-0123456789abcdef.journal")
+			old := `H {"v":1,"run_id":"0123456789abcdef","key":"k","started":"2026-11-01T10:00:00Z","broker":"amqp://ops@rabbit-a:5672/","source":"orders.dlq","destination":"amqp://ops:xxxxx@Zq7Leak@rabbit-b/#queue:orders","plan":{"to":"amqp://ops:Kx9@Zq7Leak@rabbit-b/#queue:orders","filter":".n \u003e 1"},"pid":4242}` + "\n" +
+				"B {\"ack_hold\":0}\nP m1 m2\nC m1\nA m1\n"
+			must(t, os.WriteFile(path, []byte(old), 0o600))
+			mtime := time.Date(2026, 11, 1, 10, 5, 0, 0, time.UTC)
+			must(t, os.Chtimes(path, mtime, mtime))
+			var plan map[string]string
+			switch read {
+			case "ListJournals":
+				js, err := ListJournals(dir)
+				must(t, err)
+				if len(js) != 1 {
+					t.Fatalf("%d journals", len(js))
+				}
+				plan = js[0].Header.Plan
+			case "LoadInterrupted":
+				r, err := LoadInterrupted(dir, "k")
+				must(t, err)
+				plan = r.Plan().Plan
+				if len(r.Unconfirmed) != 1 || r.Unconfirmed[0] != "m2" {
+					t.Errorf("unconfirmed %v, want [m2]", r.Unconfirmed)
+				}
+				r.Release()
+			}
+			if want := "amqp://ops:xxxxx@rabbit-b/#queue:orders"; plan["to"] != want || plan["filter"] != ".n > 1" {
+				t.Errorf("plan to %q filter %q, want to %q", plan["to"], plan["filter"], want)
+			}
+			data, err := os.ReadFile(path)
+			must(t, err)
+			if strings.Contains(string(data), "Zq7Leak") || strings.Contains(string(data), "Kx9") {
+				t.Fatalf("journal still holds the password:\n%s", data)
+			}
+			_, steps, _ := strings.Cut(old, "\n")
+			if _, got, _ := strings.Cut(string(data), "\n"); got != steps {
+				t.Errorf("steps changed:\n%s", testdiff.Text(steps, got))
+			}
+			if st, err := os.Stat(path); err != nil || !st.ModTime().Equal(mtime) {
+				t.Errorf("modified %v (%v), want %v", st.ModTime(), err, mtime)
+			}
+			if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 1 {
+				t.Errorf("files left: %v", left)
+			}
+		})
 	}
 }

@@ -6,9 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
-	"regexp"
-	"sync"
 	"time"
 
 	"github.com/dlq-tools/dlq/broker"
@@ -132,7 +129,7 @@ func toRecord(m *broker.Message, brokerAddr string, archived time.Time) (record,
 		ID:               m.ID,
 		System:           m.System,
 		Queue:            m.Queue,
-		Broker:           redactURL(brokerAddr),
+		Broker:           broker.Redact(brokerAddr),
 		Archived:         utc(archived),
 		SystemAttributes: m.SystemAttributes,
 		Exchange:         m.Exchange,
@@ -382,23 +379,4 @@ func Unmarshal(b []byte) (*broker.Message, error) {
 	}
 	l.normaliseTimes()
 	return fromRecord(&l.record)
-}
-
-var urlPassword = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)([^/@\s:]*):([^/@\s]*)@`)
-})
-
-// redactURL removes the password from a broker address, so that an archive
-// never holds one even when the caller forgot.
-func redactURL(s string) string {
-	if s == "" {
-		return s
-	}
-	if u, err := url.Parse(s); err == nil && u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			return u.Redacted()
-		}
-		return s
-	}
-	return urlPassword().ReplaceAllString(s, "${1}${2}:xxxxx@")
 }

@@ -84,7 +84,7 @@ func NewWriter(path string, opts WriterOptions) (*Writer, error) {
 	}
 	if size == 0 {
 		h := Header{Version: Version, Created: opts.Now().UTC(), Source: opts.Source, Generator: opts.Generator}
-		h.Source.Broker = redactURL(h.Source.Broker)
+		h.Source.Broker = broker.Redact(h.Source.Broker)
 		b, err := marshalLine(h)
 		if err != nil {
 			fh.Close()

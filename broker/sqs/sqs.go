@@ -26,7 +26,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -138,7 +137,7 @@ func Open(ctx context.Context, cfg Config) (*Broker, error) {
 	if cfg.Endpoint != "" {
 		u, err := url.Parse(cfg.Endpoint)
 		if err != nil || u.Scheme == "" || u.Host == "" {
-			return nil, broker.Hintf("open sqs: invalid endpoint %q: %s must be a URL such as http://127.0.0.1:9324", redactURL(cfg.Endpoint), broker.OptEndpointURL)
+			return nil, broker.Hintf("open sqs: invalid endpoint %q: %s must be a URL such as http://127.0.0.1:9324", broker.Redact(cfg.Endpoint), broker.OptEndpointURL)
 		}
 	}
 	client := sqs.NewFromConfig(awsCfg, OwnRequestBodies, func(o *sqs.Options) {
@@ -202,7 +201,7 @@ func (b *Broker) System() broker.System { return broker.SQS }
 func (b *Broker) String() string {
 	s := "sqs://" + b.region
 	if b.endpoint != "" {
-		s += " (endpoint " + redactURL(b.endpoint) + ")"
+		s += " (endpoint " + broker.Redact(b.endpoint) + ")"
 	}
 	return s
 }
@@ -213,21 +212,6 @@ func (b *Broker) Region() string { return b.region }
 // Close ends the broker's use. The SDK client holds no connection that
 // needs an orderly close; idle HTTP connections time out on their own.
 func (b *Broker) Close() error { return nil }
-
-// redactURL drops user information and query strings from an endpoint URL.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.Host == "" {
-		if i := strings.IndexAny(s, "@?"); i >= 0 {
-			return "<redacted endpoint>"
-		}
-		return s
-	}
-	u.User = nil
-	u.RawQuery = ""
-	u.Fragment = ""
-	return u.String()
-}
 
 // ownBody gives net/http its own copy of each request body. The SDK may
 // close or rewind a request's body once the response has arrived, while
