@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/dlq-tools/dlq/broker"
 	dlqsqs "github.com/dlq-tools/dlq/broker/sqs"
 	"github.com/dlq-tools/dlq/broker/sqs/sqsbench"
 )
@@ -112,7 +112,6 @@ func (r result) print() {
 // dlqArgs are added to every dlq redrive the benchmark runs.
 var dlqArgs []string
 
-var userinfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)([^/@\s:]*):([^/@\s]*)@`)
 
 func runDLQ(bin string, args ...string) (time.Duration, error) {
 	args = append(args, dlqArgs...)
@@ -125,7 +124,7 @@ func runDLQ(bin string, args ...string) (time.Duration, error) {
 	}
 	if err != nil {
 		// Never print the broker password that the URL carries.
-		line := userinfo.ReplaceAllString(strings.Join(args, " ")+": "+err.Error()+"\n"+string(out), "${1}${2}:xxxxx@")
+		line := broker.Redact(strings.Join(args, " ") + ": " + err.Error() + "\n" + string(out))
 		return 0, fmt.Errorf("dlq %s", line)
 	}
 	return time.Since(start), nil
