@@ -112,7 +112,6 @@ func (r result) print() {
 // dlqArgs are added to every dlq redrive the benchmark runs.
 var dlqArgs []string
 
-
 func runDLQ(bin string, args ...string) (time.Duration, error) {
 	args = append(args, dlqArgs...)
 	start := time.Now()
