@@ -31,18 +31,39 @@ type WriterOptions struct {
 // already in the file are never rewritten. A record counts as written once
 // Flush or Close has returned without error: both fsync the file.
 //
-// A ".gz" file gets one gzip member per Flush, so that every flushed record
-// is readable after a crash; readers see the members as one stream.
+// A ".gz" file gets one gzip member per Flush, closed (with its CRC and
+// size) before the fsync, so that every flushed record is readable after a
+// crash; readers see the members as one stream.
+//
+// After a failed write or sync (a full disk) the Writer is spent: every
+// later call returns that error, as what reached the disk is unknown. The
+// next NewWriter of the file repairs its tail.
 type Writer struct {
 	mu     sync.Mutex
 	path   string
-	fh     *os.File
+	fh     file
 	bw     *bufio.Writer
 	gz     *gzip.Writer // open member, nil between flushes
 	isGz   bool
 	opts   WriterOptions
 	n      int64
+	err    error // the first write or sync error; sticky
 	closed bool
+}
+
+// file is what a Writer needs of its *os.File; tests put a full disk
+// behind it.
+type file interface {
+	io.Writer
+	io.ReaderAt
+	Stat() (os.FileInfo, error)
+	Truncate(size int64) error
+	Sync() error
+	Close() error
+}
+
+func openAppend(path string) (file, error) {
+	return os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o600)
 }
 
 // NewWriter opens path for appending, creating it (mode 0600: dead letters
@@ -50,12 +71,16 @@ type Writer struct {
 // empty. A plain file whose last line was cut short by a crash has that
 // unconfirmed partial line removed first.
 func NewWriter(path string, opts WriterOptions) (*Writer, error) {
+	return newWriter(path, opts, openAppend)
+}
+
+func newWriter(path string, opts WriterOptions, open func(string) (file, error)) (*Writer, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	_, statErr := os.Stat(path)
 	created := errors.Is(statErr, os.ErrNotExist)
-	fh, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o600)
+	fh, err := open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, &broker.Error{Kind: broker.ErrNotFound, Op: "create archive " + path, Msg: "the directory does not exist: create it or choose another path", Err: err}
@@ -104,7 +129,7 @@ func NewWriter(path string, opts WriterOptions) (*Writer, error) {
 
 // repairTail drops an unterminated last line (a write torn by a crash; it was
 // never flushed as complete, so never confirmed) and returns the new size.
-func repairTail(fh *os.File, size int64) (int64, error) {
+func repairTail(fh file, size int64) (int64, error) {
 	var last [1]byte
 	if _, err := fh.ReadAt(last[:], size-1); err != nil {
 		return 0, err
@@ -129,7 +154,7 @@ func repairTail(fh *os.File, size int64) (int64, error) {
 	return 0, truncateSync(fh, 0)
 }
 
-func truncateSync(fh *os.File, n int64) error {
+func truncateSync(fh file, n int64) error {
 	if err := fh.Truncate(n); err != nil {
 		return err
 	}
@@ -159,6 +184,17 @@ func (w *Writer) Count() int64 {
 }
 
 func (w *Writer) writeLine(b []byte) error {
+	if err := w.writeRaw(b); err != nil {
+		return err
+	}
+	return w.writeRaw([]byte{'\n'})
+}
+
+// writeRaw writes b into the open member (or the plain file's buffer).
+func (w *Writer) writeRaw(b []byte) error {
+	if w.err != nil {
+		return w.err
+	}
 	var dst io.Writer = w.bw
 	if w.isGz {
 		if w.gz == nil {
@@ -167,10 +203,8 @@ func (w *Writer) writeLine(b []byte) error {
 		dst = w.gz
 	}
 	if _, err := dst.Write(b); err != nil {
-		return fmt.Errorf("write archive %s: %w", w.path, err)
-	}
-	if _, err := dst.Write([]byte{'\n'}); err != nil {
-		return fmt.Errorf("write archive %s: %w", w.path, err)
+		w.err = fmt.Errorf("write archive %s: %w", w.path, err)
+		return w.err
 	}
 	return nil
 }
@@ -205,17 +239,25 @@ func (w *Writer) flushLocked() error {
 	if w.closed {
 		return nil
 	}
+	if w.err != nil {
+		return w.err
+	}
 	if w.gz != nil {
 		if err := w.gz.Close(); err != nil {
-			return fmt.Errorf("write archive %s: %w", w.path, err)
+			w.err = fmt.Errorf("write archive %s: %w", w.path, err)
+			return w.err
 		}
 		w.gz = nil
 	}
 	if err := w.bw.Flush(); err != nil {
-		return fmt.Errorf("write archive %s: %w", w.path, err)
+		w.err = fmt.Errorf("write archive %s: %w", w.path, err)
+		return w.err
 	}
 	if err := w.fh.Sync(); err != nil {
-		return fmt.Errorf("sync archive %s: %w", w.path, err)
+		// A failed fsync may have dropped the dirty pages: a later one
+		// that succeeds proves nothing about them.
+		w.err = fmt.Errorf("sync archive %s: %w", w.path, err)
+		return w.err
 	}
 	return nil
 }
