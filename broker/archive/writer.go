@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -68,8 +69,12 @@ func openAppend(path string) (file, error) {
 
 // NewWriter opens path for appending, creating it (mode 0600: dead letters
 // often carry personal data) with a header when it does not exist or is
-// empty. A plain file whose last line was cut short by a crash has that
-// unconfirmed partial line removed first.
+// empty. The tail a crash or a full disk left behind, which no Flush ever
+// confirmed, is repaired first: a plain file loses its unterminated last
+// line; a ".gz" file is cut after its last complete gzip member whose CRC
+// and size check, and the complete lines that can still be read from the
+// torn member after it are written again as a new member. A ".gz" file
+// damaged otherwise (not a write cut short) is refused, never truncated.
 func NewWriter(path string, opts WriterOptions) (*Writer, error) {
 	return newWriter(path, opts, openAppend)
 }
@@ -101,11 +106,28 @@ func newWriter(path string, opts WriterOptions, open func(string) (file, error))
 		return nil, fmt.Errorf("open archive %s: %w", path, err)
 	}
 	size := st.Size()
-	if size > 0 && !w.isGz {
-		if size, err = repairTail(fh, size); err != nil {
+	var salvage []byte
+	if size > 0 {
+		if w.isGz {
+			size, salvage, err = repairGzip(fh, size)
+		} else {
+			size, err = repairTail(fh, size)
+		}
+		if err != nil {
 			fh.Close()
 			return nil, fmt.Errorf("open archive %s: %w", path, err)
 		}
+	}
+	if len(salvage) > 0 {
+		if err := w.writeRaw(salvage); err != nil {
+			fh.Close()
+			return nil, err
+		}
+		if err := w.Flush(); err != nil {
+			fh.Close()
+			return nil, err
+		}
+		size += int64(len(salvage))
 	}
 	if size == 0 {
 		h := Header{Version: Version, Created: opts.Now().UTC(), Source: opts.Source, Generator: opts.Generator}
@@ -152,6 +174,93 @@ func repairTail(fh file, size int64) (int64, error) {
 		end = start
 	}
 	return 0, truncateSync(fh, 0)
+}
+
+// maxSalvage bounds what repairGzip holds of a torn member's text; complete
+// lines beyond it are dropped with the rest of the torn member.
+const maxSalvage = 64 << 20
+
+// repairGzip finds the end of the last complete gzip member whose CRC and
+// size check, truncates whatever follows it, and returns that end with the
+// complete JSON lines the torn member after it still yields (to be written
+// again; they were never confirmed, so keeping them is a bonus). Bytes after
+// the last good member that are not a member cut short (a bad header or
+// checksum) are damage, not a torn write: the file is left as it is.
+func repairGzip(fh file, size int64) (int64, []byte, error) {
+	cr := &countingReader{r: io.NewSectionReader(fh, 0, size)}
+	br := bufio.NewReaderSize(cr, 64<<10)
+	at := func() int64 { return cr.n - int64(br.Buffered()) }
+	var zr gzip.Reader
+	var out capBuffer
+	var end int64
+	for end < size {
+		out.b = out.b[:0]
+		magic, _ := br.Peek(3)
+		isMember := bytes.HasPrefix([]byte{0x1f, 0x8b, 8}, magic) // or the start of one
+		err := zr.Reset(br)
+		if errors.Is(err, io.ErrUnexpectedEOF) && !isMember {
+			err = gzip.ErrHeader // too short for gzip to judge its header
+		}
+		if err == nil {
+			zr.Multistream(false)
+			_, err = io.Copy(&out, &zr)
+		}
+		if err == nil {
+			end = at()
+			continue
+		}
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			return 0, nil, fmt.Errorf("damaged after byte %d (%v), not by a write cut short: dlq appends only to an archive it can read to the end; choose another file, and keep this one as evidence", end, err)
+		}
+		if err := truncateSync(fh, end); err != nil {
+			return 0, nil, err
+		}
+		return end, completeLines(out.b), nil
+	}
+	return end, nil, nil
+}
+
+// completeLines is the leading run of b's newline-terminated lines that are
+// blank or valid JSON; nil when none of them holds anything.
+func completeLines(b []byte) []byte {
+	keep := 0
+	for keep < len(b) {
+		i := bytes.IndexByte(b[keep:], '\n')
+		if i < 0 {
+			break
+		}
+		l := bytes.TrimSpace(b[keep : keep+i])
+		if len(l) > 0 && !json.Valid(l) {
+			break
+		}
+		keep += i + 1
+	}
+	if len(bytes.TrimSpace(b[:keep])) == 0 {
+		return nil
+	}
+	return b[:keep]
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// capBuffer keeps the first maxSalvage bytes written to it and discards the
+// rest.
+type capBuffer struct{ b []byte }
+
+func (c *capBuffer) Write(p []byte) (int, error) {
+	if room := maxSalvage - len(c.b); room > 0 {
+		c.b = append(c.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
 }
 
 func truncateSync(fh file, n int64) error {

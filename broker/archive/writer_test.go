@@ -1,15 +1,22 @@
 package archive
 
 import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 // fullDisk is a file system that takes left more bytes, then fails every
@@ -57,6 +64,9 @@ func (f *fullFile) Sync() error {
 	return nil
 }
 
+// fillBatches are what the writers under test write, one Flush per batch.
+var fillBatches = [][]string{{"a", "b"}, {"c"}, {"d", "e", "f"}}
+
 func fillMessage(id string) *broker.Message {
 	return &broker.Message{ID: id, Queue: "orders.dlq", Body: []byte(strings.Repeat(id, 40) + " order " + id)}
 }
@@ -64,6 +74,236 @@ func fillMessage(id string) *broker.Message {
 func fillOptions() WriterOptions {
 	return WriterOptions{Source: Source{System: broker.RabbitMQ, Queue: "orders.dlq"}, Generator: "test",
 		Now: func() time.Time { return time.Date(2025, 3, 14, 9, 30, 0, 0, time.UTC) }}
+}
+
+// writeBatches writes fillBatches to path through open until something
+// fails, and returns the IDs the writer confirmed as durable (a Flush
+// that returned nil).
+func writeBatches(t *testing.T, path string, open func(string) (file, error)) []string {
+	t.Helper()
+	w, err := newWriter(path, fillOptions(), open)
+	if err != nil {
+		return nil
+	}
+	var durable []string
+	var failed error
+	for _, batch := range fillBatches {
+		for _, id := range batch {
+			if failed = w.Write(fillMessage(id)); failed != nil {
+				break
+			}
+		}
+		if failed == nil {
+			failed = w.Flush()
+		}
+		if failed != nil {
+			break
+		}
+		durable = append(durable, batch...)
+	}
+	if err := w.Close(); failed != nil && err == nil {
+		t.Errorf("Close after %v returned nil: it claims records that never reached the disk", failed)
+	}
+	return durable
+}
+
+// archiveIDs reads the whole archive at path with dlq's reader (and, for
+// a .gz, every gzip member to its end as gzip -t does) and returns the IDs
+// of its records.
+func archiveIDs(t *testing.T, path string) []string {
+	t.Helper()
+	if strings.HasSuffix(path, ".gz") {
+		fh, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fh.Close()
+		zr, err := gzip.NewReader(fh)
+		if err != nil {
+			t.Fatalf("gzip: %v", err)
+		}
+		if _, err := io.Copy(io.Discard, zr); err != nil {
+			t.Fatalf("gzip: %v", err)
+		}
+	}
+	r, err := OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var ids []string
+	for {
+		m, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return ids
+		}
+		if err != nil {
+			t.Fatalf("after %v: %v", ids, err)
+		}
+		ids = append(ids, m.ID)
+	}
+}
+
+// checkKept fails unless got is a prefix of written at least as long as
+// kept, followed by then.
+func checkKept(t *testing.T, got, written []string, kept int, then ...string) {
+	t.Helper()
+	n := len(got) - len(then)
+	if n >= kept && n <= len(written) && slices.Equal(got[:n], written[:n]) && slices.Equal(got[n:], then) {
+		return
+	}
+	want := append(slices.Clone(written[:kept]), then...)
+	t.Errorf("records read back, want at least the first %d written, then %v:\n%s", kept, then, testdiff.Lines(want, got))
+}
+
+func TestWriterFullDiskAtEveryByte(t *testing.T) {
+	written := slices.Concat(fillBatches...)
+	for _, ext := range []string{".jsonl", ".jsonl.gz"} {
+		t.Run(ext, func(t *testing.T) {
+			dir := t.TempDir()
+			full := filepath.Join(dir, "full"+ext)
+			if got := writeBatches(t, full, (&fullDisk{left: 1 << 30}).open); !slices.Equal(got, written) {
+				t.Fatalf("with room: durable %v, want %v", got, written)
+			}
+			st, err := os.Stat(full)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "a"+ext)
+			for n := range int(st.Size()) + 1 {
+				// An empty file, so that each round skips the
+				// directory's fsync that creating one costs.
+				if err := os.WriteFile(path, nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				disk := &fullDisk{left: n}
+				durable := writeBatches(t, path, disk.open)
+				// Space again: the next writer repairs and appends.
+				room := &fullDisk{left: 1 << 30}
+				w, err := newWriter(path, fillOptions(), room.open)
+				if err != nil {
+					t.Fatalf("disk full after %d bytes, reopen: %v", n, err)
+				}
+				for _, id := range []string{"y", "z"} {
+					if err := w.Write(fillMessage(id)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+				t.Run(fmt.Sprint(n), func(t *testing.T) {
+					checkKept(t, archiveIDs(t, path), written, len(durable), "y", "z")
+				})
+			}
+		})
+	}
+}
+
+// TestWriterRepairsTornGzip cuts a valid .gz archive at every byte, as a
+// crash or a full disk can leave it, and appends to it.
+func TestWriterRepairsTornGzip(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src.jsonl.gz")
+	w, err := NewWriter(src, fillOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ends []int64 // the file's size after each batch's member
+	for _, batch := range fillBatches {
+		for _, id := range batch {
+			if err := w.Write(fillMessage(id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ends = append(ends, st.Size())
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := slices.Concat(fillBatches...)
+	for cut := range len(data) {
+		kept := 0
+		for i, end := range ends {
+			if end <= int64(cut) {
+				kept += len(fillBatches[i])
+			}
+		}
+		if cut == len(data)-1 {
+			// Only the last member's trailer is torn: every line of it
+			// can be read, and is kept.
+			kept = len(written)
+		}
+		path := filepath.Join(dir, "a.jsonl.gz")
+		if err := os.WriteFile(path, data[:cut], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		room := &fullDisk{left: 1 << 30}
+		w, err := newWriter(path, fillOptions(), room.open)
+		if err != nil {
+			t.Fatalf("cut at %d: %v", cut, err)
+		}
+		if err := w.Write(fillMessage("z")); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(fmt.Sprint(cut), func(t *testing.T) {
+			checkKept(t, archiveIDs(t, path), written, kept, "z")
+		})
+	}
+}
+
+// TestWriterRefusesDamagedGzip: bytes after the last good member that are
+// not a member cut short are left alone, and nothing is appended.
+func TestWriterRefusesDamagedGzip(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src.jsonl.gz")
+	if got := writeBatches(t, src, openAppend); len(got) == 0 {
+		t.Fatal("nothing written")
+	}
+	good, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	badCRC := slices.Clone(good)
+	badCRC[len(badCRC)-8] ^= 0xff
+	for name, data := range map[string][]byte{
+		"plain text after the members": append(slices.Clone(good), "not gzip\n"...),
+		"zeros after the members":      append(slices.Clone(good), make([]byte, 4096)...),
+		"bad checksum":                 badCRC,
+		"not gzip at all":              []byte(hdr + "\n"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "a.jsonl.gz")
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			w, err := NewWriter(path, fillOptions())
+			if err == nil {
+				w.Close()
+				t.Fatal("NewWriter appends to a damaged archive")
+			}
+			if !strings.Contains(err.Error(), "damaged after byte") {
+				t.Errorf("err = %v, want it to say where the damage starts", err)
+			}
+			if got, _ := os.ReadFile(path); !bytes.Equal(got, data) {
+				t.Errorf("the damaged file was changed: %d bytes, was %d", len(got), len(data))
+			}
+		})
+	}
 }
 
 // TestWriterStaysFailedAfterSyncError: after a failed fsync, whose dirty
@@ -94,5 +334,56 @@ func TestWriterStaysFailedAfterSyncError(t *testing.T) {
 				t.Error("Close after a failed sync returned nil")
 			}
 		})
+	}
+}
+
+// TestReadersReadEveryMember: a .gz archive holds one gzip member per
+// flush, also across writers; the reader and the parallel reader read
+// them all.
+func TestReadersReadEveryMember(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.jsonl.gz")
+	writeBatches(t, path, openAppend)
+	w, err := NewWriter(path, fillOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(fillMessage("z"))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The header, one member per batch, and the second writer's.
+	if got, want := gzipMembers(t, data), 1+len(fillBatches)+1; got != want {
+		t.Errorf("%d gzip members, want %d", got, want)
+	}
+	want := append(slices.Concat(fillBatches...), "z")
+	if d := testdiff.Lines(want, archiveIDs(t, path)); d != "" {
+		t.Errorf("records:\n%s", d)
+	}
+	checkSame(t, data)
+}
+
+// gzipMembers counts the gzip members of data, each read to its end.
+func gzipMembers(t *testing.T, data []byte) int {
+	t.Helper()
+	br := bufio.NewReader(bytes.NewReader(data))
+	var zr gzip.Reader
+	n := 0
+	for {
+		err := zr.Reset(br)
+		if errors.Is(err, io.EOF) {
+			return n
+		}
+		if err != nil {
+			t.Fatalf("member %d: %v", n+1, err)
+		}
+		zr.Multistream(false)
+		if _, err := io.Copy(io.Discard, &zr); err != nil {
+			t.Fatalf("member %d: %v", n+1, err)
+		}
+		n++
 	}
 }
