@@ -69,8 +69,9 @@ func openAppend(path string) (file, error) {
 
 // NewWriter opens path for appending, creating it (mode 0600: dead letters
 // often carry personal data) with a header when it does not exist or is
-// empty. The tail a crash or a full disk left behind, which no Flush ever
-// confirmed, is repaired first: a plain file loses its unterminated last
+// empty. A file that exists is written in the format of its content (a
+// gzip one gets gzip members whatever its name), and the tail a crash or a
+// full disk left behind, which no Flush ever confirmed, is repaired first: a plain file loses its unterminated last
 // line; a ".gz" file is cut after its last complete gzip member whose CRC
 // and size check, and the complete lines that can still be read from the
 // torn member after it are written again as a new member. A ".gz" file
@@ -108,6 +109,12 @@ func newWriter(path string, opts WriterOptions, open func(string) (file, error))
 	size := st.Size()
 	var salvage []byte
 	if size > 0 {
+		// Readers tell gzip by its content, whatever the name: so does
+		// the writer, lest it cut a compressed file at a newline byte.
+		var magic [2]byte
+		if _, err := fh.ReadAt(magic[:], 0); err == nil && magic == [2]byte{0x1f, 0x8b} {
+			w.isGz = true
+		}
 		if w.isGz {
 			size, salvage, err = repairGzip(fh, size)
 		} else {

@@ -306,6 +306,35 @@ func TestWriterRefusesDamagedGzip(t *testing.T) {
 	}
 }
 
+// TestWriterAppendsGzipWhateverTheName: readers take a file that starts
+// like gzip as gzip, so the writer appends gzip members to it even when
+// it is called .jsonl, rather than repair it as text.
+func TestWriterAppendsGzipWhateverTheName(t *testing.T) {
+	dir := t.TempDir()
+	gz := filepath.Join(dir, "a.jsonl.gz")
+	durable := writeBatches(t, gz, openAppend)
+	path := filepath.Join(dir, "a.jsonl")
+	if err := os.Rename(gz, path); err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWriter(path, fillOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(fillMessage("z")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path, gz); err != nil { // for archiveIDs' gzip check
+		t.Fatal(err)
+	}
+	if d := testdiff.Lines(append(durable, "z"), archiveIDs(t, gz)); d != "" {
+		t.Errorf("records:\n%s", d)
+	}
+}
+
 // TestWriterStaysFailedAfterSyncError: after a failed fsync, whose dirty
 // pages may be gone, a later fsync that succeeds proves nothing, so no
 // later Flush or Close may report success.
