@@ -3,6 +3,7 @@ package archive
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"encoding/json"
 	"errors"
@@ -158,6 +159,7 @@ func newWriter(path string, opts WriterOptions, open func(string) (file, error))
 
 // repairTail drops an unterminated last line (a write torn by a crash; it was
 // never flushed as complete, so never confirmed) and returns the new size.
+// A file that does not start like a dlq archive is left as it is.
 func repairTail(fh file, size int64) (int64, error) {
 	var last [1]byte
 	if _, err := fh.ReadAt(last[:], size-1); err != nil {
@@ -165,6 +167,9 @@ func repairTail(fh file, size int64) (int64, error) {
 	}
 	if last[0] == '\n' {
 		return size, nil
+	}
+	if ok, err := startsLikeArchive(fh, size); err != nil || !ok {
+		return 0, cmp.Or(err, errors.New("its last line is incomplete, and its first is not a dlq archive header: dlq repairs only its own archives; choose another file"))
 	}
 	buf := make([]byte, 64<<10)
 	end := size
@@ -181,6 +186,26 @@ func repairTail(fh file, size int64) (int64, error) {
 		end = start
 	}
 	return 0, truncateSync(fh, 0)
+}
+
+// startsLikeArchive reports whether the first non-blank line of a plain
+// file is a dlq archive header or, when that line is the torn one, the
+// start of one as dlq writes it.
+func startsLikeArchive(fh file, size int64) (bool, error) {
+	buf := make([]byte, min(size, 64<<10))
+	if _, err := fh.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	buf = bytes.TrimLeft(buf, " \t\r\n")
+	i := bytes.IndexByte(buf, '\n')
+	if i < 0 {
+		const start = `{"dlq_archive":`
+		return bytes.HasPrefix(buf, []byte(start)) || bytes.HasPrefix([]byte(start), buf), nil
+	}
+	var h struct {
+		Version *int `json:"dlq_archive"`
+	}
+	return json.Unmarshal(buf[:i], &h) == nil && h.Version != nil, nil
 }
 
 // maxSalvage bounds what repairGzip holds of a torn member's text; complete

@@ -335,6 +335,31 @@ func TestWriterAppendsGzipWhateverTheName(t *testing.T) {
 	}
 }
 
+// TestWriterLeavesOtherFilesAlone: a plain file that does not start like a
+// dlq archive is not "repaired" (its last line cut), whatever it ends with.
+func TestWriterLeavesOtherFilesAlone(t *testing.T) {
+	for name, data := range map[string]string{
+		"one line of text":        "hello, world",
+		"JSON lines, no header":   `{"id":"a"}` + "\n" + `{"id":"b"}`,
+		"a header of another app": `{"dlq":1}` + "\n" + `{"id":"b"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "a.jsonl")
+			if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			w, err := NewWriter(path, fillOptions())
+			if err == nil {
+				w.Close()
+				t.Error("NewWriter repaired a file that is not an archive")
+			}
+			if got, _ := os.ReadFile(path); string(got) != data {
+				t.Errorf("the file was changed:\n%s", testdiff.Text(data, string(got)))
+			}
+		})
+	}
+}
+
 // TestWriterStaysFailedAfterSyncError: after a failed fsync, whose dirty
 // pages may be gone, a later fsync that succeeds proves nothing, so no
 // later Flush or Close may report success.
