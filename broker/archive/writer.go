@@ -196,16 +196,23 @@ func startsLikeArchive(fh file, size int64) (bool, error) {
 	if _, err := fh.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
 		return false, err
 	}
-	buf = bytes.TrimLeft(buf, " \t\r\n")
-	i := bytes.IndexByte(buf, '\n')
+	return startsWithHeader(buf), nil
+}
+
+// startsWithHeader reports whether the first non-blank line of text is a
+// dlq archive header or, when that line is not complete, the start of one
+// as dlq writes it.
+func startsWithHeader(text []byte) bool {
+	text = bytes.TrimLeft(text, " \t\r\n")
+	i := bytes.IndexByte(text, '\n')
 	if i < 0 {
 		const start = `{"dlq_archive":`
-		return bytes.HasPrefix(buf, []byte(start)) || bytes.HasPrefix([]byte(start), buf), nil
+		return bytes.HasPrefix(text, []byte(start)) || bytes.HasPrefix([]byte(start), text)
 	}
 	var h struct {
 		Version *int `json:"dlq_archive"`
 	}
-	return json.Unmarshal(buf[:i], &h) == nil && h.Version != nil, nil
+	return json.Unmarshal(text[:i], &h) == nil && h.Version != nil
 }
 
 // maxSalvage bounds what repairGzip holds of a torn member's text; complete
@@ -240,6 +247,9 @@ func repairGzip(fh file, size int64) (int64, []byte, error) {
 		if err == nil {
 			end = at()
 			continue
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) && end == 0 && !startsWithHeader(out.b) {
+			return 0, nil, errors.New("its first gzip member is incomplete, and does not start with a dlq archive header: dlq repairs only its own archives; choose another file")
 		}
 		if !errors.Is(err, io.ErrUnexpectedEOF) {
 			return 0, nil, fmt.Errorf("damaged after byte %d (%v), not by a write cut short: dlq appends only to an archive it can read to the end; choose another file, and keep this one as evidence", end, err)

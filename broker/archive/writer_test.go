@@ -267,7 +267,8 @@ func TestWriterRepairsTornGzip(t *testing.T) {
 }
 
 // TestWriterRefusesDamagedGzip: bytes after the last good member that are
-// not a member cut short are left alone, and nothing is appended.
+// not a member cut short, and a torn gzip file that is not an archive, are
+// left alone, and nothing is appended.
 func TestWriterRefusesDamagedGzip(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src.jsonl.gz")
@@ -280,11 +281,16 @@ func TestWriterRefusesDamagedGzip(t *testing.T) {
 	}
 	badCRC := slices.Clone(good)
 	badCRC[len(badCRC)-8] ^= 0xff
+	var other bytes.Buffer
+	zw := gzip.NewWriter(&other)
+	zw.Write([]byte(`{"id":"a"}` + "\n" + `{"id":"b"}` + "\n"))
+	zw.Close()
 	for name, data := range map[string][]byte{
-		"plain text after the members": append(slices.Clone(good), "not gzip\n"...),
-		"zeros after the members":      append(slices.Clone(good), make([]byte, 4096)...),
-		"bad checksum":                 badCRC,
-		"not gzip at all":              []byte(hdr + "\n"),
+		"a torn gzip file of JSON lines": other.Bytes()[:other.Len()-4],
+		"plain text after the members":   append(slices.Clone(good), "not gzip\n"...),
+		"zeros after the members":        append(slices.Clone(good), make([]byte, 4096)...),
+		"bad checksum":                   badCRC,
+		"not gzip at all":                []byte(hdr + "\n"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "a.jsonl.gz")
@@ -296,8 +302,8 @@ func TestWriterRefusesDamagedGzip(t *testing.T) {
 				w.Close()
 				t.Fatal("NewWriter appends to a damaged archive")
 			}
-			if !strings.Contains(err.Error(), "damaged after byte") {
-				t.Errorf("err = %v, want it to say where the damage starts", err)
+			if !strings.Contains(err.Error(), "damaged after byte") && !strings.Contains(err.Error(), "not start with a dlq archive header") {
+				t.Errorf("err = %v, want it to say where the damage starts, or that this is not an archive", err)
 			}
 			if got, _ := os.ReadFile(path); !bytes.Equal(got, data) {
 				t.Errorf("the damaged file was changed: %d bytes, was %d", len(got), len(data))
