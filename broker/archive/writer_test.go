@@ -447,3 +447,63 @@ func gzipMembers(t *testing.T, data []byte) int {
 		n++
 	}
 }
+
+// FuzzWriterRepair appends to arbitrary files: a writer either refuses,
+// leaving the file as it was, or repairs it so that the whole file reads
+// to its end (as gzip, for a .gz) with what it kept of the old file first.
+func FuzzWriterRepair(f *testing.F) {
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(hdr + "\n" + `{"id":"a"}` + "\n"))
+	zw.Close()
+	f.Add(gz.Bytes(), true)
+	f.Add(gz.Bytes()[:gz.Len()-3], true)
+	f.Add(append(slices.Clone(gz.Bytes()), 0x1f, 0x8b, 8, 0), true)
+	f.Add([]byte(hdr+"\n"+`{"id":"a"}`+"\n"+`{"id":"b","bo`), false)
+	f.Add([]byte(`{"dlq_arch`), false)
+	f.Fuzz(func(t *testing.T, data []byte, isGz bool) {
+		path := filepath.Join(t.TempDir(), "a.jsonl")
+		if isGz {
+			path += ".gz"
+		}
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		w, err := newWriter(path, fillOptions(), (&fullDisk{left: 1 << 30}).open)
+		if err != nil {
+			if got, _ := os.ReadFile(path); !bytes.Equal(got, data) {
+				t.Fatalf("refused (%v), but changed the file", err)
+			}
+			return
+		}
+		if err := w.Write(fillMessage("z")); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(got, []byte{0x1f, 0x8b}) {
+			// Plain: the complete lines of the old file, then new ones.
+			keep := data[:bytes.LastIndexByte(data, '\n')+1]
+			if !bytes.HasPrefix(got, keep) || !bytes.HasSuffix(got, []byte("\n")) {
+				t.Fatalf("plain file after the repair:\n%q\nwas\n%q", got, data)
+			}
+			return
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(got))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatalf("gzip after the repair: %v", err)
+		}
+		if !bytes.HasSuffix(text, []byte(" order z\"}\n")) {
+			t.Fatalf("the appended record is not last: %q", text[max(len(text)-80, 0):])
+		}
+	})
+}
