@@ -70,13 +70,15 @@ func openAppend(path string) (file, error) {
 
 // NewWriter opens path for appending, creating it (mode 0600: dead letters
 // often carry personal data) with a header when it does not exist or is
-// empty. A file that exists is written in the format of its content (a
-// gzip one gets gzip members whatever its name), and the tail a crash or a
-// full disk left behind, which no Flush ever confirmed, is repaired first: a plain file loses its unterminated last
-// line; a ".gz" file is cut after its last complete gzip member whose CRC
-// and size check, and the complete lines that can still be read from the
-// torn member after it are written again as a new member. A ".gz" file
-// damaged otherwise (not a write cut short) is refused, never truncated.
+// empty. A file that exists is written in the format of its content (a gzip
+// one gets gzip members whatever its name), and the tail a crash or a full
+// disk left behind, which no Flush ever confirmed, is repaired first: a
+// plain file loses its unterminated last line; a gzip file is cut after its
+// last complete member whose CRC and size check, and the complete lines
+// that can still be read from the torn member after it are written again
+// as a new member. A gzip file damaged otherwise (not a write cut short),
+// and a file that does not start like a dlq archive, are refused, never
+// truncated.
 func NewWriter(path string, opts WriterOptions) (*Writer, error) {
 	return newWriter(path, opts, openAppend)
 }
@@ -135,9 +137,7 @@ func newWriter(path string, opts WriterOptions, open func(string) (file, error))
 			fh.Close()
 			return nil, err
 		}
-		size += int64(len(salvage))
-	}
-	if size == 0 {
+	} else if size == 0 {
 		h := Header{Version: Version, Created: opts.Now().UTC(), Source: opts.Source, Generator: opts.Generator}
 		h.Source.Broker = redactURL(h.Source.Broker)
 		b, err := marshalLine(h)
