@@ -85,8 +85,10 @@ readers report it with its line number, and the next writer repairs it
 before appending. In a plain .jsonl file it removes the unterminated last
 line; in a .gz file it cuts after the last complete member whose CRC and
 size check, and writes the complete lines still readable from the torn
-member again as a new one. A .gz file damaged in any other way (a bad
-checksum, bytes that are not gzip) is never truncated: dlq refuses to
-append to it. Reading (peek, stats, redrive from a file) never changes an
-archive; delete a file yourself when you no longer need it.
+member again as a new one. A file that does not start like a dlq archive,
+and a .gz file damaged in any other way (a bad checksum, bytes that are not
+gzip), are never truncated: dlq refuses to append to them. A file whose
+content is gzip gets gzip members, whatever its name. Reading (peek,
+stats, redrive from a file) never changes an archive; delete a file
+yourself when you no longer need it.
 `
