@@ -77,9 +77,18 @@ Example (shortened):
 GUARANTEES. A message written and read back is identical, field for field
 (times come back in UTC). Unknown fields are ignored, so later minor versions
 stay readable. Writers only append; a record is durable when the write call
-that carries it returns (dlq fsyncs before it acknowledges or deletes a
-source message). A crash can leave a torn last line: readers report it with
-its line number, and the next writer of a plain .jsonl file removes it
-before appending. Reading (peek, stats, redrive from a file) never changes
-an archive; delete a file yourself when you no longer need it.
+that carries it returns: in a .gz file its gzip member is complete (CRC and
+size written), and the file is fsynced, before dlq acknowledges or deletes
+a source message. A write that fails (a full disk) is reported and nothing
+after it counts as durable. A crash or a full disk can leave a torn end:
+readers report it with its line number, and the next writer repairs it
+before appending. In a plain .jsonl file it removes the unterminated last
+line; in a .gz file it cuts after the last complete member whose CRC and
+size check, and writes the complete lines still readable from the torn
+member again as a new one. A file that does not start like a dlq archive,
+and a .gz file damaged in any other way (a bad checksum, bytes that are not
+gzip), are never truncated: dlq refuses to append to them. A file whose
+content is gzip gets gzip members, whatever its name. Reading (peek,
+stats, redrive from a file) never changes an archive; delete a file
+yourself when you no longer need it.
 `
