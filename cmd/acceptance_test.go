@@ -569,3 +569,41 @@ func TestAcceptanceTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestAcceptanceReadOnlyPeekOfLimitedQuorum: `dlq --read-only peek` and
+// `stats` of a quorum queue with a delivery limit publish nothing: they are
+// refused before anything is read, exit 4 with a JSON error naming why, and
+// every message stays with its x-delivery-count unraised.
+func TestAcceptanceReadOnlyPeekOfLimitedQuorum(t *testing.T) {
+	args := rabbitArgs(t)
+	q := brokertest.Name(t, "ro-quorum")
+	t.Cleanup(func() { mgmt(t, "DELETE", "/queues/%2F/"+q, nil) })
+	mgmt(t, "PUT", "/queues/%2F/"+q, map[string]any{"durable": true, "arguments": map[string]any{"x-queue-type": "quorum", "x-delivery-limit": 2}})
+	for i := range 5 {
+		mgmt(t, "POST", "/exchanges/%2F/amq.default/publish", map[string]any{"properties": map[string]any{}, "routing_key": q, "payload": "m" + strconv.Itoa(i), "payload_encoding": "string"})
+	}
+	for _, cmd := range [][]string{{"peek", "--limit", "3", q}, {"stats", q}, {"peek", "--limit", "3", q}, {"peek", "--limit", "3", q}} {
+		stdout, stderr, code := runDLQ(t, append(append(args, "--read-only", "-o", "json"), cmd...)...)
+		if code != ExitDenied {
+			t.Fatalf("dlq --read-only %s: exit %d, want %d; stderr %s", strings.Join(cmd, " "), code, ExitDenied, stderr)
+		}
+		var e struct {
+			Error struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &e); err != nil || !strings.Contains(e.Error.Message, "nothing was read or changed") {
+			t.Errorf("dlq --read-only %s -o json: %q (%v), want an error object saying nothing was read or changed", strings.Join(cmd, " "), stdout, err)
+		}
+	}
+	// As an administrator, without --read-only: the rotation reads them all,
+	// and shows that none was counted or lost.
+	stdout, stderr, code := runDLQ(t, append(args, "peek", "-o", "json", q)...)
+	if code != ExitOK {
+		t.Fatalf("peek: exit %d: %s", code, stderr)
+	}
+	var msgs []map[string]any
+	if err := json.Unmarshal([]byte(stdout), &msgs); err != nil || len(msgs) != 5 {
+		t.Fatalf("after the read-only runs the queue shows %d messages (%v), want 5", len(msgs), err)
+	}
+}

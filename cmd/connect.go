@@ -227,6 +227,7 @@ func (f *Factory) openRef(ctx context.Context, s brokerSpec, ref string) (broker
 			CAFile: s.CAFile, CertFile: s.CertFile, KeyFile: s.KeyFile,
 			ManagementCAFile: s.ManagementCAFile, ManagementCertFile: s.ManagementCertFile, ManagementKeyFile: s.ManagementKeyFile,
 			InsecureSkipVerify: s.InsecureSkipVerify, Timeout: f.timeout(), Logger: f.Logger,
+			ReadOnly: f.CheckWritable("") != nil,
 		})
 	case "sqs":
 		region, err := sqsRegion(ref)

@@ -48,6 +48,20 @@ RabbitMQ quorum queues
   --force, a message within 2 of its limit is rotated instead of returned, so
   no peek ever pushes a message over its limit.
 
+RabbitMQ reads that would write: read-only users and --read-only
+  Rotating (and rescuing a message near its limit) publishes to the queue's
+  default exchange. Before it takes anything, a peek that would do so checks
+  that it may: a publish to the default exchange with a routing key that
+  names no queue (routed nowhere, so nothing changes) tells whether the user
+  has write permission there. Under --read-only (or a context with read_only)
+  nothing is ever published. When the peek may not write, a quorum queue with
+  a delivery limit is refused before anything is read ("nothing was read or
+  changed"), naming why and the fix (exit code 4): a read that returns its
+  messages would raise their counts, and a refused publish would return every
+  held delivery with x-delivery-count +1. A quorum queue without a delivery
+  limit (RabbitMQ 3.x) is then read in hold mode, and the report says the
+  counts went up; classic queues are read in hold mode as always.
+
 RabbitMQ streams: --mode stream (the default)
   Streams are read, not consumed: dlq attaches with basic.qos and an
   x-stream-offset (--offset first (default), last, next, an offset number, an

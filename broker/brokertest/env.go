@@ -14,10 +14,14 @@
 package brokertest
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -318,4 +322,52 @@ func (e ClusterEnv) Rabbitmqctl(t testing.TB, n int, args ...string) string {
 // String names the cluster's nodes, for logs.
 func (e ClusterEnv) String() string {
 	return fmt.Sprintf("RabbitMQ %s cluster of %s", e.Version, strings.Join(e.Nodes, ", "))
+}
+
+// User adds a user of its own to the test server, with the tags (such as
+// "monitoring", for the management API) and the permission patterns
+// configure, write and read on vhost "/", and returns
+// an AMQP URL that logs in as that user (with the test server's password).
+// The user is deleted when the test ends.
+func (e RabbitEnv) User(t testing.TB, prefix, tags, configure, write, read string) string {
+	t.Helper()
+	name := Name(t, prefix)
+	admin, err := url.Parse(e.AMQPURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminUser := admin.User.Username()
+	adminPass, _ := admin.User.Password()
+	do := func(method, path string, body any) {
+		t.Helper()
+		var rd io.Reader
+		if body != nil {
+			b, err := json.Marshal(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rd = bytes.NewReader(b)
+		}
+		req, err := http.NewRequest(method, e.MgmtURL+"/api"+path, rd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetBasicAuth(adminUser, adminPass)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode >= 300 && !(method == http.MethodDelete && resp.StatusCode == http.StatusNotFound) {
+			msg, _ := io.ReadAll(resp.Body)
+			t.Fatalf("%s %s: %s %s", method, path, resp.Status, msg)
+		}
+	}
+	do(http.MethodPut, "/users/"+url.PathEscape(name), map[string]string{"password": e.Password, "tags": tags})
+	t.Cleanup(func() { do(http.MethodDelete, "/users/"+url.PathEscape(name), nil) })
+	do(http.MethodPut, "/permissions/%2F/"+url.PathEscape(name), map[string]string{"configure": configure, "write": write, "read": read})
+	u := *admin
+	u.User = url.UserPassword(name, e.Password)
+	return u.String()
 }

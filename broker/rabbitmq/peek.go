@@ -102,6 +102,22 @@ func (b *Broker) Peek(ctx context.Context, queue string, opts broker.PeekOptions
 		// Reading a stream never changes it, whatever mode was asked for.
 		mode = broker.PeekStream
 	}
+	if needsWrite(info, mode, opts) {
+		if err := b.canWrite(ctx); err != nil {
+			var nw *errNoWrite
+			switch {
+			case !errors.As(err, &nw):
+				return broker.PeekReport{Mode: mode}, translateErr("peek queue `"+queue+"`", err)
+			case opts.Mode == broker.PeekAuto && info.kind == broker.KindQuorum && !info.limited:
+				// No delivery limit: a hold read returns every message with
+				// x-delivery-count +1 (the report says so), and none can be
+				// dead-lettered or dropped for it.
+				mode = broker.PeekHold
+			default:
+				return broker.PeekReport{Mode: mode}, noWriteRefusal(info, mode, nw)
+			}
+		}
+	}
 	if opts.Offset != "" && info.kind != broker.KindStream {
 		return broker.PeekReport{Mode: mode}, &broker.Error{Kind: broker.ErrUnsupported, Op: "peek queue `" + queue + "`",
 			Hint: broker.Hintf("an offset (%s, %s) applies to stream queues only; `%s` is a %s queue", broker.OptOffset, broker.OptSince, queue, info.kind)}
@@ -123,6 +139,19 @@ func (b *Broker) Peek(ctx context.Context, queue string, opts broker.PeekOptions
 		return broker.PeekReport{Mode: mode}, &broker.Error{Kind: broker.ErrUnsupported, Op: "peek queue `" + queue + "`",
 			Msg: fmt.Sprintf("mode %q is not available on RabbitMQ: use hold, rotate, requeue or stream", mode)}
 	}
+}
+
+// needsWrite reports whether a peek of info in mode publishes: rotate mode
+// republishes every message it reads, and a forced hold or requeue of a
+// quorum queue with a delivery limit rotates the messages near the limit.
+func needsWrite(info peekInfo, mode broker.PeekMode, opts broker.PeekOptions) bool {
+	switch mode {
+	case broker.PeekRotate:
+		return info.depth != 0
+	case broker.PeekHold, broker.PeekRequeue:
+		return info.kind == broker.KindQuorum && info.limited && opts.Force
+	}
+	return false
 }
 
 // windowedConsumer consumes at most target deliveries from a queue with a

@@ -60,6 +60,10 @@ type Config struct {
 	ManagementCAFile, ManagementCertFile, ManagementKeyFile string
 	// InsecureSkipVerify turns off server certificate verification.
 	InsecureSkipVerify bool
+	// ReadOnly makes every read publish nothing: a peek that would rotate
+	// or rescue messages (republish them) is refused before it takes any,
+	// and a quorum queue without a delivery limit is read in hold mode.
+	ReadOnly bool
 	// Timeout bounds connecting (to all nodes together) and each management
 	// API call; 0 means DefaultTimeout.
 	Timeout time.Duration
@@ -103,6 +107,12 @@ type Broker struct {
 	unblocked chan struct{}
 	// pubPool keeps Publish's confirm channels between calls.
 	pubPool publishPool
+	// readOnly: nothing is ever published by a read (Config.ReadOnly).
+	readOnly bool
+	// writeKnown says writeErr holds the answer of writeCheck: nil when the
+	// user may publish to the default exchange, *errNoWrite when not.
+	writeKnown bool
+	writeErr   error
 	// notQuorum holds the queues the management API named as not quorum
 	// queues: their zero needs no second look (see checkZero).
 	notQuorum sync.Map
@@ -150,7 +160,7 @@ func newBroker(cfg Config) (*Broker, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	b := &Broker{log: log, timeout: timeout, unblocked: make(chan struct{}), amqpTLS: amqpSide(cfg)}
+	b := &Broker{log: log, timeout: timeout, unblocked: make(chan struct{}), amqpTLS: amqpSide(cfg), readOnly: cfg.ReadOnly}
 	close(b.unblocked)
 	seen := map[string]bool{}
 	var uri *amqp.URI

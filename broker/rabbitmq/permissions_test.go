@@ -1,0 +1,149 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/broker/brokertest"
+)
+
+// The monitoring user: may read every queue and use the management API,
+// may neither configure nor write anything.
+func openMonitoring(t *testing.T, env brokertest.RabbitEnv) *Broker {
+	t.Helper()
+	u := env.User(t, "monitor", "monitoring", "^$", "^$", ".*")
+	b, err := Open(context.Background(), Config{URL: u, ManagementURL: env.MgmtURL, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("open as the monitoring user: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// deliveryCounts takes every message of queue (acking) and returns how many
+// there were and the highest x-delivery-count among them.
+func deliveryCounts(t *testing.T, b *Broker, queue string) (n int, highest int64) {
+	t.Helper()
+	err := b.withChannel(context.Background(), func(ch *amqp.Channel) error {
+		for {
+			d, ok, err := ch.Get(queue, true)
+			if err != nil || !ok {
+				return err
+			}
+			n++
+			if c, _ := toInt64(d.Headers["x-delivery-count"]); c > highest {
+				highest = c
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("drain %s: %v", queue, err)
+	}
+	return n, highest
+}
+
+// TestPeekWithoutWritePermissionNeverHarms: a user with read permission
+// only peeks a quorum queue with a delivery limit of 2, three times. Rotate
+// mode (the default there) would have its publishes refused, and the
+// refusal would return every held delivery with x-delivery-count +1: after
+// three peeks the queue was empty. Each peek is now refused before it takes
+// anything, naming why and the fix; every message stays, uncounted.
+func TestPeekWithoutWritePermissionNeverHarms(t *testing.T) {
+	admin, env := openTest(t)
+	mon := openMonitoring(t, env)
+	q := brokertest.Name(t, "ro-quorum")
+	declareQueue(t, admin, q, amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int32(2)})
+	publishN(t, admin, q, "m", 20, nil)
+	for i := 0; i < 3; i++ {
+		rep, err := mon.Peek(context.Background(), q, broker.PeekOptions{Limit: 3}, func(*broker.Message) error { return nil })
+		if !errors.Is(err, broker.ErrAccessDenied) {
+			t.Fatalf("peek %d as the monitoring user: err = %v, want access denied", i+1, err)
+		}
+		if rep.Read != 0 {
+			t.Errorf("peek %d read %d messages before it was refused", i+1, rep.Read)
+		}
+		for _, want := range []string{"delivery limit of 2", "nothing was read or changed", "write permission on `amq.default`"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("the refusal does not say %q: %v", want, err)
+			}
+		}
+	}
+	// The forced modes that would rotate near-limit messages are refused too.
+	for _, mode := range []broker.PeekMode{broker.PeekRotate, broker.PeekHold, broker.PeekRequeue} {
+		_, err := mon.Peek(context.Background(), q, broker.PeekOptions{Limit: 3, Mode: mode, Force: true}, func(*broker.Message) error { return nil })
+		if !errors.Is(err, broker.ErrAccessDenied) {
+			t.Errorf("peek --mode %s --force as the monitoring user: err = %v, want access denied", mode, err)
+		}
+	}
+	n, highest := deliveryCounts(t, admin, q)
+	t.Logf("hostile tally: attack=read-only-user-peek queue=quorum limit=2 version=%s before=20 after=%d lost=%d duplicated=%d", env.Version, n, max(20-n, 0), max(n-20, 0))
+	if n != 20 || highest != 0 {
+		t.Fatalf("after the peeks the queue holds %d messages (want 20) with a highest x-delivery-count of %d (want 0)", n, highest)
+	}
+}
+
+// TestPeekReadOnlyModeNeverPublishes: in read-only mode even an
+// administrator's peek of a limited quorum queue publishes nothing: it is
+// refused before anything is taken.
+func TestPeekReadOnlyModeNeverPublishes(t *testing.T) {
+	admin, env := openTest(t)
+	ro, err := Open(context.Background(), Config{URL: env.AMQPURL, ManagementURL: env.MgmtURL, Timeout: 10 * time.Second, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ro.Close() })
+	q := brokertest.Name(t, "ro-mode")
+	declareQueue(t, admin, q, amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int32(5)})
+	publishN(t, admin, q, "m", 10, nil)
+	_, err = ro.Peek(context.Background(), q, broker.PeekOptions{}, func(*broker.Message) error { return nil })
+	if !errors.Is(err, broker.ErrReadOnly) || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("read-only peek of a limited quorum queue: err = %v, want a read-only refusal", err)
+	}
+	if n, highest := deliveryCounts(t, admin, q); n != 10 || highest != 0 {
+		t.Fatalf("after the read-only peek the queue holds %d messages (want 10) with a highest x-delivery-count of %d (want 0)", n, highest)
+	}
+}
+
+// TestPeekWithoutWritePermissionReadsWhatIsSafe: the same monitoring user
+// reads a classic queue (hold mode: nothing published), and a quorum queue
+// without a delivery limit where the version has none by default (3.x):
+// returned in hold mode, nothing can be dead-lettered. Every message stays.
+func TestPeekWithoutWritePermissionReadsWhatIsSafe(t *testing.T) {
+	admin, env := openTest(t)
+	mon := openMonitoring(t, env)
+	classic := brokertest.Name(t, "ro-classic")
+	declareQueue(t, admin, classic, nil)
+	publishN(t, admin, classic, "c", 10, nil)
+	var ids []string
+	rep, err := mon.Peek(context.Background(), classic, broker.PeekOptions{Limit: 3}, func(m *broker.Message) error {
+		ids = append(ids, m.ID)
+		return nil
+	})
+	if err != nil || rep.Read != 3 {
+		t.Fatalf("peek of a classic queue as the monitoring user: read %d, err %v", rep.Read, err)
+	}
+	waitDepth(t, admin, classic, 10)
+	if got := drainIDs(t, admin, classic); strings.Join(got, ",") != strings.Join(seq("c", 0, 10), ",") {
+		t.Errorf("classic queue after the peek: %v, want c-0…c-9 in order", got)
+	}
+
+	quorum := brokertest.Name(t, "ro-unlimited")
+	declareQueue(t, admin, quorum, amqp.Table{"x-queue-type": "quorum"})
+	publishN(t, admin, quorum, "q", 10, nil)
+	rep, err = mon.Peek(context.Background(), quorum, broker.PeekOptions{Limit: 3}, func(*broker.Message) error { return nil })
+	if admin.serverMajor(context.Background()) >= 4 {
+		// 4.x gives every quorum queue a delivery limit of 20.
+		if !errors.Is(err, broker.ErrAccessDenied) {
+			t.Fatalf("peek of a quorum queue (default limit) as the monitoring user on %s: err = %v, want access denied", env.Version, err)
+		}
+	} else if err != nil || rep.Mode != broker.PeekHold || rep.Read != 3 {
+		t.Fatalf("peek of an unlimited quorum queue as the monitoring user: mode %s, read %d, err %v; want hold, 3, nil", rep.Mode, rep.Read, err)
+	}
+	waitDepth(t, admin, quorum, 10)
+}
