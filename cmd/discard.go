@@ -237,11 +237,9 @@ func describeSelection(s selectFlags) string {
 func finishRemoval(f *Factory, format, action string, src broker.Broker, queue, archive, filter string, groups []string, sum redrive.Summary, runErr error, dry bool) error {
 	exitErr, aerr := f.auditRun(AuditRecord{Action: action, Broker: src.String(), Source: queue, Destination: archive,
 		Filter: filter, Groups: groups}, sum, runErr, dry)
-	if aerr != nil {
-		f.IO.Statusf("dlq: %v", aerr)
-	}
+	exitErr = auditFailed(exitErr, aerr, fmt.Sprintf("removed %d messages", sum.Moved))
 	if format == OutputJSON {
-		if err := writeJSON(f.IO.Out, sum); err != nil && exitErr == nil {
+		if err := writeJSON(f.IO.Out, summaryJSON{sum, errString(aerr)}); err != nil && exitErr == nil {
 			return err
 		}
 		return exitErr

@@ -543,13 +543,11 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 
 	exitErr, aerr := f.auditRun(AuditRecord{Action: "redrive", Broker: src.String(), Source: srcName, Destination: o.To,
 		Filter: o.Select.Filter, Groups: o.Select.Groups.IDs, Transform: o.Transform}, sum, runErr, o.DryRun)
-	if aerr != nil {
-		f.IO.Statusf("dlq: %v", aerr)
-	}
+	exitErr = auditFailed(exitErr, aerr, fmt.Sprintf("moved %d messages", sum.Moved))
 	if failedToStart(o.format, sum, runErr) {
 		return exitErr
 	}
-	if perr := printSummary(f, o.format, sum); perr != nil && exitErr == nil {
+	if perr := printSummary(f, o.format, sum, aerr); perr != nil && exitErr == nil {
 		return perr
 	}
 	return exitErr
@@ -680,9 +678,9 @@ func reasons(m map[string]int64) string {
 }
 
 // printSummary writes the summary: JSON for scripts, lines for people.
-func printSummary(f *Factory, format string, s redrive.Summary) error {
+func printSummary(f *Factory, format string, s redrive.Summary, auditErr error) error {
 	if format == OutputJSON {
-		return writeJSON(f.IO.Out, s)
+		return writeJSON(f.IO.Out, summaryJSON{s, errString(auditErr)})
 	}
 	w := f.IO.Out
 	verb := "moved"
@@ -851,10 +849,9 @@ func redriveServerSide(ctx context.Context, o *redriveOptions, src broker.Broker
 	if task.Moved != nil {
 		counts["moved"] = *task.Moved
 	}
-	if aerr := f.Audit(AuditRecord{Action: "redrive-server-side", Broker: src.String(), Source: queue, Destination: o.To,
-		Counts: counts, Outcome: outcome, Error: errString(err)}); aerr != nil {
-		f.IO.Statusf("dlq: %v", aerr)
-	}
+	aerr := f.Audit(AuditRecord{Action: "redrive-server-side", Broker: src.String(), Source: queue, Destination: o.To,
+		Counts: counts, Outcome: outcome, Error: errString(err)})
+	exitErr = auditFailed(exitErr, aerr, "the broker was handed the move")
 	if o.format == OutputJSON {
 		if werr := writeJSON(f.IO.Out, task); werr != nil && exitErr == nil {
 			return werr
@@ -1030,15 +1027,16 @@ func redriveCancelRun(ctx context.Context, o *redriveCancelOptions) error {
 	if err != nil {
 		outcome = "failed"
 	}
-	if aerr := f.Audit(AuditRecord{Action: "redrive-cancel", Broker: src.String(), Source: queue, Destination: handle, Outcome: outcome, Error: errString(err)}); aerr != nil {
-		f.IO.Statusf("dlq: %v", aerr)
-	}
+	aerr := f.Audit(AuditRecord{Action: "redrive-cancel", Broker: src.String(), Source: queue, Destination: handle, Outcome: outcome, Error: errString(err)})
 	if err != nil {
-		return err
+		return auditFailed(err, aerr, "")
 	}
 	if o.format == OutputJSON {
-		return writeJSON(f.IO.Out, task)
+		if werr := writeJSON(f.IO.Out, task); werr != nil {
+			return auditFailed(werr, aerr, "")
+		}
+	} else {
+		printTask(f.IO.Out, task)
 	}
-	printTask(f.IO.Out, task)
-	return nil
+	return auditFailed(nil, aerr, "cancelled the move")
 }

@@ -1,0 +1,92 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+// A command that changes messages or topology refuses to start, with one
+// line naming the fix and exit 1, when its audit log cannot be opened
+// (here its directory is a regular file: ENOTDIR, which root gets too); the
+// broker is untouched.
+func TestMutatingCommandsRefuseAnUnwritableAuditLog(t *testing.T) {
+	dir := t.TempDir()
+	notDir := filepath.Join(dir, "not-a-dir")
+	if err := os.WriteFile(notDir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	audit := filepath.Join(notDir, "audit.jsonl")
+	check := func(t *testing.T, stderr string, code ExitCode) {
+		t.Helper()
+		if code != ExitError {
+			t.Errorf("exit %d, want %d; stderr: %s", code, ExitError, stderr)
+		}
+		assertOneLine(t, stderr)
+		if !strings.Contains(stderr, "nothing was changed") || !strings.Contains(stderr, "set `--audit-log`") {
+			t.Errorf("stderr does not say that nothing changed and how to fix it: %s", stderr)
+		}
+	}
+	for _, args := range [][]string{
+		{"purge", "orders.dlq", "--no-archive"},
+		{"purge", "orders.dlq", "--archive-to", "file://" + filepath.Join(dir, "purged.jsonl")},
+		{"discard", "orders.dlq", "--filter", "true", "--no-archive", "--force"},
+		{"redrive", "orders.dlq", "--to", "origin"},
+	} {
+		t.Run(args[0]+" "+args[2], func(t *testing.T) {
+			b := &moveFake{dlq: fakeDead(10)}
+			f, outs := moveFactory(t, b, false)
+			code := execute(context.Background(), f, append(args, "--yes", "--audit-log", audit))
+			_, stderr := outs()
+			check(t, stderr, code)
+			if b.consumed || b.peeked || len(b.dlq) != 10 || len(b.dest) != 0 {
+				t.Errorf("the queue was touched: consumed %v, peeked %v, %d left, %d moved", b.consumed, b.peeked, len(b.dlq), len(b.dest))
+			}
+		})
+	}
+	t.Run("topology apply", func(t *testing.T) {
+		b := &fakeTopoBroker{top: broker.RabbitTopology{Vhost: "/"}}
+		f, outs := topoFactory(t, b, false)
+		code := execute(context.Background(), f, []string{"topology", "apply", "-f", ladderSpec, "--yes", "--audit-log", audit})
+		_, stderr := outs()
+		check(t, stderr, code)
+		if len(b.applied) != 0 {
+			t.Errorf("%d changes applied", len(b.applied))
+		}
+	})
+}
+
+// An audit log that opens but cannot be written (/dev/full: ENOSPC, for
+// root too) fails a purge that removed messages: exit 1, one line saying
+// what was done and that it was not recorded, and audit_error in the JSON.
+func TestRemovalFailsWhenTheAuditRecordCannotBeWritten(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	b := &moveFake{dlq: fakeDead(10)}
+	f, outs := moveFactory(t, b, false)
+	code := execute(context.Background(), f, []string{"purge", "orders.dlq", "--no-archive", "--yes", "--audit-log", "/dev/full", "-o", "json"})
+	stdout, stderr := outs()
+	if code != ExitError {
+		t.Errorf("exit %d, want %d; stderr: %s", code, ExitError, stderr)
+	}
+	assertOneLine(t, stderr)
+	if !strings.Contains(stderr, "the audit log could not record it") || !strings.Contains(stderr, "no space left on device") {
+		t.Errorf("stderr does not say the audit record failed: %s", stderr)
+	}
+	var sum struct {
+		Moved      int64  `json:"moved"`
+		AuditError string `json:"audit_error"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	if sum.Moved != 10 || !strings.Contains(sum.AuditError, "no space left on device") {
+		t.Errorf("moved %d, audit_error %q: want messages removed and the audit failure", sum.Moved, sum.AuditError)
+	}
+}
