@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/dlq-tools/dlq/broker"
@@ -88,5 +90,56 @@ func TestRemovalFailsWhenTheAuditRecordCannotBeWritten(t *testing.T) {
 	}
 	if sum.Moved != 10 || !strings.Contains(sum.AuditError, "no space left on device") {
 		t.Errorf("moved %d, audit_error %q: want messages removed and the audit failure", sum.Moved, sum.AuditError)
+	}
+}
+
+// fullArchive is an archive that takes room batches of messages, then
+// fails every write as a full disk does.
+type fullArchive struct {
+	mu   sync.Mutex
+	room int
+}
+
+func (a *fullArchive) System() broker.System { return broker.Archive }
+func (a *fullArchive) String() string        { return "file:///full/purged.jsonl" }
+func (a *fullArchive) Close() error          { return nil }
+func (a *fullArchive) Publish(ctx context.Context, outs []broker.Outgoing) ([]error, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.room <= 0 {
+		return nil, &os.PathError{Op: "write", Path: "/full/purged.jsonl", Err: syscall.ENOSPC}
+	}
+	a.room--
+	return make([]error, len(outs)), nil
+}
+
+// A purge whose archive fills up after it removed some messages says to
+// run it again, without naming `--resume`, which purge does not have; a
+// redrive that stops the same way names it.
+func TestStoppedRemovalHintNamesOnlyItsFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args      []string
+		want, not string
+	}{
+		{args: []string{"purge", "orders.dlq", "--archive-to", "file:///full/purged.jsonl"}, want: "run it again to continue", not: "--resume"},
+		{args: []string{"discard", "orders.dlq", "--filter", "true", "--force", "--archive-to", "file:///full/purged.jsonl"}, want: "run it again to continue", not: "--resume"},
+		{args: []string{"redrive", "orders.dlq", "--to", "file:///full/purged.jsonl", "--no-journal"}, want: "run it again with `--resume` to continue"},
+	} {
+		t.Run(tc.args[0], func(t *testing.T) {
+			b := &moveFake{dlq: fakeDead(1000)}
+			f, outs := moveFactory(t, b, false)
+			f.OpenDestination = func(ctx context.Context, ref string) (broker.Broker, string, error) {
+				return &fullArchive{room: 1}, ref, nil
+			}
+			code := execute(context.Background(), f, append(tc.args, "--yes"))
+			_, stderr := outs()
+			if code != ExitPartial {
+				t.Errorf("exit %d, want %d (partly done); stderr: %s", code, ExitPartial, stderr)
+			}
+			assertOneLine(t, stderr)
+			if !strings.Contains(stderr, "no space left on device") || !strings.Contains(stderr, tc.want) || (tc.not != "" && strings.Contains(stderr, tc.not)) {
+				t.Errorf("stderr %q: want the full disk and %q, without %q", stderr, tc.want, tc.not)
+			}
+		})
 	}
 }

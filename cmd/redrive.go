@@ -653,7 +653,7 @@ func redriveOutcome(s redrive.Summary, err error, dry bool) (string, error) {
 	case err != nil && s.Hidden > 0:
 		return "partial", Partial(fmt.Errorf("moved %d messages, but %w", s.Moved, err))
 	case err != nil && s.Moved > 0:
-		return "partial", Partial(fmt.Errorf("stopped after moving %d messages: %w; run it again with `--resume` to continue", s.Moved, err))
+		return "partial", Partial(broker.Hintf("stopped after moving %d messages: %w; %v", s.Moved, err, broker.OptResume.Or("run it again with %s to continue", "run it again to continue")))
 	case err != nil:
 		return "failed", err
 	case failed > 0 && s.Moved > 0:
