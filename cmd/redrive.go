@@ -266,11 +266,11 @@ func (o *redriveOptions) validate() error {
 	if o.headers, err = parseSetHeaders(o.SetHeaders); err != nil {
 		return err
 	}
-	if o.Concurrency < 0 || o.Concurrency > 64 {
-		return flagErrorf("`--concurrency` must be from 1 to 64")
+	if o.Concurrency < 0 || o.Concurrency > 64 || (o.Concurrency == 0 && o.changed != nil && o.changed("concurrency")) {
+		return flagErrorf("`--concurrency %d`: give 1 to 64 (1 keeps the source's order), or leave the flag out for the default", o.Concurrency)
 	}
-	if o.Window < 0 || o.Window > 10000 {
-		return flagErrorf("`--window` must be from 1 to 10000")
+	if o.Window < 0 || o.Window > 10000 || (o.Window == 0 && o.changed != nil && o.changed("window")) {
+		return flagErrorf("`--window %d`: give 1 to 10000, or leave the flag out for the default 250", o.Window)
 	}
 	if o.Ramp < 0 {
 		return flagErrorf("`--ramp` must be a positive duration")
