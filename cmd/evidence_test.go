@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -46,6 +47,7 @@ func TestMutatingCommandsRefuseAnUnwritableAuditLog(t *testing.T) {
 			code := execute(context.Background(), f, append(args, "--yes", "--audit-log", audit))
 			_, stderr := outs()
 			check(t, stderr, code)
+			assertNamedFlagsExist(t, args, stderr)
 			if b.consumed || b.peeked || len(b.dlq) != 10 || len(b.dest) != 0 {
 				t.Errorf("the queue was touched: consumed %v, peeked %v, %d left, %d moved", b.consumed, b.peeked, len(b.dlq), len(b.dest))
 			}
@@ -113,9 +115,29 @@ func (a *fullArchive) Publish(ctx context.Context, outs []broker.Outgoing) ([]er
 	return make([]error, len(outs)), nil
 }
 
+// assertNamedFlagsExist fails when text names a `--flag` that the command
+// args run does not have: an error must not send a person to a flag that
+// is not there.
+func assertNamedFlagsExist(t *testing.T, args []string, text string) {
+	t.Helper()
+	ios, _, _, _ := Test()
+	c, _, err := NewRootCmd(NewFactory(ios, args)).Find(args)
+	if err != nil {
+		t.Fatalf("find %v: %v", args, err)
+	}
+	for _, m := range namedFlag.FindAllStringSubmatch(text, -1) {
+		if c.Flag(m[1]) == nil {
+			t.Errorf("%q names `--%s`, which `dlq %s` does not have", text, m[1], c.Name())
+		}
+	}
+}
+
+var namedFlag = regexp.MustCompile("`--([a-z][a-z0-9-]*)")
+
 // A purge whose archive fills up after it removed some messages says to
 // run it again, without naming `--resume`, which purge does not have; a
-// redrive that stops the same way names it.
+// redrive that stops the same way names it. Every flag the error names is
+// one of the command's.
 func TestStoppedRemovalHintNamesOnlyItsFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args      []string
@@ -140,6 +162,7 @@ func TestStoppedRemovalHintNamesOnlyItsFlags(t *testing.T) {
 			if !strings.Contains(stderr, "no space left on device") || !strings.Contains(stderr, tc.want) || (tc.not != "" && strings.Contains(stderr, tc.not)) {
 				t.Errorf("stderr %q: want the full disk and %q, without %q", stderr, tc.want, tc.not)
 			}
+			assertNamedFlagsExist(t, tc.args, stderr)
 		})
 	}
 }

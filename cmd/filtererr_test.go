@@ -28,6 +28,7 @@ func TestFilterFailingOnEveryMessageIsAnError(t *testing.T) {
 			if want := "`--filter` failed on every message it was given (10); the first error: "; !strings.Contains(stderr, want) || !strings.Contains(stderr, "no such field") {
 				t.Errorf("stderr %q: want %q and the filter's error", stderr, want)
 			}
+			assertNamedFlagsExist(t, args, stderr)
 			if len(b.dest) != 0 {
 				t.Errorf("%d messages moved", len(b.dest))
 			}

@@ -25,6 +25,7 @@ func TestNumberFlagsRefuseNonsense(t *testing.T) {
 				t.Errorf("exit %d, want %d; stderr: %s", code, ExitError, stderr)
 			}
 			assertOneLine(t, stderr)
+			assertNamedFlagsExist(t, tc.args, stderr)
 			if !strings.Contains(stderr, tc.want) {
 				t.Errorf("stderr %q does not contain %q", stderr, tc.want)
 			}
