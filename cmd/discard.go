@@ -67,15 +67,22 @@ func (a *archiveFlags) validate(verb string) error {
 	return nil
 }
 
-// open creates the archive for the messages of src's queue; nil without
-// one.
+// open creates the archive for the messages of src's queue, and checks
+// that it can be written; nil without one.
 func (a *archiveFlags) open(ctx context.Context, f *Factory, src broker.Broker, queue string) (broker.Broker, broker.Publisher, broker.Destination, error) {
 	if a.NoArchive {
 		return nil, nil, broker.Destination{}, nil
 	}
-	b, p, path, err := openArchive(ctx, f, "`--archive-to "+a.ArchiveTo+"`", a.ArchiveTo, src, queue)
+	named := "`--archive-to " + a.ArchiveTo + "`"
+	b, p, path, err := openArchive(ctx, f, named, a.ArchiveTo, src, queue)
 	if err != nil {
 		return nil, nil, broker.Destination{}, err
+	}
+	if w, ok := b.(interface{ Writable() error }); ok {
+		if err := w.Writable(); err != nil {
+			b.Close()
+			return nil, nil, broker.Destination{}, fmt.Errorf("%s: %w; nothing was changed", named, err)
+		}
 	}
 	return b, p, broker.Destination{Kind: broker.ToFile, Path: path}, nil
 }

@@ -166,3 +166,37 @@ func TestStoppedRemovalHintNamesOnlyItsFlags(t *testing.T) {
 		})
 	}
 }
+
+// An --archive-to in a directory where no file can be made (/proc refuses
+// new files, root included) is refused before anything is taken, with one
+// line; the queue keeps every message.
+func TestRemovalRefusesAnArchiveThatCannotBeWritten(t *testing.T) {
+	if err := os.WriteFile("/proc/dlq-evidence-test.jsonl", nil, 0o600); err == nil {
+		os.Remove("/proc/dlq-evidence-test.jsonl")
+		t.Skip("/proc takes new files here")
+	}
+	for _, args := range [][]string{
+		{"purge", "orders.dlq"},
+		{"discard", "orders.dlq", "--filter", "true", "--force"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			b := &moveFake{dlq: fakeDead(10)}
+			f, outs := moveFactory(t, b, false)
+			f.OpenDestination = f.openDestination
+			args = append(args, "--archive-to", "file:///proc/dlq-evidence-test.jsonl", "--yes")
+			code := execute(context.Background(), f, args)
+			_, stderr := outs()
+			if code != ExitError {
+				t.Errorf("exit %d, want %d; stderr: %s", code, ExitError, stderr)
+			}
+			assertOneLine(t, stderr)
+			assertNamedFlagsExist(t, args, stderr)
+			if !strings.Contains(stderr, "`--archive-to file:///proc/dlq-evidence-test.jsonl`: create archive") || !strings.Contains(stderr, "nothing was changed") {
+				t.Errorf("stderr %q does not name the archive and say nothing changed", stderr)
+			}
+			if b.consumed || len(b.dlq) != 10 {
+				t.Errorf("the queue was touched: consumed %v, %d left", b.consumed, len(b.dlq))
+			}
+		})
+	}
+}
