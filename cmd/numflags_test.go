@@ -16,6 +16,7 @@ func TestNumberFlagsRefuseNonsense(t *testing.T) {
 		{[]string{"redrive", "demo:orders.dlq", "--concurrency", "0", "--dry-run"}, "`--concurrency 0`: give 1 to 64"},
 		{[]string{"redrive", "demo:orders.dlq", "--window", "0", "--dry-run"}, "`--window 0`: give 1 to 10000"},
 		{[]string{"redrive", "demo:orders.dlq", "--window", "-5", "--dry-run"}, "`--window -5`: give 1 to 10000"},
+		{[]string{"stats", "demo:orders.dlq", "--examples", "0"}, "`--examples 0`: give 1 or more"},
 		{[]string{"peek", "demo:orders.dlq", "--timeout", "0s"}, "`--timeout 0s`: give a positive duration"},
 		{[]string{"queues", "--broker", "demo:", "--timeout", "-1s"}, "`--timeout -1s`: give a positive duration"},
 	} {
@@ -35,6 +36,7 @@ func TestNumberFlagsRefuseNonsense(t *testing.T) {
 	for _, args := range [][]string{
 		{"redrive", "demo:orders.dlq", "--broker", "demo:", "--to", "queue:orders", "--rate", "0", "--limit", "0", "--dry-run"},
 		{"peek", "demo:orders.dlq", "--limit", "0", "--max-unacked", "0"},
+		{"stats", "demo:orders.dlq", "--limit", "0"},
 	} {
 		if _, stderr, code := runDLQ(t, args...); code != ExitOK {
 			t.Errorf("%s: exit %d: %s", strings.Join(args, " "), code, stderr)
