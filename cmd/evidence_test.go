@@ -200,3 +200,34 @@ func TestRemovalRefusesAnArchiveThatCannotBeWritten(t *testing.T) {
 		})
 	}
 }
+
+// A topology apply whose audit record cannot be written fails the same
+// way, and its JSON's error says so.
+func TestApplyFailsWhenTheAuditRecordCannotBeWritten(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	b := &fakeTopoBroker{top: broker.RabbitTopology{Vhost: "/"}}
+	f, outs := topoFactory(t, b, false)
+	args := []string{"topology", "apply", "-f", ladderSpec, "--yes", "--audit-log", "/dev/full", "-o", "json"}
+	code := execute(context.Background(), f, args)
+	stdout, stderr := outs()
+	if code != ExitError {
+		t.Errorf("exit %d, want %d; stderr: %s", code, ExitError, stderr)
+	}
+	assertOneLine(t, stderr)
+	assertNamedFlagsExist(t, args, stderr)
+	if !strings.Contains(stderr, "applied 11 change(s), but the audit log could not record it") {
+		t.Errorf("stderr does not say what was applied and that it was not recorded: %s", stderr)
+	}
+	var out struct {
+		Applied []any  `json:"applied"`
+		Error   string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	if len(out.Applied) != 11 || !strings.Contains(out.Error, "no space left on device") {
+		t.Errorf("applied %d, error %q: want 11 and the audit failure", len(out.Applied), out.Error)
+	}
+}
