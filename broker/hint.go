@@ -62,8 +62,44 @@ type Setting struct {
 func (o Option) With(value string) Setting { return Setting{Option: o, Value: value} }
 
 // Renderer turns a setting into the words of one front end: the command
-// line writes the flag, the TUI names a key or a context entry.
+// line writes the flag, the TUI names a key or a context entry. It returns
+// "" for a setting the front end does not have here (a flag the command
+// lacks): an Alternative then takes its other words, and a bare Option or
+// Setting is rendered plainly.
 type Renderer func(Setting) string
+
+// Alternative is words that name a setting where the front end has it and
+// other words where it has not: "run it again with" the resume setting
+// "to continue" for redrive, "run it again to continue" for purge, which
+// has no such setting.
+type Alternative struct {
+	Setting Setting
+	With    string // a format with one %s: the setting in the front end's words
+	Without string
+}
+
+// Or is an Alternative naming o: with is a format with one %s for o.
+func (o Option) Or(with, without string) Alternative {
+	return Alternative{Setting: Setting{Option: o}, With: with, Without: without}
+}
+
+// String renders a plainly.
+func (a Alternative) String() string { return a.render(PlainSetting) }
+
+func (a Alternative) render(r Renderer) string {
+	if w := r(a.Setting); w != "" {
+		return fmt.Sprintf(a.With, w)
+	}
+	return a.Without
+}
+
+// renderSetting is s in r's words, or plainly where r has none.
+func renderSetting(r Renderer, s Setting) string {
+	if w := r(s); w != "" {
+		return w
+	}
+	return PlainSetting(s)
+}
 
 // PlainSetting is the rendering without a front end, used by Error and
 // String: the option's name and value in backticks ("`mode rotate`").
@@ -84,7 +120,8 @@ type Hint struct {
 }
 
 // Hintf formats a message as fmt.Errorf does (%w included); arguments
-// that are an Option or a Setting are rendered late, by Render.
+// that are an Option, a Setting or an Alternative are rendered late, by
+// Render.
 func Hintf(format string, args ...any) *Hint {
 	return &Hint{format: format, args: args, err: fmt.Errorf(format, args...)}
 }
@@ -99,9 +136,11 @@ func (h *Hint) Render(r Renderer) string {
 	for i, a := range h.args {
 		switch a := a.(type) {
 		case Option:
-			args[i] = r(Setting{Option: a})
+			args[i] = renderSetting(r, Setting{Option: a})
 		case Setting:
-			args[i] = r(a)
+			args[i] = renderSetting(r, a)
+		case Alternative:
+			args[i] = a.render(r)
 		case error:
 			args[i] = rendered{text: RenderError(a, r), err: a}
 		default:

@@ -66,6 +66,35 @@ func TestHintRendersSettingsLate(t *testing.T) {
 	}
 }
 
+// A front end without a setting (a Renderer that returns "") gets an
+// Alternative's other words, and a bare option named plainly, never an
+// empty gap.
+func TestHintWithoutTheSetting(t *testing.T) {
+	cause := errors.New("disk full")
+	err := Hintf("stopped: %w; %v", cause, OptResume.Or("run it again with %s to continue", "run it again to continue"))
+	has := func(s Setting) string { return flagWords(s) }
+	lacks := func(Setting) string { return "" }
+	for _, tt := range []struct {
+		name string
+		r    Renderer
+		want string
+	}{
+		{"plain", nil, "stopped: disk full; run it again with `resume` to continue"},
+		{"has it", has, "stopped: disk full; run it again with <resume> to continue"},
+		{"lacks it", lacks, "stopped: disk full; run it again to continue"},
+	} {
+		if got := RenderError(err, tt.r); got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	if got, want := RenderError(Hintf("pass %s", OptForce), lacks), "pass `force`"; got != want {
+		t.Errorf("bare option: got %q, want %q", got, want)
+	}
+	if !errors.Is(err, cause) {
+		t.Errorf("%v does not wrap its cause", err)
+	}
+}
+
 func TestHintKeepsWhatItWraps(t *testing.T) {
 	err := Hintf("%s: timed out (raise %s): %w", "list", OptTimeout, context.DeadlineExceeded)
 	if !errors.Is(err, context.DeadlineExceeded) {

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -92,6 +93,50 @@ func (f *Factory) Audit(rec AuditRecord) error {
 		return fmt.Errorf("audit log %s: %w", path, err)
 	}
 	return fh.Close()
+}
+
+// checkAuditLog opens the audit log for appending, as Audit does, and
+// refuses op when it cannot: the record of a change must be writable before
+// the change starts. A log on a full disk opens fine; its failed write
+// after the change sets the exit code (see auditFailed).
+func (f *Factory) checkAuditLog(op string) error {
+	path := f.AuditPath()
+	err := os.MkdirAll(filepath.Dir(path), 0o700)
+	if err == nil {
+		var fh *os.File
+		if fh, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
+			err = fh.Close()
+		}
+	}
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("%s refused, nothing was changed: the audit log %s cannot be written (%w): set `--audit-log` or DLQ_AUDIT_LOG to a writable file", op, path, err)
+	}
+	return nil
+}
+
+// auditFailed adds the audit log's failure (aerr) to the error that sets a
+// command's exit code: work that was done but not recorded is an error
+// (exit 1), and a run that failed or stopped keeps its own code. done says
+// what was done ("removed 3 messages").
+func auditFailed(exitErr, aerr error, done string) error {
+	if aerr == nil {
+		return exitErr
+	}
+	if exitErr == nil {
+		return fmt.Errorf("%s, but the audit log could not record it: %w", done, aerr)
+	}
+	return fmt.Errorf("%w; and the audit log could not record it: %v", exitErr, aerr)
+}
+
+// summaryJSON is a run's summary as `-o json` writes it, with the audit
+// log's failure when the run could not be recorded.
+type summaryJSON struct {
+	redrive.Summary
+	AuditError string `json:"audit_error,omitempty"`
 }
 
 // auditRun maps the result of a run that moves or removes messages

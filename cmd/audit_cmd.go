@@ -37,7 +37,9 @@ func newCmdAudit(f *Factory, runF func(*auditOptions) error) *cobra.Command {
 time, OS user, host, the command line (secrets redacted), broker, source,
 destination, filter and transform, counts, message fingerprints and outcome.
 The log is $XDG_STATE_HOME/dlq/audit.jsonl (mode 0600) unless --audit-log,
-DLQ_AUDIT_LOG or the context's audit_log says otherwise.
+DLQ_AUDIT_LOG or the context's audit_log says otherwise. A command that
+changes something refuses to start when the log cannot be opened for
+writing, and fails when its record cannot be written.
 
 --broker (given here) keeps the records of that broker (its URL, without
 the password, or part of it), --queue those whose source or destination is

@@ -67,15 +67,22 @@ func (a *archiveFlags) validate(verb string) error {
 	return nil
 }
 
-// open creates the archive for the messages of src's queue; nil without
-// one.
+// open creates the archive for the messages of src's queue, and checks
+// that it can be written; nil without one.
 func (a *archiveFlags) open(ctx context.Context, f *Factory, src broker.Broker, queue string) (broker.Broker, broker.Publisher, broker.Destination, error) {
 	if a.NoArchive {
 		return nil, nil, broker.Destination{}, nil
 	}
-	b, p, path, err := openArchive(ctx, f, "`--archive-to "+a.ArchiveTo+"`", a.ArchiveTo, src, queue)
+	named := "`--archive-to " + a.ArchiveTo + "`"
+	b, p, path, err := openArchive(ctx, f, named, a.ArchiveTo, src, queue)
 	if err != nil {
 		return nil, nil, broker.Destination{}, err
+	}
+	if w, ok := b.(interface{ Writable() error }); ok {
+		if err := w.Writable(); err != nil {
+			b.Close()
+			return nil, nil, broker.Destination{}, fmt.Errorf("%s: %w; nothing was changed", named, err)
+		}
 	}
 	return b, p, broker.Destination{Kind: broker.ToFile, Path: path}, nil
 }
@@ -237,11 +244,9 @@ func describeSelection(s selectFlags) string {
 func finishRemoval(f *Factory, format, action string, src broker.Broker, queue, archive, filter string, groups []string, sum redrive.Summary, runErr error, dry bool) error {
 	exitErr, aerr := f.auditRun(AuditRecord{Action: action, Broker: src.String(), Source: queue, Destination: archive,
 		Filter: filter, Groups: groups}, sum, runErr, dry)
-	if aerr != nil {
-		f.IO.Statusf("dlq: %v", aerr)
-	}
+	exitErr = auditFailed(exitErr, aerr, fmt.Sprintf("removed %d messages", sum.Moved))
 	if format == OutputJSON {
-		if err := writeJSON(f.IO.Out, sum); err != nil && exitErr == nil {
+		if err := writeJSON(f.IO.Out, summaryJSON{sum, errString(aerr)}); err != nil && exitErr == nil {
 			return err
 		}
 		return exitErr

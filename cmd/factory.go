@@ -66,10 +66,12 @@ type Factory struct {
 	urlPasswordWarned atomic.Bool // the password-in-URL warning was printed
 }
 
-// CheckWritable returns an ErrReadOnly error naming op when dlq runs read-only.
+// CheckWritable refuses op before it changes anything: with an ErrReadOnly
+// error when dlq runs read-only, and when the audit log that must record op
+// cannot be opened for writing.
 func (f *Factory) CheckWritable(op string) error {
 	if f.Options.ReadOnly || (f.ReadOnly != nil && f.ReadOnly()) {
 		return broker.Errorf(broker.ErrReadOnly, op, "refused in read-only mode: drop `--read-only` or use a context without `read_only: true`")
 	}
-	return nil
+	return f.checkAuditLog(op)
 }

@@ -172,7 +172,11 @@ Audit and read-only
   Every redrive, discard, purge and cancel appends a record to the audit
   log (` + "`dlq audit`" + `). --read-only, or a context with read_only: true,
   refuses them before anything is touched (exit code 4); --dry-run is
-  allowed.`
+  allowed. The audit log, and the archive of --archive-to, are opened
+  before anything is touched too: one that cannot be written refuses the
+  command (exit code 1). A record that cannot be written after the change
+  (a full disk) makes the command fail (exit code 1, or 2 or 3 when it was
+  cancelled or partly done) and says what was done.`
 
 func newHelpRedriveSafety() *cobra.Command {
 	return &cobra.Command{

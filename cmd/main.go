@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/dlq-tools/dlq/broker"
 )
 
@@ -68,7 +70,7 @@ func execute(ctx context.Context, f *Factory, args []string) ExitCode {
 		// not see cobra's directive line or a broker error either.
 		root.SetErr(io.Discard)
 	}
-	err := root.ExecuteContext(ctx)
+	c, err := root.ExecuteContextC(ctx)
 	if jerr := f.finishJQ(ctx, err); jerr != nil {
 		err = errors.Join(err, jerr)
 	}
@@ -77,7 +79,7 @@ func execute(ctx context.Context, f *Factory, args []string) ExitCode {
 	}
 	code := exitCodeFor(err)
 	if err != nil && !completing(args) {
-		if msg := errorText(err); msg != "" {
+		if msg := broker.RenderError(err, flagWords(c)); msg != "" {
 			fmt.Fprintln(ios.ErrOut, "dlq: "+broker.Redact(firstLine(msg)))
 		}
 	}
@@ -137,6 +139,18 @@ func flagSetting(s broker.Setting) string {
 		return "`--" + string(s.Option) + "`"
 	}
 	return "`--" + string(s.Option) + " " + s.Value + "`"
+}
+
+// flagWords words settings as the flags of c: a setting that c has no
+// flag for takes the message's other words (broker.Alternative), so that
+// an error never tells a person to pass a flag the command lacks.
+func flagWords(c *cobra.Command) broker.Renderer {
+	return func(s broker.Setting) string {
+		if c == nil || c.Flag(string(s.Option)) == nil {
+			return ""
+		}
+		return flagSetting(s)
+	}
 }
 
 // errorText is err as the terminal shows it: every setting that a library

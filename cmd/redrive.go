@@ -267,11 +267,11 @@ func (o *redriveOptions) validate() error {
 	if o.headers, err = parseSetHeaders(o.SetHeaders); err != nil {
 		return err
 	}
-	if o.Concurrency < 0 || o.Concurrency > 64 {
-		return flagErrorf("`--concurrency` must be from 1 to 64")
+	if o.Concurrency < 0 || o.Concurrency > 64 || (o.Concurrency == 0 && o.changed != nil && o.changed("concurrency")) {
+		return flagErrorf("`--concurrency %d`: give 1 to 64 (1 keeps the source's order), or leave the flag out for the default", o.Concurrency)
 	}
-	if o.Window < 0 || o.Window > 10000 {
-		return flagErrorf("`--window` must be from 1 to 10000")
+	if o.Window < 0 || o.Window > 10000 || (o.Window == 0 && o.changed != nil && o.changed("window")) {
+		return flagErrorf("`--window %d`: give 1 to 10000, or leave the flag out for the default 250", o.Window)
 	}
 	if o.Ramp < 0 {
 		return flagErrorf("`--ramp` must be a positive duration")
@@ -579,13 +579,11 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 
 	exitErr, aerr := f.auditRun(AuditRecord{Action: "redrive", Broker: src.String(), Source: srcName, Destination: o.To,
 		Filter: o.Select.Filter, Groups: o.Select.Groups.IDs, Transform: o.Transform}, sum, runErr, o.DryRun)
-	if aerr != nil {
-		f.IO.Statusf("dlq: %v", aerr)
-	}
+	exitErr = auditFailed(exitErr, aerr, fmt.Sprintf("moved %d messages", sum.Moved))
 	if failedToStart(o.format, sum, runErr) {
 		return exitErr
 	}
-	if perr := printSummary(f, o.format, sum); perr != nil && exitErr == nil {
+	if perr := printSummary(f, o.format, sum, aerr); perr != nil && exitErr == nil {
 		return perr
 	}
 	return exitErr
@@ -691,7 +689,7 @@ func redriveOutcome(s redrive.Summary, err error, dry bool) (string, error) {
 	case err != nil && s.Hidden > 0:
 		return "partial", Partial(fmt.Errorf("moved %d messages, but %w", s.Moved, err))
 	case err != nil && s.Moved > 0:
-		return "partial", Partial(fmt.Errorf("stopped after moving %d messages: %w; run it again with `--resume` to continue", s.Moved, err))
+		return "partial", Partial(broker.Hintf("stopped after moving %d messages: %w; %v", s.Moved, err, broker.OptResume.Or("run it again with %s to continue", "run it again to continue")))
 	case err != nil:
 		return "failed", err
 	case failed > 0 && s.Moved > 0:
@@ -716,9 +714,9 @@ func reasons(m map[string]int64) string {
 }
 
 // printSummary writes the summary: JSON for scripts, lines for people.
-func printSummary(f *Factory, format string, s redrive.Summary) error {
+func printSummary(f *Factory, format string, s redrive.Summary, auditErr error) error {
 	if format == OutputJSON {
-		return writeJSON(f.IO.Out, s)
+		return writeJSON(f.IO.Out, summaryJSON{s, errString(auditErr)})
 	}
 	w := f.IO.Out
 	verb := "moved"
@@ -887,10 +885,9 @@ func redriveServerSide(ctx context.Context, o *redriveOptions, src broker.Broker
 	if task.Moved != nil {
 		counts["moved"] = *task.Moved
 	}
-	if aerr := f.Audit(AuditRecord{Action: "redrive-server-side", Broker: src.String(), Source: queue, Destination: o.To,
-		Counts: counts, Outcome: outcome, Error: errString(err)}); aerr != nil {
-		f.IO.Statusf("dlq: %v", aerr)
-	}
+	aerr := f.Audit(AuditRecord{Action: "redrive-server-side", Broker: src.String(), Source: queue, Destination: o.To,
+		Counts: counts, Outcome: outcome, Error: errString(err)})
+	exitErr = auditFailed(exitErr, aerr, "the broker was handed the move")
 	if o.format == OutputJSON {
 		if werr := writeJSON(f.IO.Out, task); werr != nil && exitErr == nil {
 			return werr
@@ -1066,15 +1063,16 @@ func redriveCancelRun(ctx context.Context, o *redriveCancelOptions) error {
 	if err != nil {
 		outcome = "failed"
 	}
-	if aerr := f.Audit(AuditRecord{Action: "redrive-cancel", Broker: src.String(), Source: queue, Destination: handle, Outcome: outcome, Error: errString(err)}); aerr != nil {
-		f.IO.Statusf("dlq: %v", aerr)
-	}
+	aerr := f.Audit(AuditRecord{Action: "redrive-cancel", Broker: src.String(), Source: queue, Destination: handle, Outcome: outcome, Error: errString(err)})
 	if err != nil {
-		return err
+		return auditFailed(err, aerr, "")
 	}
 	if o.format == OutputJSON {
-		return writeJSON(f.IO.Out, task)
+		if werr := writeJSON(f.IO.Out, task); werr != nil {
+			return auditFailed(werr, aerr, "")
+		}
+	} else {
+		printTask(f.IO.Out, task)
 	}
-	printTask(f.IO.Out, task)
-	return nil
+	return auditFailed(nil, aerr, "cancelled the move")
 }

@@ -128,8 +128,11 @@ reason,source. Write it atomically: dlq stats … -o prom > f.tmp && mv f.tmp f.
 		if len(opts.groupBy) > 8 {
 			return flagErrorf("`--group-by`: at most 8 groupings")
 		}
-		if opts.Limit < 0 || opts.Examples < 0 || opts.MaxGroups < 1 {
-			return flagErrorf("`--limit` and `--examples` must be 0 or more, `--max-groups` at least 1")
+		if opts.Limit < 0 || opts.MaxGroups < 1 {
+			return flagErrorf("`--limit` must be 0 (all) or more, `--max-groups` at least 1")
+		}
+		if opts.Examples < 1 {
+			return flagErrorf("`--examples %d`: give 1 or more, or leave the flag out for 3", opts.Examples)
 		}
 		if opts.NoDups && c.Flags().Changed("dup-key") {
 			return flagErrorf("`--no-dups` and `--dup-key` contradict each other: give one")

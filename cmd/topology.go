@@ -240,14 +240,13 @@ func topologyApplyRun(ctx context.Context, opts *topologyApplyOptions) error {
 	s := p.Summary()
 	rec := AuditRecord{Action: "topology-apply", Broker: b.String(), Source: opts.File,
 		Counts: map[string]int64{"create": int64(s.Create), "update": int64(s.Update), "delete": int64(s.Delete), "conflict": int64(s.Conflict)}}
-	audit := func(outcome string, err error) {
+	// audit records the outcome and returns the audit log's failure.
+	audit := func(outcome string, err error) error {
 		rec.Outcome = outcome
 		if err != nil {
 			rec.Error = errorText(err)
 		}
-		if aerr := f.Audit(rec); aerr != nil {
-			f.IO.Statusf("warning: %v", aerr)
-		}
+		return f.Audit(rec)
 	}
 	if format != OutputJSON {
 		if err := topology.WritePlan(f.IO.ErrOut, p, f.IO.ColorEnabled() && f.IO.IsStderrTTY()); err != nil {
@@ -255,25 +254,26 @@ func topologyApplyRun(ctx context.Context, opts *topologyApplyOptions) error {
 		}
 	}
 	if s.Conflict > 0 {
-		err := &topology.ConflictError{Conflicts: p.Conflicts()}
-		audit("failed", err)
+		var err error = &topology.ConflictError{Conflicts: p.Conflicts()}
+		err = auditFailed(err, audit("failed", err), "")
 		if format == OutputJSON {
 			_ = writeJSON(f.IO.Out, applyJSON{Plan: planJSON{p, s}, Applied: []topology.Change{}, Error: errorText(err)})
 		}
 		return err
 	}
 	if !p.HasChanges() {
-		audit("ok", nil)
+		err := auditFailed(nil, audit("ok", nil), "changed nothing")
 		if format == OutputJSON {
-			return writeJSON(f.IO.Out, applyJSON{Plan: planJSON{p, s}, Applied: []topology.Change{}})
+			return errors.Join(err, writeJSON(f.IO.Out, applyJSON{Plan: planJSON{p, s}, Applied: []topology.Change{}, Error: errString(err)}))
 		}
-		fmt.Fprintln(f.IO.Out, "Nothing to do: the broker already matches the spec.")
-		return nil
+		if err == nil {
+			fmt.Fprintln(f.IO.Out, "Nothing to do: the broker already matches the spec.")
+		}
+		return err
 	}
 	if s.Delete > 0 {
 		if err := requireYes(f, fmt.Sprintf("delete %d object(s) that the spec no longer has (listed above with -)", s.Delete)); err != nil {
-			audit("cancelled", err)
-			return err
+			return auditFailed(err, audit("cancelled", err), "")
 		}
 	}
 	start := f.Now()
@@ -290,31 +290,36 @@ func topologyApplyRun(ctx context.Context, opts *topologyApplyOptions) error {
 	}
 	res, err := topology.Apply(ctx, b, p, progress)
 	rec.Counts["applied"] = int64(len(res.Applied))
+	var exitErr, aerr error
+	switch {
+	case err == nil:
+		aerr = audit("ok", nil)
+		exitErr = auditFailed(nil, aerr, fmt.Sprintf("applied %d change(s)", len(res.Applied)))
+	case errors.Is(err, context.Canceled):
+		aerr = audit("cancelled", err)
+		exitErr = auditFailed(err, aerr, "")
+	case len(res.Applied) > 0:
+		aerr = audit("partial", err)
+		exitErr = auditFailed(Partial(fmt.Errorf("applied %d of %d change(s), then: %w; re-run apply to continue", len(res.Applied), len(p.Changes), err)), aerr, "")
+	default:
+		aerr = audit("failed", err)
+		exitErr = auditFailed(err, aerr, "")
+	}
 	if format == OutputJSON {
 		out := applyJSON{Plan: planJSON{p, s}, Applied: res.Applied, Failed: res.Failed}
 		if out.Applied == nil {
 			out.Applied = []topology.Change{}
 		}
-		if err != nil {
-			out.Error = errorText(err)
+		if err != nil || aerr != nil {
+			out.Error = errString(auditFailed(err, aerr, fmt.Sprintf("applied %d change(s)", len(res.Applied))))
 		}
-		if jerr := writeJSON(f.IO.Out, out); jerr != nil && err == nil {
-			err = jerr
+		if jerr := writeJSON(f.IO.Out, out); jerr != nil && exitErr == nil {
+			exitErr = jerr
 		}
 	}
-	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			audit("cancelled", err)
-			return err
-		}
-		if len(res.Applied) > 0 {
-			audit("partial", err)
-			return Partial(fmt.Errorf("applied %d of %d change(s), then: %w; re-run apply to continue", len(res.Applied), len(p.Changes), err))
-		}
-		audit("failed", err)
-		return err
+	if exitErr != nil {
+		return exitErr
 	}
-	audit("ok", nil)
 	if format != OutputJSON {
 		fmt.Fprintf(f.IO.Out, "Applied %d change(s) in %s: %d created, %d updated, %d deleted.\n",
 			len(res.Applied), f.Now().Sub(start).Round(time.Millisecond), s.Create, s.Update, s.Delete)

@@ -79,7 +79,7 @@ temporary directory) writes a debug log; nothing is printed while it runs.`,
 			return tuiRun(c.Context(), o)
 		},
 	}
-	c.Flags().IntVar(&o.Limit, "limit", 100_000, "most messages of a queue to read into the list")
+	c.Flags().IntVar(&o.Limit, "limit", 100_000, "most messages of a queue to read into the list (0: the default)")
 	c.Flags().DurationVar(&o.Refresh, "refresh", 2*time.Second, "how often queue depths are refreshed (0: never)")
 	o.Peek.register(c)
 	return c

@@ -49,8 +49,8 @@ func (e *engine) dryRun(ctx context.Context) (Summary, error) {
 			e.tally.sum.dest("(moved by the interrupted run)", 1)
 			return nil
 		}
-		if reason := e.sel.reason(ctx, m); reason != "" {
-			e.tally.skip(reason, m.ID, nil)
+		if reason, err := e.sel.reason(ctx, m); reason != "" {
+			e.tally.skip(reason, m.ID, err)
 			return nil
 		}
 		if e.mode == modeDiscard {
@@ -100,7 +100,7 @@ func (e *engine) dryRun(ctx context.Context) (Summary, error) {
 	if err != nil && !errors.Is(err, broker.ErrStop) {
 		return e.tally.sum, fmt.Errorf("dry run: read `%s`: %w", e.queue, err)
 	}
-	return e.tally.sum, nil
+	return e.tally.sum, e.sel.filterError()
 }
 
 // sampleID records the ID of a message a dry run would move (at most

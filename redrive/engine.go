@@ -330,9 +330,12 @@ func (e *engine) end(ctx context.Context, rerr error) (Summary, error) {
 		err = err2
 	}
 	if err == nil {
+		err = e.sel.filterError()
+	}
+	if err == nil {
 		if n := e.hiddenAtEnd(ctx); n > 0 {
 			s.Hidden = n
-			err = broker.Hintf("%d messages of `%s` are still hidden (in flight): a receive was cut off, or another consumer holds them; they reappear after the queue's visibility timeout, and %s waits for them and moves them", n, e.queue, broker.OptResume)
+			err = broker.Hintf("%d messages of `%s` are still hidden (in flight): a receive was cut off, or another consumer holds them; they reappear after the queue's visibility timeout, and %v", n, e.queue, broker.OptResume.Or("%s waits for them and moves them", "a run started then takes them"))
 		}
 	}
 	if e.opts.Journal != nil {

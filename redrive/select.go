@@ -7,6 +7,7 @@ import (
 	"maps"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dlq-tools/dlq/broker"
@@ -24,6 +25,26 @@ type selector struct {
 	now           func() time.Time
 	mu            sync.Mutex
 	dedupe        map[string]bool // dedupe keys selected in this run
+
+	// The filter's results: how many messages it judged and how many it
+	// failed on, and its first error (mu).
+	filterOK, filterFailed atomic.Int64
+	firstFilterErr         error
+}
+
+// filterError is an error when the filter failed on every message it was
+// given (at least one): nothing was chosen by it, only by its failures.
+// A filter that judged some messages leaves the failures counted as
+// ReasonFilterError, with examples, and no error.
+func (s *selector) filterError() error {
+	n := s.filterFailed.Load()
+	if n == 0 || s.filterOK.Load() > 0 {
+		return nil
+	}
+	s.mu.Lock()
+	first := s.firstFilterErr
+	s.mu.Unlock()
+	return broker.Hintf("%s failed on every message it was given (%d); the first error: %w: fix the filter", broker.OptFilter, n, first)
 }
 
 func newSelector(opts Options) *selector {
@@ -53,41 +74,47 @@ func (s *selector) selective() bool {
 }
 
 // reason returns why m is not selected, or "".
-func (s *selector) reason(ctx context.Context, m *broker.Message) string {
+func (s *selector) reason(ctx context.Context, m *broker.Message) (string, error) {
 	if s.ids != nil && !s.ids[m.ID] {
-		return ReasonNotSelected
+		return ReasonNotSelected, nil
 	}
 	if s.excluded[m.ID] {
-		return ReasonExcluded
+		return ReasonExcluded, nil
 	}
 	if !s.window.IsZero() {
 		tooNew, tooOld := s.window.Outside(m, s.now())
 		if tooNew {
-			return ReasonTooNew
+			return ReasonTooNew, nil
 		}
 		if tooOld {
-			return ReasonTooOld
+			return ReasonTooOld, nil
 		}
 	}
 	if s.filter != nil {
 		ok, err := s.filter.Match(ctx, m)
 		if err != nil {
-			return ReasonFilterError
+			if s.filterFailed.Add(1) == 1 {
+				s.mu.Lock()
+				s.firstFilterErr = err
+				s.mu.Unlock()
+			}
+			return ReasonFilterError, err
 		}
+		s.filterOK.Add(1)
 		if !ok {
-			return ReasonFiltered
+			return ReasonFiltered, nil
 		}
 	}
 	// After the filter, so that the count names the messages the
 	// selection chose and the limit kept; before the dedupe key, so that
 	// a message kept here does not stand for its key.
 	if s.maxRedrives > 0 && previousRedrives(m) >= s.maxRedrives {
-		return ReasonRedriveLimit
+		return ReasonRedriveLimit, nil
 	}
 	if s.dedupeBy != nil {
 		k, err := s.dedupeBy(ctx, m)
 		if err != nil {
-			return ReasonFilterError
+			return ReasonFilterError, err
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -95,11 +122,11 @@ func (s *selector) reason(ctx context.Context, m *broker.Message) string {
 			s.dedupe = map[string]bool{}
 		}
 		if s.dedupe[k] {
-			return ReasonDuplicate
+			return ReasonDuplicate, nil
 		}
 		s.dedupe[k] = true
 	}
-	return ""
+	return "", nil
 }
 
 func (e *engine) limitReached() bool {
@@ -122,8 +149,8 @@ func (e *engine) decide(ctx context.Context, d *broker.Delivery) item {
 		it.ackNow = true
 		return it
 	}
-	if reason := e.sel.reason(ctx, m); reason != "" {
-		e.tally.skip(reason, m.ID, nil)
+	if reason, err := e.sel.reason(ctx, m); reason != "" {
+		e.tally.skip(reason, m.ID, err)
 		it.reason = reason
 		return it
 	}

@@ -103,6 +103,30 @@ func Target(path string, opts WriterOptions) (*Broker, error) {
 	return &Broker{path: path, name: filepath.Base(path), opts: opts, lazy: true, writers: map[string]*Writer{}}, nil
 }
 
+// Writable returns an error when the archive cannot be written: a Target
+// whose file does not exist yet creates and removes a file in its
+// directory, so that a command that archives before it removes refuses
+// before it takes anything rather than at its first write. An archive
+// that exists was opened for appending already.
+func (b *Broker) Writable() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.lazy || b.own != nil {
+		return nil
+	}
+	fh, err := os.CreateTemp(filepath.Dir(b.path), ".dlq-check-*")
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("create archive %s: %w: choose a path in a directory that can be written", b.path, err)
+	}
+	name := fh.Name()
+	fh.Close()
+	return os.Remove(name)
+}
+
 // check reads the first record so that a file that is not an archive fails
 // at open rather than half-way through a command.
 func (b *Broker) check() error {
