@@ -137,6 +137,8 @@ func auditFailed(exitErr, aerr error, done string) error {
 type summaryJSON struct {
 	redrive.Summary
 	AuditError string `json:"audit_error,omitempty"`
+	// Error is why the run exits non-zero, when it does.
+	Error *jsonErrorBody `json:"error,omitempty"`
 }
 
 // auditRun maps the result of a run that moves or removes messages

@@ -246,7 +246,7 @@ func finishRemoval(f *Factory, format, action string, src broker.Broker, queue, 
 		Filter: filter, Groups: groups}, sum, runErr, dry)
 	exitErr = auditFailed(exitErr, aerr, fmt.Sprintf("removed %d messages", sum.Moved))
 	if format == OutputJSON {
-		if err := writeJSON(f.IO.Out, summaryJSON{sum, errString(aerr)}); err != nil && exitErr == nil {
+		if err := writeJSON(f.IO.Out, summaryJSON{sum, errString(aerr), jsonErrorOf(exitErr, nil)}); err != nil && exitErr == nil {
 			return err
 		}
 		return exitErr

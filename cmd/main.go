@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -60,6 +61,9 @@ func Run(ctx context.Context, ios *IOStreams, args []string) ExitCode {
 // execute runs the command tree on f; tests pass a factory with fakes.
 func execute(ctx context.Context, f *Factory, args []string) ExitCode {
 	ios := f.IO
+	stdout := &countingWriter{w: ios.Out}
+	ios.Out = stdout
+	defer func() { ios.Out = stdout.w }()
 	root := NewRootCmd(f)
 	root.SetArgs(args)
 	root.SetIn(ios.In)
@@ -79,11 +83,91 @@ func execute(ctx context.Context, f *Factory, args []string) ExitCode {
 	}
 	code := exitCodeFor(err)
 	if err != nil && !completing(args) {
-		if msg := broker.RenderError(err, flagWords(c)); msg != "" {
-			fmt.Fprintln(ios.ErrOut, "dlq: "+broker.Redact(firstLine(msg)))
+		msg := broker.Redact(firstLine(broker.RenderError(err, flagWords(c))))
+		if msg != "" {
+			fmt.Fprintln(ios.ErrOut, "dlq: "+msg)
+		}
+		if msg != "" && f.jsonOutput() && stdout.n == 0 {
+			_ = writeJSON(stdout.w, jsonError{jsonErrorOf(err, flagWords(c))})
 		}
 	}
 	return code
+}
+
+// jsonError is what `--output json` (and jsonl) prints on stdout when a
+// command fails before it wrote anything there. A command that writes a
+// result even when it fails (a redrive's summary) carries the same object
+// as its "error" field instead, so stdout stays one document. `--jq`
+// output is the expression's own shape, so there the error goes to stderr
+// alone, as gh does.
+type jsonError struct {
+	Error *jsonErrorBody `json:"error"`
+}
+
+type jsonErrorBody struct {
+	Kind     string   `json:"kind"`
+	Message  string   `json:"message"`
+	Hint     string   `json:"hint,omitempty"`
+	ExitCode ExitCode `json:"exit_code"`
+}
+
+// jsonErrorOf describes err for machine output, worded with words (nil:
+// as flags); nil for no error.
+func jsonErrorOf(err error, words broker.Renderer) *jsonErrorBody {
+	if err == nil {
+		return nil
+	}
+	msg := errorText(err)
+	if words != nil {
+		msg = broker.RenderError(err, words)
+	}
+	e := &jsonErrorBody{Kind: errorKind(err), Message: broker.Redact(firstLine(msg)), ExitCode: exitCodeFor(err)}
+	var be *broker.Error
+	if errors.As(err, &be) && be.Hint != nil {
+		e.Hint = broker.Redact(broker.RenderError(be.Hint, words))
+		if words == nil {
+			e.Hint = broker.Redact(errorText(be.Hint))
+		}
+	}
+	return e
+}
+
+// jsonOutput reports whether the command's stdout is JSON that a script
+// reads as dlq writes it.
+func (f *Factory) jsonOutput() bool {
+	return f.Options.JQ == "" && (f.Options.Output == OutputJSON || f.Options.Output == OutputJSONL)
+}
+
+// countingWriter counts what a command wrote to stdout.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// errorKind names err's kind for machine output: one of the broker's error
+// values ("not-found", "access-denied", …), or "cancelled", "partial" or
+// "error".
+func errorKind(err error) string {
+	var pe partialError
+	switch {
+	case errors.As(err, &pe):
+		return "partial"
+	case errors.Is(err, ErrCancelled), errors.Is(err, context.Canceled):
+		return "cancelled"
+	}
+	for _, k := range []error{broker.ErrNotFound, broker.ErrConflict, broker.ErrAccessDenied, broker.ErrUnreachable,
+		broker.ErrBlocked, broker.ErrUnsafe, broker.ErrUnsupported, broker.ErrUnroutable, broker.ErrReadOnly} {
+		if errors.Is(err, k) {
+			return strings.ReplaceAll(k.Error(), " ", "-")
+		}
+	}
+	return "error"
 }
 
 // NewFactory builds the factory with the real broker wiring.

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -165,5 +166,35 @@ func walk(c *cobra.Command, fn func(*cobra.Command)) {
 	fn(c)
 	for _, sub := range c.Commands() {
 		walk(sub, fn)
+	}
+}
+
+// TestJSONErrors: with -o json every failure is in the JSON on stdout: as
+// the only document when the command wrote nothing, or as the "error"
+// field of the result it writes anyway (a redrive's summary).
+func TestJSONErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		kind     string
+		code     ExitCode
+		inResult bool
+	}{
+		{[]string{"peek", "--broker", "demo:", "-o", "json", "no.such.queue"}, "not-found", ExitError, false},
+		{[]string{"peek", "--broker", "demo:", "-o", "jsonl", "no.such.queue"}, "not-found", ExitError, false},
+		{[]string{"stats", "--broker", "demo:", "-o", "json", "no.such.queue"}, "not-found", ExitError, false},
+		{[]string{"queues", "--broker", "amqp://nobody:nothing@127.0.0.1:1/", "--timeout", "2s", "-o", "json"}, "unreachable", ExitError, false},
+		{[]string{"redrive", "--broker", "demo:", "--to", "queue:x", "--yes", "-o", "json", "no.such.queue"}, "not-found", ExitError, false},
+	} {
+		stdout, _, code := runDLQ(t, tc.args...)
+		var got struct {
+			Error *jsonErrorBody `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil || got.Error == nil {
+			t.Errorf("dlq %s: stdout %q is not one JSON document with an error (%v)", strings.Join(tc.args, " "), stdout, err)
+			continue
+		}
+		if got.Error.Kind != tc.kind || got.Error.ExitCode != code || code != tc.code || got.Error.Message == "" {
+			t.Errorf("dlq %s: exit %d, error %+v; want exit %d, kind %s and a message", strings.Join(tc.args, " "), code, *got.Error, tc.code, tc.kind)
+		}
 	}
 }

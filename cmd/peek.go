@@ -317,8 +317,12 @@ func peekRun(ctx context.Context, opts *peekOptions) error {
 		n++
 		return w.write(ctx, m)
 	})
-	if ferr := w.finish(); err == nil {
-		err = ferr
+	if err == nil || w.n > 0 {
+		// A failure before the first message leaves stdout to the error
+		// (execute writes it as JSON with -o json), not an empty list.
+		if ferr := w.finish(); err == nil {
+			err = ferr
+		}
 	}
 	if rep.Changed != "" {
 		f.IO.Statusf("%s", rep.Changed)

@@ -583,7 +583,7 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	if failedToStart(o.format, sum, runErr) {
 		return exitErr
 	}
-	if perr := printSummary(f, o.format, sum, aerr); perr != nil && exitErr == nil {
+	if perr := printSummary(f, o.format, sum, aerr, exitErr); perr != nil && exitErr == nil {
 		return perr
 	}
 	return exitErr
@@ -714,9 +714,9 @@ func reasons(m map[string]int64) string {
 }
 
 // printSummary writes the summary: JSON for scripts, lines for people.
-func printSummary(f *Factory, format string, s redrive.Summary, auditErr error) error {
+func printSummary(f *Factory, format string, s redrive.Summary, auditErr, exitErr error) error {
 	if format == OutputJSON {
-		return writeJSON(f.IO.Out, summaryJSON{s, errString(auditErr)})
+		return writeJSON(f.IO.Out, summaryJSON{s, errString(auditErr), jsonErrorOf(exitErr, nil)})
 	}
 	w := f.IO.Out
 	verb := "moved"
