@@ -679,7 +679,7 @@ func (s *Stats) Result() StatsResult {
 	r.Groups = make([]GroupStats, 0, len(groups)+1)
 	var step int64
 	if r.Oldest != nil {
-		span := r.Newest.Unix() - r.Oldest.Unix() + 1
+		span := timelineSec(*r.Newest) - timelineSec(*r.Oldest) + 1
 		step = max(1, (span+TrendBuckets-1)/TrendBuckets)
 		start := r.Oldest.Truncate(time.Second)
 		r.TrendStart = &start
@@ -712,7 +712,7 @@ func (s *Stats) Result() StatsResult {
 			gs.OldestAgeSeconds, gs.NewestAgeSeconds = &oa, &na
 		}
 		if step > 0 {
-			gs.Trend = s.tl.resample(g.hist, r.Oldest.Unix(), step)
+			gs.Trend = s.tl.resample(g.hist, timelineSec(*r.Oldest), step)
 		}
 		r.Groups = append(r.Groups, gs)
 	}
