@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlq-tools/dlq/inspect"
+	"github.com/dlq-tools/dlq/internal/human"
 )
 
 // OutputProm is Prometheus text exposition (node_exporter textfile format).
@@ -247,15 +248,18 @@ func statsSummary(r inspect.StatsResult) string {
 		s += fmt.Sprintf(", oldest %s ago, %d in the last hour", humanAge(r.Now.Sub(*r.Oldest)), r.LastHour)
 	}
 	if r.TrendStart != nil && r.TrendStepSeconds > 0 {
-		step := time.Duration(r.TrendStepSeconds) * time.Second
-		s += fmt.Sprintf("; TREND spans %s, %s a bar", humanAge(step*inspect.TrendBuckets), humanAge(step))
+		// A span of far-off timestamps is longer than a Duration holds.
+		maxSec := float64(math.MaxInt64 / time.Second)
+		step := time.Duration(min(r.TrendStepSeconds, maxSec)) * time.Second
+		span := time.Duration(min(r.TrendStepSeconds*inspect.TrendBuckets, maxSec)) * time.Second
+		s += fmt.Sprintf("; TREND spans %s, %s a bar", humanAge(span), humanAge(step))
 	}
 	if d := r.Duplicates; d != nil {
 		s += fmt.Sprintf(", %d duplicates by %s", d.Messages, d.Key)
 		if d.Messages > 0 && len(d.Examples) > 0 {
 			var ex []string
 			for _, e := range d.Examples[:min(3, len(d.Examples))] {
-				ex = append(ex, fmt.Sprintf("%s×%d", e.Key, e.Count))
+				ex = append(ex, fmt.Sprintf("%s×%d", human.Visible(e.Key), e.Count))
 			}
 			s += " (" + strings.Join(ex, ", ") + ")"
 		}
