@@ -76,6 +76,10 @@ func execute(ctx context.Context, f *Factory, args []string) ExitCode {
 		err = errors.Join(err, context.Canceled)
 	}
 	code := exitCodeFor(err)
+	if pe := (*broker.PanicError)(nil); errors.As(err, &pe) {
+		// The stack of a bug, for the report (DLQ_DEBUG_LOG).
+		f.Logger.Error("panic over a message", "id", pe.ID, "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
+	}
 	if err != nil && !completing(args) {
 		if msg := errorText(err); msg != "" {
 			fmt.Fprintln(ios.ErrOut, "dlq: "+Redact(firstLine(msg)))

@@ -807,7 +807,10 @@ func (s *Stats) Read(ctx context.Context, p broker.Peeker, queue string, opts br
 	if rp, ok := p.(ReusingPeeker); ok {
 		peek = rp.PeekReused
 	}
-	return peek(ctx, queue, opts, func(m *broker.Message) error {
+	return peek(ctx, queue, opts, func(m *broker.Message) (err error) {
+		// A panic over this message's values ends the read with an error,
+		// so the Peeker settles what it holds (a rotation completes).
+		defer broker.Recover(m.ID, &err)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
