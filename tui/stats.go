@@ -120,7 +120,7 @@ func (s *statsView) groupLabel(i int) string { return s.res.label(s.spec, i) }
 func (g Grouping) label(spec string, i int) string {
 	row := g.Groups[i]
 	if row.ID != "" {
-		return "group " + row.ID + " (" + oneLine(row.Key, 50) + ")"
+		return "group " + vis(row.ID) + " (" + oneLine(row.Key, 50) + ")"
 	}
 	return spec + " = " + oneLine(row.Key, 60)
 }
@@ -281,7 +281,7 @@ func (s *statsView) view(h, w int) []string {
 		}
 		head := ""
 		if ids {
-			head = fit(g.ID, idW)
+			head = fit(vis(g.ID), idW)
 		}
 		tail := " " + fitRight(strconv.Itoa(g.Count), numW) + " " + fitRight(share, 6) + " " + fitRight(strconv.FormatInt(g.LastHour, 10), 5) + " " +
 			fit(g.Trend, trendW) + " " + fitRight(ageOrDash(now, g.Oldest), 9) + " " + fitRight(ageOrDash(now, g.Newest), 9)
@@ -295,7 +295,7 @@ func (s *statsView) view(h, w int) []string {
 		out = append(out, "")
 	}
 	if s.cursor < len(groups) && groups[s.cursor].Hot != "" {
-		out = append(out, st.subtle.Render(fit("hot: "+groups[s.cursor].Hot, w)))
+		out = append(out, st.subtle.Render(fit("hot: "+vis(groups[s.cursor].Hot), w)))
 	}
 	return out
 }
