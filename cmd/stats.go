@@ -248,11 +248,8 @@ func statsSummary(r inspect.StatsResult) string {
 		s += fmt.Sprintf(", oldest %s ago, %d in the last hour", humanAge(r.Now.Sub(*r.Oldest)), r.LastHour)
 	}
 	if r.TrendStart != nil && r.TrendStepSeconds > 0 {
-		// A span of far-off timestamps is longer than a Duration holds.
-		maxSec := float64(math.MaxInt64 / time.Second)
-		step := time.Duration(min(r.TrendStepSeconds, maxSec)) * time.Second
-		span := time.Duration(min(r.TrendStepSeconds*inspect.TrendBuckets, maxSec)) * time.Second
-		s += fmt.Sprintf("; TREND spans %s, %s a bar", humanAge(span), humanAge(step))
+		step := human.Seconds(r.TrendStepSeconds)
+		s += fmt.Sprintf("; TREND spans %s, %s a bar", humanAge(human.Times(step, inspect.TrendBuckets)), humanAge(step))
 	}
 	if d := r.Duplicates; d != nil {
 		s += fmt.Sprintf(", %d duplicates by %s", d.Messages, d.Key)

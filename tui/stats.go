@@ -15,6 +15,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/human"
 )
 
 // statsView is the failure statistics of the open queue as a bar chart,
@@ -230,7 +231,7 @@ func (s *statsView) view(h, w int) []string {
 	} else {
 		line := "group by " + st.header.Render(s.spec) + st.subtle.Render(fmt.Sprintf("  ·  %s, %s", countOf(s.res.Total, "message"), countOf(len(groups), "group")))
 		if s.res.TrendStep > 0 {
-			line += st.subtle.Render(fmt.Sprintf("  ·  trend %s, %s a bar", humanAge(s.res.TrendStep*time.Duration(trendWidth(groups))), humanAge(s.res.TrendStep)))
+			line += st.subtle.Render(fmt.Sprintf("  ·  trend %s, %s a bar", humanAge(human.Times(s.res.TrendStep, trendWidth(groups))), humanAge(s.res.TrendStep)))
 		}
 		if s.busy {
 			line += st.subtle.Render("  ·  counting…")

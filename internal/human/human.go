@@ -3,6 +3,7 @@
 package human
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -92,4 +93,32 @@ func Visible(s string) string {
 // shows: a control, a bidirectional control, or an invalid byte.
 func hidden(r rune, n int) bool {
 	return r == utf8.RuneError && n == 1 || unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029'
+}
+
+// Seconds is s seconds as a Duration, held at the Duration's limits: a
+// span between far-off timestamps (an AMQP timestamp of 2^62) is longer
+// than a Duration holds.
+func Seconds(s float64) time.Duration {
+	const limit = float64(math.MaxInt64 / int64(time.Second))
+	switch {
+	case s != s: // NaN
+		return 0
+	case s >= limit:
+		return math.MaxInt64
+	case s <= -limit:
+		return math.MinInt64
+	}
+	return time.Duration(s * float64(time.Second))
+}
+
+// Times is d·n, held at the Duration's limits.
+func Times(d time.Duration, n int) time.Duration {
+	p := d * time.Duration(n)
+	if n != 0 && (p/time.Duration(n) != d || d == math.MinInt64 && n == -1) {
+		if (d < 0) != (n < 0) {
+			return math.MinInt64
+		}
+		return math.MaxInt64
+	}
+	return p
 }

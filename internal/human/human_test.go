@@ -78,3 +78,29 @@ func FuzzVisible(f *testing.F) {
 		}
 	})
 }
+
+func TestSecondsAndTimesHoldAtTheLimits(t *testing.T) {
+	for _, tt := range []struct {
+		s    float64
+		want time.Duration
+	}{
+		{1.5, 1500 * time.Millisecond}, {0, 0}, {-2, -2 * time.Second},
+		{1 << 62, math.MaxInt64}, {-(1 << 62), math.MinInt64}, {math.Inf(1), math.MaxInt64}, {math.NaN(), 0},
+	} {
+		if got := Seconds(tt.s); got != tt.want {
+			t.Errorf("Seconds(%v) = %v, want %v", tt.s, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		d    time.Duration
+		n    int
+		want time.Duration
+	}{
+		{time.Second, 48, 48 * time.Second}, {time.Hour, 0, 0}, {-time.Second, 3, -3 * time.Second},
+		{math.MaxInt64 / 2, 3, math.MaxInt64}, {math.MaxInt64, -2, math.MinInt64}, {math.MinInt64, -1, math.MaxInt64},
+	} {
+		if got := Times(tt.d, tt.n); got != tt.want {
+			t.Errorf("Times(%v, %d) = %v, want %v", tt.d, tt.n, got, tt.want)
+		}
+	}
+}
