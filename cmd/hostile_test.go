@@ -11,6 +11,7 @@ import (
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/archive"
+	"github.com/dlq-tools/dlq/redrive"
 )
 
 // Escape sequences a hostile producer or broker can plant in a message's
@@ -103,6 +104,11 @@ func TestHostileFieldsShowOnTheTerminal(t *testing.T) {
 			t.Errorf("show lacks %q:\n%s", want, stdout)
 		}
 	}
+	// An error that quotes a name shows its escapes too.
+	_, stderr, code := runDLQ(t, "--broker", "demo:", "peek", "orders"+escClear)
+	if code != ExitError || rawControl(stderr, "\n") != -1 || !strings.Contains(stderr, `orders\x1b[2J`) {
+		t.Errorf("error line: exit %d, %q", code, stderr)
+	}
 	// JSON keeps every byte.
 	for _, args := range [][]string{{"peek", ref, "-o", "json"}, {"show", ref, m.ID, "-o", "json"}} {
 		stdout, stderr, code := runDLQ(t, args...)
@@ -137,4 +143,34 @@ func stripOwnStyles(s string) string {
 		s = strings.ReplaceAll(s, c, "")
 	}
 	return s
+}
+
+// A redrive's summary and preview name messages by ID and quote their
+// errors: escape sequences in them show instead of acting.
+func TestRedriveSummaryShowsEscapes(t *testing.T) {
+	id := "id-" + escLink
+	s := redrive.Summary{Source: "orders.dlq", Examined: 3, Moved: 1,
+		Destinations: map[string]int64{"queue:orders" + escClear: 1},
+		Skipped:      map[string]int64{redrive.ReasonFiltered: 1},
+		Failed:       map[string]int64{redrive.ReasonRejected: 1},
+		IDs:          []string{id}, Errors: []string{id + ": refused " + escRed},
+		Resent: 1, ResentIDs: []string{id},
+		Resumed: &redrive.ResumeReport{Journals: 1, InFlight: 1, InFlightIDs: []string{id}, MaybeNotAcked: 1, MaybeNotAckedIDs: []string{id}},
+		Diffs:   []redrive.Diff{{ID: id, Lines: "- a\n+ b"}},
+	}
+	ios, _, out, _ := Test()
+	f := NewFactory(ios, nil)
+	if err := printSummary(f, OutputTable, s); err != nil {
+		t.Fatal(err)
+	}
+	var preview bytes.Buffer
+	printPreview(&preview, "orders.dlq", s)
+	for name, text := range map[string]string{"summary": out.String(), "preview": preview.String()} {
+		if r := rawControl(text, "\n"); r != -1 {
+			t.Errorf("%s carries a raw %U:\n%q", name, r, text)
+		}
+		if !strings.Contains(text, `id-\x1b]8;;http://evil`) {
+			t.Errorf("%s does not show the ID's escapes:\n%s", name, text)
+		}
+	}
 }

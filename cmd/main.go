@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/human"
 )
 
 // Main runs dlq with the process's arguments and returns its exit code.
@@ -82,7 +83,9 @@ func execute(ctx context.Context, f *Factory, args []string) ExitCode {
 	}
 	if err != nil && !completing(args) {
 		if msg := errorText(err); msg != "" {
-			fmt.Fprintln(ios.ErrOut, "dlq: "+Redact(firstLine(msg)))
+			// An error may quote a broker's or a message's words: its
+			// escape sequences show rather than act.
+			fmt.Fprintln(ios.ErrOut, "dlq: "+human.Visible(Redact(firstLine(msg))))
 		}
 	}
 	return code
