@@ -107,7 +107,7 @@ func FuzzStats(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, now := range []time.Time{t0, {}, time.Unix(ta, 0)} {
+			for _, now := range []time.Time{t0, {}} {
 				s := NewStats("orders.dlq", StatsOptions{GroupBy: gs, Now: now, Examples: 1, MaxGroups: 2})
 				for _, m := range msgs {
 					if err := s.Add(context.Background(), m); err != nil {
@@ -115,6 +115,9 @@ func FuzzStats(f *testing.F) {
 					}
 				}
 				res := s.Result()
+				if _, err := json.Marshal(res); err != nil {
+					t.Fatalf("%s: result cannot be written as JSON: %v", spec, err)
+				}
 				var sum int64
 				for _, g := range res.Groups {
 					sum += g.Count

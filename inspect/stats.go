@@ -348,11 +348,31 @@ func NewStats(queue string, opts StatsOptions) *Stats {
 
 // deadTime is when a message first died, else when it was published.
 func deadTime(m *broker.Message) time.Time {
+	t := m.Timestamp
 	if m.Death != nil && !m.Death.First.IsZero() {
-		return m.Death.First
+		t = m.Death.First
 	}
-	return m.Timestamp
+	if t.IsZero() {
+		return t
+	}
+	// A time beyond the years JSON (RFC 3339) can write, which only a
+	// corrupt or hostile message carries (an AMQP timestamp of 2^62),
+	// counts at the nearest one, so that the result can be written.
+	switch sec := t.Unix(); {
+	case sec < minResultTime.Unix():
+		return minResultTime
+	case sec > maxResultTime.Unix():
+		return maxResultTime
+	}
+	return t
 }
+
+// minResultTime and maxResultTime bound the times a StatsResult holds:
+// encoding/json writes years 0 to 9999 only.
+var (
+	minResultTime = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxResultTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+)
 
 // Add counts one message. It returns an error only when a jq expression
 // (filter, duplicate key) fails or ctx ends.
