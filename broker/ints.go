@@ -82,3 +82,16 @@ func shortDigits(s []byte) (uint64, bool) {
 	}
 	return n, true
 }
+
+// SatAdd is a+b held at the int64 limits instead of wrapping around: counts
+// read from headers (x-death counts, attempts) may be anything.
+func SatAdd(a, b int64) int64 {
+	s := a + b
+	switch {
+	case b > 0 && s < a:
+		return math.MaxInt64
+	case b < 0 && s > a:
+		return math.MinInt64
+	}
+	return s
+}

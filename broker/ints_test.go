@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"math"
 	"strconv"
 	"testing"
 )
@@ -20,6 +21,18 @@ func TestParseIntMatchesStrconv(t *testing.T) {
 			if ok != (err == nil) || (ok && u != wu) {
 				t.Errorf("ParseUintBytes(%q, %d) = %d, %v; strconv: %d, %v", s, bits, u, ok, wu, err)
 			}
+		}
+	}
+}
+
+func TestSatAdd(t *testing.T) {
+	for _, tt := range []struct{ a, b, want int64 }{
+		{1, 2, 3}, {-1, -2, -3}, {math.MaxInt64, 0, math.MaxInt64},
+		{math.MaxInt64, 1, math.MaxInt64}, {math.MaxInt64, math.MaxInt64, math.MaxInt64},
+		{math.MinInt64, -1, math.MinInt64}, {math.MinInt64, math.MaxInt64, -1},
+	} {
+		if got := SatAdd(tt.a, tt.b); got != tt.want {
+			t.Errorf("SatAdd(%d, %d) = %d, want %d", tt.a, tt.b, got, tt.want)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/human"
 )
 
 // Main runs dlq with the process's arguments and returns its exit code.
@@ -82,10 +83,16 @@ func execute(ctx context.Context, f *Factory, args []string) ExitCode {
 		err = errors.Join(err, context.Canceled)
 	}
 	code := exitCodeFor(err)
+	if pe := (*broker.PanicError)(nil); errors.As(err, &pe) {
+		// The stack of a bug, for the report (DLQ_DEBUG_LOG).
+		f.Logger.Error("panic over a message", "id", pe.ID, "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
+	}
 	if err != nil && !completing(args) {
 		msg := broker.Redact(firstLine(broker.RenderError(err, flagWords(c))))
 		if msg != "" {
-			fmt.Fprintln(ios.ErrOut, "dlq: "+msg)
+			// An error may quote a broker's or a message's words: its
+			// escape sequences show rather than act.
+			fmt.Fprintln(ios.ErrOut, "dlq: "+human.Visible(msg))
 		}
 		if msg != "" && f.jsonOutput() && stdout.n == 0 {
 			_ = writeJSON(stdout.w, jsonError{jsonErrorOf(err, flagWords(c))})

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlq-tools/dlq/inspect"
+	"github.com/dlq-tools/dlq/internal/human"
 )
 
 // Output formats a command may accept through the global `--output`.
@@ -208,8 +209,9 @@ func (t *Table) Render(w io.Writer, color bool) error {
 			widths[i] = max(widths[i], ansi.StringWidth(c))
 		}
 	}
+	rows := t.visibleRows()
 	measure(t.header)
-	for _, r := range t.rows {
+	for _, r := range rows {
 		measure(r)
 	}
 	line := func(r []string, bold bool) string {
@@ -232,12 +234,27 @@ func (t *Table) Render(w io.Writer, color bool) error {
 	if _, err := fmt.Fprintln(w, line(t.header, color)); err != nil {
 		return err
 	}
-	for _, r := range t.rows {
+	for _, r := range rows {
 		if _, err := fmt.Fprintln(w, line(r, false)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// visibleRows are the rows for a terminal: each cell through
+// human.Visible, so that escape sequences in a queue name, a reason or a
+// header show rather than act. RenderCSV keeps the exact values, as JSON
+// does: CSV is data for files and spreadsheets.
+func (t *Table) visibleRows() [][]string {
+	out := make([][]string, len(t.rows))
+	for i, r := range t.rows {
+		out[i] = make([]string, len(r))
+		for j, c := range r {
+			out[i][j] = human.Visible(c)
+		}
+	}
+	return out
 }
 
 // terminalWidth is the width tables are cut to: the terminal's, or none

@@ -440,6 +440,9 @@ func (w *peekWriter) write(ctx context.Context, m *broker.Message) error {
 		orDash(inspect.Source(m)),
 		orDash(inspect.ShapeOf(w.reason(ctx, m))),
 	}
+	for i := range cells {
+		cells[i] = human.Visible(cells[i])
+	}
 	d := inspect.Decode(m)
 	if !w.tty {
 		cells = append(cells, d.Preview(200))

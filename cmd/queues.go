@@ -530,6 +530,7 @@ func spanAge(d time.Duration) string {
 // messages are red and the header is bold.
 func renderQueues(w io.Writer, qs []broker.Queue, color, tty bool) error {
 	t := queuesTable(qs, false)
+	t.rows = t.visibleRows()
 	keep := make([]bool, len(t.header))
 	for c := range t.header {
 		for _, r := range t.rows {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/inspect"
+	"github.com/dlq-tools/dlq/internal/human"
 	"github.com/dlq-tools/dlq/redrive"
 )
 
@@ -646,7 +647,7 @@ func printPreview(w io.Writer, source string, s redrive.Summary) int64 {
 		if s.IDsTruncated || int64(len(s.IDs)) < n {
 			more = " …"
 		}
-		fmt.Fprintf(w, "  sample: %s%s\n", strings.Join(s.IDs, " "), more)
+		fmt.Fprintf(w, "  sample: %s%s\n", visibleJoin(s.IDs), more)
 	}
 	for _, d := range s.Diffs {
 		fmt.Fprintf(w, "  first message, before and after:\n%s\n", d.Lines)
@@ -655,7 +656,7 @@ func printPreview(w io.Writer, source string, s redrive.Summary) int64 {
 		fmt.Fprintf(w, "left in `%s` %d:\n", source, k)
 		printCounts(w, "", s.Skipped)
 		for _, e := range s.Errors {
-			fmt.Fprintf(w, "  %s\n", e)
+			fmt.Fprintf(w, "  %s\n", human.Visible(e))
 		}
 	}
 	return n
@@ -748,22 +749,22 @@ func printSummary(f *Factory, format string, s redrive.Summary, auditErr, exitEr
 		printCounts(w, "", s.Failed)
 	}
 	for _, e := range s.Errors {
-		fmt.Fprintf(w, "  %s\n", e)
+		fmt.Fprintf(w, "  %s\n", human.Visible(e))
 	}
 	if r := s.Resumed; r != nil {
 		fmt.Fprintf(w, "resumed %d interrupted run(s): %d messages were confirmed but not removed (removed now, not sent again); %d were in flight and were sent again (each may now be at the destination twice)\n",
 			r.Journals, r.ConfirmedNotAcked, r.InFlight)
 		if len(r.InFlightIDs) > 0 {
-			fmt.Fprintf(w, "  in flight: %s\n", strings.Join(r.InFlightIDs, " "))
+			fmt.Fprintf(w, "  in flight: %s\n", visibleJoin(r.InFlightIDs))
 		}
 		if r.MaybeNotAcked > 0 {
 			fmt.Fprintf(w, "  %d were acknowledged in the run's last moments and the broker may not have received those acknowledgements: any still in the source was sent again and may be at the destination twice: %s\n",
-				r.MaybeNotAcked, strings.Join(r.MaybeNotAckedIDs, " "))
+				r.MaybeNotAcked, visibleJoin(r.MaybeNotAckedIDs))
 		}
 	}
 	if s.Resent > 0 {
 		fmt.Fprintf(w, "%d messages were sent again after the destination's answer was lost (a cut connection or a restart); each may be at the destination twice: %s\n",
-			s.Resent, strings.Join(s.ResentIDs, " "))
+			s.Resent, visibleJoin(s.ResentIDs))
 	}
 	if s.NotReturned > 0 {
 		fmt.Fprintf(w, "%d messages could not be given back to the source: they are not lost, and come back when this run's hold on them ends (SQS: their visibility timeout; RabbitMQ: at once, as the channel closed)\n", s.NotReturned)
@@ -772,7 +773,7 @@ func printSummary(f *Factory, format string, s redrive.Summary, auditErr, exitEr
 		fmt.Fprintf(w, "%d messages left in the source were republished to its back (see `dlq help redrive-safety`)\n", s.Rotated)
 	}
 	for _, d := range s.Diffs {
-		fmt.Fprintf(w, "\n--- %s before\n+++ %s after\n%s\n", d.ID, d.ID, d.Lines)
+		fmt.Fprintf(w, "\n--- %s before\n+++ %s after\n%s\n", human.Visible(d.ID), human.Visible(d.ID), d.Lines)
 	}
 	return nil
 }
@@ -784,8 +785,17 @@ func printCounts(w io.Writer, indent string, m map[string]int64) {
 	}
 	sort.Slice(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] || m[keys[i]] == m[keys[j]] && keys[i] < keys[j] })
 	for _, k := range keys {
-		fmt.Fprintf(w, "%s  %8d  %s\n", indent, m[k], k)
+		fmt.Fprintf(w, "%s  %8d  %s\n", indent, m[k], human.Visible(k))
 	}
+}
+
+// visibleJoin is message IDs on one line, each through human.Visible.
+func visibleJoin(ids []string) string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = human.Visible(id)
+	}
+	return strings.Join(out, " ")
 }
 
 func sum64(m map[string]int64) int64 {

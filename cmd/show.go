@@ -12,6 +12,7 @@ import (
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/inspect"
+	"github.com/dlq-tools/dlq/internal/human"
 )
 
 type showOptions struct {
@@ -105,11 +106,14 @@ func showRun(ctx context.Context, o *showOptions) error {
 }
 
 // writeMessage prints one message for people: summary lines, properties,
-// headers, death history, body.
+// headers, death history, body. Every value from the message is printed
+// through human.Visible, so that escape sequences in it show rather than
+// act on the terminal.
 func writeMessage(w io.Writer, m *broker.Message, doc map[string]any) error {
+	vis := func(v any) string { return human.Visible(fmt.Sprint(v)) }
 	line := func(k string, v any) {
 		if s := fmt.Sprint(v); s != "" && s != "<nil>" {
-			fmt.Fprintf(w, "%-12s %s\n", k+":", s)
+			fmt.Fprintf(w, "%-12s %s\n", k+":", human.Visible(s))
 		}
 	}
 	line("id", m.ID)
@@ -134,7 +138,7 @@ func writeMessage(w io.Writer, m *broker.Message, doc map[string]any) error {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			fmt.Fprintf(w, "  %s: %s\n", k, compactJSON(mp[k]))
+			fmt.Fprintf(w, "  %s: %s\n", vis(k), vis(compactJSON(mp[k])))
 		}
 	}
 	section("properties", doc["properties"])
@@ -145,21 +149,21 @@ func writeMessage(w io.Writer, m *broker.Message, doc map[string]any) error {
 			fmt.Fprintf(w, "\ndeath history (newest first):\n")
 			for _, h := range hist {
 				e, _ := h.(map[string]any)
-				fmt.Fprintf(w, "  %v in %v", e["reason"], e["queue"])
+				fmt.Fprintf(w, "  %s in %s", vis(e["reason"]), vis(e["queue"]))
 				if x, ok := e["exchange"]; ok {
-					fmt.Fprintf(w, " via %v", x)
+					fmt.Fprintf(w, " via %s", vis(x))
 				}
 				if ks, _ := e["routing_keys"].([]any); len(ks) > 0 {
-					fmt.Fprintf(w, " %s", compactJSON(ks))
+					fmt.Fprintf(w, " %s", vis(compactJSON(ks)))
 				}
-				fmt.Fprintf(w, " ×%v", e["count"])
+				fmt.Fprintf(w, " ×%s", vis(e["count"]))
 				if t, ok := e["time"]; ok {
-					fmt.Fprintf(w, " at %v", t)
+					fmt.Fprintf(w, " at %s", vis(t))
 				}
 				fmt.Fprintln(w)
 			}
 		} else {
-			fmt.Fprintf(w, "\ndeath: %s\n", compactJSON(d))
+			fmt.Fprintf(w, "\ndeath: %s\n", vis(compactJSON(d)))
 		}
 	}
 	fmt.Fprintf(w, "\nbody (%v):\n", doc["body_kind"])

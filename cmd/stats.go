@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlq-tools/dlq/inspect"
+	"github.com/dlq-tools/dlq/internal/human"
 )
 
 // OutputProm is Prometheus text exposition (node_exporter textfile format).
@@ -250,15 +251,15 @@ func statsSummary(r inspect.StatsResult) string {
 		s += fmt.Sprintf(", oldest %s ago, %d in the last hour", humanAge(r.Now.Sub(*r.Oldest)), r.LastHour)
 	}
 	if r.TrendStart != nil && r.TrendStepSeconds > 0 {
-		step := time.Duration(r.TrendStepSeconds) * time.Second
-		s += fmt.Sprintf("; TREND spans %s, %s a bar", humanAge(step*inspect.TrendBuckets), humanAge(step))
+		step := human.Seconds(r.TrendStepSeconds)
+		s += fmt.Sprintf("; TREND spans %s, %s a bar", humanAge(human.Times(step, inspect.TrendBuckets)), humanAge(step))
 	}
 	if d := r.Duplicates; d != nil {
 		s += fmt.Sprintf(", %d duplicates by %s", d.Messages, d.Key)
 		if d.Messages > 0 && len(d.Examples) > 0 {
 			var ex []string
 			for _, e := range d.Examples[:min(3, len(d.Examples))] {
-				ex = append(ex, fmt.Sprintf("%s×%d", e.Key, e.Count))
+				ex = append(ex, fmt.Sprintf("%s×%d", human.Visible(e.Key), e.Count))
 			}
 			s += " (" + strings.Join(ex, ", ") + ")"
 		}

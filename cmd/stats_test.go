@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/dlq-tools/dlq/broker"
@@ -375,5 +377,18 @@ func TestStatsPromTemplateBounded(t *testing.T) {
 	}
 	if utf8.RuneCountInString(truncate(long, promTemplateLen)) != promTemplateLen {
 		t.Fatal("the label is not cut to its bound")
+	}
+}
+
+// The summary under the stats table holds at the extremes: a span between
+// timestamps 0 and 2^62 is longer than a Duration, and is shown as the
+// longest one rather than wrapping to "-".
+func TestStatsSummaryAtTheExtremes(t *testing.T) {
+	oldest, newest := time.Unix(0, 0).UTC(), time.Unix(1<<62, 0).UTC()
+	r := inspect.StatsResult{Total: 2, Read: 2, Bytes: math.MaxInt64, Oldest: &oldest, Newest: &newest, Now: time.Unix(1772366400, 0),
+		TrendStart: &oldest, TrendStepSeconds: float64(int64(1<<62) / inspect.TrendBuckets)}
+	want := "2 messages, 8589934592.0G, oldest 20513d ago, 0 in the last hour; TREND spans 106751d, 106751d a bar"
+	if d := testdiff.Text(want, statsSummary(r)); d != "" {
+		t.Errorf("statsSummary (-want +got):\n%s", d)
 	}
 }

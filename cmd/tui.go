@@ -17,6 +17,7 @@ import (
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/inspect"
+	"github.com/dlq-tools/dlq/internal/human"
 	"github.com/dlq-tools/dlq/redrive"
 	"github.com/dlq-tools/dlq/tui"
 )
@@ -239,7 +240,7 @@ func tuiGrouping(ctx context.Context, spec string, msgs []*broker.Message, now t
 	if err != nil {
 		return tui.Grouping{}, err
 	}
-	out := tui.Grouping{Total: int(res.Total), TrendStep: time.Duration(res.TrendStepSeconds) * time.Second}
+	out := tui.Grouping{Total: int(res.Total), TrendStep: human.Seconds(res.TrendStepSeconds)}
 	for _, g := range res.Groups {
 		row := tui.GroupRow{Key: strings.Join(g.Values, " · "), ID: g.ID, Count: int(g.Count), Bytes: g.Bytes, LastHour: g.LastHour,
 			Trend: inspect.Sparkline(g.Trend), Hot: inspect.HotText(g.Hot, 3)}

@@ -46,3 +46,26 @@ func (f *fakePublisher) Publish(ctx context.Context, msgs []broker.Outgoing) ([]
 	f.got = append(f.got, msgs...)
 	return make([]error, len(msgs)), nil
 }
+
+// rotatingPeeker peeks as RabbitMQ's rotate mode does: each message is
+// taken, visited, then settled (republished to the back and acked). The
+// settle runs when visit returns, an error included, but not when visit
+// panics: the program would die with the message taken.
+type rotatingPeeker struct {
+	msgs           []*broker.Message
+	taken, settled int
+}
+
+func (p *rotatingPeeker) Peek(ctx context.Context, queue string, opts broker.PeekOptions, visit func(*broker.Message) error) (broker.PeekReport, error) {
+	var rep broker.PeekReport
+	for _, m := range p.msgs {
+		p.taken++
+		rep.Read++
+		err := visit(m)
+		p.settled++
+		if err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}

@@ -3,6 +3,7 @@ package inspect
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +71,73 @@ func FuzzDocument(f *testing.F) {
 					if strings.Count(string(body), `"`+k+`"`) == 1 {
 						t.Fatalf("scanner disagrees on %q: %q vs %q", k, raw, v)
 					}
+				}
+			}
+		}
+	})
+}
+
+// extremeTimes are Unix seconds at the ends of what a message can carry:
+// zero, negative, an AMQP timestamp of 2^62, the int64 limits.
+var extremeTimes = []int64{0, -1, 1 << 62, -1 << 62, math.MaxInt64, math.MinInt64, 1<<63 - 2, 253402300799, -62135596800}
+
+// FuzzStats counts two messages with fuzzed times, sizes and counts under
+// every grouping: the aggregation, its trend and its groups never panic,
+// and counts and shares stay sane.
+func FuzzStats(f *testing.F) {
+	for _, a := range extremeTimes {
+		for _, b := range []int64{0, 1 << 62, math.MinInt64, 1772366400} {
+			f.Add(a, b, int64(math.MaxInt64), uint16(0))
+		}
+	}
+	f.Add(int64(1772366400), int64(1772366401), int64(-1), uint16(1<<15))
+	f.Fuzz(func(t *testing.T, ta, tb, count int64, size uint16) {
+		msg := func(id string, sec int64, first bool) *broker.Message {
+			m := &broker.Message{ID: id, Body: make([]byte, size), Timestamp: time.Unix(sec, 0),
+				Headers: map[string]any{"x-exception-message": "Customer cus_" + id + " not found", RedriveHeader: map[string]any{"count": count}},
+				Death:   &broker.Death{Reason: "rejected", Queue: "orders", Count: count, Last: time.Unix(sec, 0)}}
+			if first {
+				m.Death.First = time.Unix(sec, 0)
+			}
+			return m
+		}
+		msgs := []*broker.Message{msg("1", ta, true), msg("2", tb, false), msg("3", ta, false), {ID: "4"}}
+		for _, spec := range []string{"reason", "age,day,hour", "source,redrives,exchange,routing-key"} {
+			gs, err := ParseGroupBy(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, now := range []time.Time{t0, {}} {
+				s := NewStats("orders.dlq", StatsOptions{GroupBy: gs, Now: now, Examples: 1, MaxGroups: 2})
+				for _, m := range msgs {
+					if err := s.Add(context.Background(), m); err != nil {
+						t.Fatal(err)
+					}
+				}
+				res := s.Result()
+				if _, err := json.Marshal(res); err != nil {
+					t.Fatalf("%s: result cannot be written as JSON: %v", spec, err)
+				}
+				var sum int64
+				for _, g := range res.Groups {
+					sum += g.Count
+					if g.Share < 0 || g.Share > 1 {
+						t.Fatalf("%s: share %v", spec, g.Share)
+					}
+					var trend int64
+					for _, c := range g.Trend {
+						if c < 0 {
+							t.Fatalf("%s: negative trend bucket %v", spec, g.Trend)
+						}
+						trend += c
+					}
+					_ = Sparkline(g.Trend)
+				}
+				if sum != int64(len(msgs)) || res.Total != int64(len(msgs)) {
+					t.Fatalf("%s: groups count %d of %d messages", spec, sum, res.Total)
+				}
+				if _, _, err := GroupMessages(context.Background(), spec, msgs, now); err != nil {
+					t.Fatal(err)
 				}
 			}
 		}

@@ -138,7 +138,8 @@ func (g *GroupSelector) Resolve(ctx context.Context, p broker.Peeker, queue stri
 	if rp, ok := p.(ReusingPeeker); ok {
 		peek = rp.PeekReused
 	}
-	rep, err := peek(ctx, queue, opts, func(m *broker.Message) error {
+	rep, err := peek(ctx, queue, opts, func(m *broker.Message) (err error) {
+		defer broker.Recover(m.ID, &err)
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -348,11 +348,31 @@ func NewStats(queue string, opts StatsOptions) *Stats {
 
 // deadTime is when a message first died, else when it was published.
 func deadTime(m *broker.Message) time.Time {
+	t := m.Timestamp
 	if m.Death != nil && !m.Death.First.IsZero() {
-		return m.Death.First
+		t = m.Death.First
 	}
-	return m.Timestamp
+	if t.IsZero() {
+		return t
+	}
+	// A time beyond the years JSON (RFC 3339) can write, which only a
+	// corrupt or hostile message carries (an AMQP timestamp of 2^62),
+	// counts at the nearest one, so that the result can be written.
+	switch sec := t.Unix(); {
+	case sec < minResultTime.Unix():
+		return minResultTime
+	case sec > maxResultTime.Unix():
+		return maxResultTime
+	}
+	return t
 }
+
+// minResultTime and maxResultTime bound the times a StatsResult holds:
+// encoding/json writes years 0 to 9999 only.
+var (
+	minResultTime = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxResultTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+)
 
 // Add counts one message. It returns an error only when a jq expression
 // (filter, duplicate key) fails or ctx ends.
@@ -679,7 +699,7 @@ func (s *Stats) Result() StatsResult {
 	r.Groups = make([]GroupStats, 0, len(groups)+1)
 	var step int64
 	if r.Oldest != nil {
-		span := r.Newest.Unix() - r.Oldest.Unix() + 1
+		span := timelineSec(*r.Newest) - timelineSec(*r.Oldest) + 1
 		step = max(1, (span+TrendBuckets-1)/TrendBuckets)
 		start := r.Oldest.Truncate(time.Second)
 		r.TrendStart = &start
@@ -712,7 +732,7 @@ func (s *Stats) Result() StatsResult {
 			gs.OldestAgeSeconds, gs.NewestAgeSeconds = &oa, &na
 		}
 		if step > 0 {
-			gs.Trend = s.tl.resample(g.hist, r.Oldest.Unix(), step)
+			gs.Trend = s.tl.resample(g.hist, timelineSec(*r.Oldest), step)
 		}
 		r.Groups = append(r.Groups, gs)
 	}
@@ -807,7 +827,10 @@ func (s *Stats) Read(ctx context.Context, p broker.Peeker, queue string, opts br
 	if rp, ok := p.(ReusingPeeker); ok {
 		peek = rp.PeekReused
 	}
-	return peek(ctx, queue, opts, func(m *broker.Message) error {
+	return peek(ctx, queue, opts, func(m *broker.Message) (err error) {
+		// A panic over this message's values ends the read with an error,
+		// so the Peeker settles what it holds (a rotation completes).
+		defer broker.Recover(m.ID, &err)
 		if err := ctx.Err(); err != nil {
 			return err
 		}

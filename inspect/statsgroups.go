@@ -242,7 +242,20 @@ type timeline struct {
 
 const fineBuckets = 128
 
+// maxTimelineSec bounds the times a timeline places (about 36 billion
+// years either side of 1970): a timestamp beyond, which only a corrupt or
+// hostile message carries (an AMQP timestamp of 2^62), counts at the
+// bound. Within it, t0+fineBuckets*w and every difference of times fit in
+// an int64, so the width never doubles to overflow.
+const maxTimelineSec = 1 << 60
+
+// timelineSec is t in Unix seconds, held within ±maxTimelineSec.
+func timelineSec(t time.Time) int64 {
+	return max(-maxTimelineSec, min(maxTimelineSec, t.Unix()))
+}
+
 func (tl *timeline) add(s *Stats, g *group, t int64) {
+	t = max(-maxTimelineSec, min(maxTimelineSec, t))
 	if tl.w == 0 {
 		tl.w, tl.t0, tl.minT, tl.maxT = 1, t, t, t
 	}

@@ -40,7 +40,10 @@ func Walk(ctx context.Context, p broker.Peeker, queue string, opts WalkOptions, 
 		now = time.Now()
 	}
 	visited := 0
-	rep, err := p.Peek(ctx, queue, po, func(m *broker.Message) error {
+	rep, err := p.Peek(ctx, queue, po, func(m *broker.Message) (err error) {
+		// A panic over this message's values ends the walk with an error,
+		// so the Peeker settles what it holds (a rotation completes).
+		defer broker.Recover(m.ID, &err)
 		if !opts.Window.Admits(m, now) {
 			return nil
 		}

@@ -40,10 +40,13 @@ func (e *engine) dryRun(ctx context.Context) (Summary, error) {
 			}
 		}
 	}
-	rep, err := p.Peek(ctx, e.queue, po, func(m *broker.Message) error {
+	rep, err := p.Peek(ctx, e.queue, po, func(m *broker.Message) (err error) {
 		if m.ID == "" {
 			m.ID = broker.Fingerprint(m)
 		}
+		// A panic over this message's values ends the peek with an error,
+		// so the Peeker settles what it holds (a rotation completes).
+		defer broker.Recover(m.ID, &err)
 		e.tally.sum.Examined++
 		if e.opts.Resume != nil && e.opts.Resume.takeConfirmed(m.ID) {
 			e.tally.sum.dest("(moved by the interrupted run)", 1)

@@ -246,9 +246,25 @@ func (e *engine) batch(ctx, rctx context.Context, deliveries <-chan taken, work 
 
 // take runs one delivery through the select and order stages.
 func (e *engine) take(ctx context.Context, t taken) item {
-	it := e.decide(ctx, t.d)
+	it := e.decideSafely(ctx, t.d)
 	it.sub = t.sub
 	e.order(&it)
 	e.park.track(it)
 	return it
+}
+
+// decideSafely is decide, where a panic over the message's values (a
+// filter, a transform, a count) stops the run with a *broker.PanicError
+// and leaves the message to be given back, so that every delivery taken is
+// still settled.
+func (e *engine) decideSafely(ctx context.Context, d *broker.Delivery) (it item) {
+	var err error
+	defer func() {
+		if err != nil {
+			e.tally.setFatal(err)
+			it = item{d: d, id: d.Message.ID}
+		}
+	}()
+	defer broker.Recover(d.Message.ID, &err)
+	return e.decide(ctx, d)
 }

@@ -68,11 +68,11 @@ func (l Ladder) Attempt(headers map[string]any, history []broker.DeathEntry) int
 		}
 		for _, t := range l.Tiers {
 			if d.Queue == t.Queue {
-				n += d.Count
+				n = broker.SatAdd(n, d.Count)
 			}
 		}
 	}
-	return n
+	return max(n, 1)
 }
 
 // OnFailure says where a message whose processing just failed goes next.

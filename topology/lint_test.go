@@ -3,6 +3,7 @@ package topology
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -136,6 +137,11 @@ func TestLadderOnFailure(t *testing.T) {
 		{attempts(2), hist(0, 1), Step{Attempt: 3, Tier: 1, Exchange: "r", RoutingKey: "k2"}},
 		{attempts(3), hist(0, 1), Step{Attempt: 4, Dead: true, Exchange: "d"}},
 		{map[string]any{AttemptsHeader: "3"}, hist(1, 0), Step{Attempt: 2, Tier: 1, Exchange: "r", RoutingKey: "k2"}},
+		// Counts at the int64 limits, from a hostile or corrupt header,
+		// neither wrap around nor pick a tier that does not exist.
+		{nil, hist(math.MaxInt64, 0), Step{Attempt: math.MaxInt64, Dead: true, Exchange: "d"}},
+		{attempts(math.MaxInt32), hist(0, math.MaxInt64), Step{Attempt: math.MaxInt64, Dead: true, Exchange: "d"}},
+		{nil, []broker.DeathEntry{{Queue: "t1", Reason: "expired", Count: math.MinInt64}}, Step{Attempt: 1, Tier: 0, Reject: true, Exchange: "r", RoutingKey: "k1"}},
 	} {
 		if got := l.OnFailure(tc.headers, tc.h); got != tc.want {
 			t.Errorf("OnFailure(%v, %v) (-want +got):\n%s", tc.headers, tc.h, testdiff.Diff(tc.want, got))

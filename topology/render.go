@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/dlq-tools/dlq/internal/human"
 )
 
 const (
@@ -50,45 +52,48 @@ func WritePlan(w io.Writer, p *Plan, color bool) error {
 		return code + s + ansiReset
 	}
 	var b strings.Builder
-	head := fmt.Sprintf("%s %s", systemName(p), p.Broker)
+	// Names and values come from the spec and from the broker: vis shows
+	// their escape sequences instead of letting them act on the terminal.
+	vis := human.Visible
+	head := fmt.Sprintf("%s %s", systemName(p), vis(p.Broker))
 	if p.Vhost != "" {
-		head += " vhost " + p.Vhost
+		head += " vhost " + vis(p.Vhost)
 	}
 	b.WriteString(paint(ansiBold, head) + "\n")
 	if p.Skipped != "" {
 		fmt.Fprintf(&b, "  (the spec's %s section is not for this broker and was not planned)\n", p.Skipped)
 	}
 	for _, c := range p.Changes {
-		line := fmt.Sprintf("  %s %s %s", c.Action.Marker(), c.Kind, c.Name)
+		line := fmt.Sprintf("  %s %s %s", c.Action.Marker(), c.Kind, vis(c.Name))
 		b.WriteString(paint(c.Action.color(), line))
 		if c.From != "" {
-			b.WriteString(paint(ansiDim, "  ("+c.From+")"))
+			b.WriteString(paint(ansiDim, "  ("+vis(c.From)+")"))
 		}
 		b.WriteByte('\n')
 		for _, d := range c.Diffs {
 			switch {
 			case c.Action == Create:
-				fmt.Fprintf(&b, "      %s: %s\n", d.Field, show(d.New))
+				fmt.Fprintf(&b, "      %s: %s\n", vis(d.Field), vis(show(d.New)))
 			case d.Old == nil:
-				fmt.Fprintf(&b, "      %s: (none) → %s\n", d.Field, show(d.New))
+				fmt.Fprintf(&b, "      %s: (none) → %s\n", vis(d.Field), vis(show(d.New)))
 			case d.New == nil:
-				fmt.Fprintf(&b, "      %s: %s → (none)\n", d.Field, show(d.Old))
+				fmt.Fprintf(&b, "      %s: %s → (none)\n", vis(d.Field), vis(show(d.Old)))
 			default:
-				fmt.Fprintf(&b, "      %s: %s → %s\n", d.Field, show(d.Old), show(d.New))
+				fmt.Fprintf(&b, "      %s: %s → %s\n", vis(d.Field), vis(show(d.Old)), vis(show(d.New)))
 			}
 		}
 		if c.Problem != "" {
-			fmt.Fprintf(&b, "      %s %s\n", paint(ansiRed, "problem:"), c.Problem)
+			fmt.Fprintf(&b, "      %s %s\n", paint(ansiRed, "problem:"), vis(c.Problem))
 		}
 		if c.Fix != "" {
-			fmt.Fprintf(&b, "      %s %s\n", paint(ansiBold, "fix:"), c.Fix)
+			fmt.Fprintf(&b, "      %s %s\n", paint(ansiBold, "fix:"), vis(c.Fix))
 		}
 		if c.Action == Conflict && c.Pos != nil && c.Pos.Line > 0 {
 			fmt.Fprintf(&b, "      %s %s\n", paint(ansiDim, "declared at"), c.Pos)
 		}
 	}
 	for _, wmsg := range p.Warnings {
-		fmt.Fprintf(&b, "  %s %s\n", paint(ansiYellow, "warning:"), wmsg)
+		fmt.Fprintf(&b, "  %s %s\n", paint(ansiYellow, "warning:"), vis(wmsg))
 	}
 	s := p.Summary()
 	if !p.HasChanges() {

@@ -113,16 +113,19 @@ func (d *detailView) render() []string {
 	section := func(title string) {
 		out = append(out, "", st.title.Render("── "+title+" ")+st.subtle.Render(strings.Repeat("─", max(0, 40-len(title)))))
 	}
+	// kv shows a name and a value from the message, both through vis.
 	kv := func(k, v string) {
 		if v == "" {
 			return
 		}
-		out = append(out, "  "+st.subtle.Render(fit(k, 24))+" "+v)
+		out = append(out, "  "+st.subtle.Render(fit(vis(k), 24))+" "+vis(v))
 	}
-	out = append(out, st.header.Render("message "+d.r.id))
+	out = append(out, st.header.Render("message "+vis(d.r.id)))
 	kv("queue", m.Queue)
 	kv("system", string(m.System))
-	kv("reason", st.danger.Render(d.r.reason))
+	if d.r.reason != "" {
+		out = append(out, "  "+st.subtle.Render(fit("reason", 24))+" "+st.danger.Render(vis(d.r.reason)))
+	}
 	if age := m.Age(now); age > 0 {
 		kv("age", humanAge(age))
 	}
@@ -192,7 +195,7 @@ func (d *detailView) render() []string {
 		for _, k := range keys {
 			v := headerString(m.Headers[k])
 			if lockedHeader(k) {
-				out = append(out, "  "+st.locked.Render(fit(k, 24)+" "+oneLine(v, 200)+"  🔒"))
+				out = append(out, "  "+st.locked.Render(fit(vis(k), 24)+" "+oneLine(v, 200)+"  🔒"))
 				continue
 			}
 			kv(k, oneLine(v, 200))
@@ -211,7 +214,7 @@ func (d *detailView) render() []string {
 			if a.BinaryValue != nil {
 				v = base64.StdEncoding.EncodeToString(a.BinaryValue)
 			}
-			kv(k, oneLine(v, 200)+st.subtle.Render(" ("+a.DataType+")"))
+			out = append(out, "  "+st.subtle.Render(fit(vis(k), 24))+" "+oneLine(v, 200)+st.subtle.Render(" ("+vis(a.DataType)+")"))
 		}
 	}
 	if len(m.SystemAttributes) > 0 {
@@ -290,12 +293,12 @@ func deathTimeline(st styles, d *broker.Death) []string {
 				glyph = "──"
 			}
 		}
-		line := fmt.Sprintf("  %s %s %s in %s", st.subtle.Render(when), glyph, st.danger.Render(e.Reason), st.header.Render(e.Queue))
+		line := fmt.Sprintf("  %s %s %s in %s", st.subtle.Render(when), glyph, st.danger.Render(vis(e.Reason)), st.header.Render(vis(e.Queue)))
 		if e.Count > 1 {
 			line += fmt.Sprintf(" ×%d", e.Count)
 		}
 		if e.Exchange != "" || len(e.RoutingKeys) > 0 {
-			line += st.subtle.Render(fmt.Sprintf("  via exchange %q key %s", e.Exchange, strings.Join(e.RoutingKeys, ",")))
+			line += st.subtle.Render(fmt.Sprintf("  via exchange %q key %s", e.Exchange, vis(strings.Join(e.RoutingKeys, ","))))
 		}
 		out = append(out, line)
 	}

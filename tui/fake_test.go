@@ -17,6 +17,7 @@ import (
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/inspect"
+	"github.com/dlq-tools/dlq/internal/human"
 )
 
 var testNow = time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
@@ -381,7 +382,7 @@ func fakeGroup(ctx context.Context, spec string, msgs []*broker.Message) (Groupi
 	if err != nil {
 		return Grouping{}, err
 	}
-	out := Grouping{Total: int(res.Total), TrendStep: time.Duration(res.TrendStepSeconds) * time.Second}
+	out := Grouping{Total: int(res.Total), TrendStep: human.Seconds(res.TrendStepSeconds)}
 	for _, g := range res.Groups {
 		r := GroupRow{Key: strings.Join(g.Values, " · "), ID: g.ID, Count: int(g.Count), LastHour: g.LastHour, Trend: inspect.Sparkline(g.Trend), Hot: inspect.HotText(g.Hot, 3)}
 		if g.Oldest != nil {

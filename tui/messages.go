@@ -461,7 +461,7 @@ func (mv *messagesView) showReasons(msg reasonsMsg) tea.Msg {
 	opts := make([]string, len(groups))
 	hints := make([]string, len(groups))
 	for i, g := range groups {
-		opts[i] = fitRight(strconv.Itoa(g.Count), 7) + "  " + fit(g.ID, 10) + "  " + oneLine(g.Key, 60)
+		opts[i] = fitRight(strconv.Itoa(g.Count), 7) + "  " + fit(vis(g.ID), 10) + "  " + oneLine(g.Key, 60)
 		hints[i] = fmt.Sprintf("%.0f%%", 100*float64(g.Count)/float64(total))
 	}
 	groupsWord := "failure groups"
@@ -563,8 +563,8 @@ func (mv *messagesView) view(h, w int) []string {
 		if mv.selected[r.id] {
 			mark = "● "
 		}
-		line := mark + fit(r.id, idW) + " " + fitRight(humanAge(r.msg.Age(now)), ageW) + " " + fit(r.shape, reasonW) + " " +
-			fit(r.source, srcW) + " " + fitRight(strconv.FormatInt(r.deliv, 10), delivW) + " " + fitRight(strconv.FormatInt(r.deaths, 10), deathW) + " " + fitRight(humanBytes(int64(r.size)), sizeW) + " " +
+		line := mark + fit(vis(r.id), idW) + " " + fitRight(humanAge(r.msg.Age(now)), ageW) + " " + fit(vis(r.shape), reasonW) + " " +
+			fit(vis(r.source), srcW) + " " + fitRight(strconv.FormatInt(r.deliv, 10), delivW) + " " + fitRight(strconv.FormatInt(r.deaths, 10), deathW) + " " + fitRight(humanBytes(int64(r.size)), sizeW) + " " +
 			fit(r.preview, previewW)
 		switch {
 		case i == mv.cursor:

@@ -304,7 +304,7 @@ func (q *queuesView) view(h, w int) []string {
 	for i := q.offset; i < len(q.visible) && i < q.offset+rows; i++ {
 		qu := q.all[q.visible[i]]
 		role := fit(" "+roleLabel(qu), roleW)
-		cells := fit(qu.Name, nameW) + " " + fit(string(qu.Kind), 12) + " " + fitRight(itoa64(qu.Depth), 9) + " " +
+		cells := fit(vis(qu.Name), nameW) + " " + fit(string(qu.Kind), 12) + " " + fitRight(itoa64(qu.Depth), 9) + " " +
 			fitRight(optInt(qu.InFlight), 10) + " " + fitRight(optInt(qu.Consumers), 10) + " "
 		spark := sparkline(q.history[qu.Name], trendW)
 		if i == q.cursor {

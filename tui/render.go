@@ -35,33 +35,34 @@ func fitRight(s string, w int) string {
 	return strings.Repeat(" ", w-n) + s
 }
 
-// oneLine flattens whitespace so that a preview takes one row, and drops
-// control characters that would move the cursor.
+// oneLine flattens whitespace so that a preview takes one row, writes
+// control characters and escape sequences visibly (vis), and keeps at most
+// max runes.
 func oneLine(s string, max int) string {
 	var b strings.Builder
 	space := false
-	n := 0
 	for _, r := range s {
-		if n >= max {
-			break
-		}
-		switch {
-		case r == '\n' || r == '\r' || r == '\t' || r == ' ':
+		if r == '\n' || r == '\r' || r == '\t' || r == ' ' {
 			if !space && b.Len() > 0 {
 				b.WriteByte(' ')
-				n++
 			}
 			space = true
 			continue
-		case r < 0x20 || r == 0x7f || r == utf8.RuneError || (r >= 0x80 && r < 0xa0):
-			r = '·'
 		}
 		space = false
 		b.WriteRune(r)
-		n++
 	}
-	return b.String()
+	out := vis(b.String())
+	if utf8.RuneCountInString(out) > max {
+		out = string([]rune(out)[:max])
+	}
+	return out
 }
+
+// vis is how every value from a message or a broker (an ID, a queue, a
+// reason, a header) reaches the screen: control characters and escape
+// sequences are written as Go escapes, so they show instead of acting.
+var vis = human.Visible
 
 // humanAge and humanBytes are the formatters the CLI uses too.
 var (

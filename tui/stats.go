@@ -15,6 +15,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/human"
 )
 
 // statsView is the failure statistics of the open queue as a bar chart,
@@ -120,7 +121,7 @@ func (s *statsView) groupLabel(i int) string { return s.res.label(s.spec, i) }
 func (g Grouping) label(spec string, i int) string {
 	row := g.Groups[i]
 	if row.ID != "" {
-		return "group " + row.ID + " (" + oneLine(row.Key, 50) + ")"
+		return "group " + vis(row.ID) + " (" + oneLine(row.Key, 50) + ")"
 	}
 	return spec + " = " + oneLine(row.Key, 60)
 }
@@ -230,7 +231,7 @@ func (s *statsView) view(h, w int) []string {
 	} else {
 		line := "group by " + st.header.Render(s.spec) + st.subtle.Render(fmt.Sprintf("  ·  %s, %s", countOf(s.res.Total, "message"), countOf(len(groups), "group")))
 		if s.res.TrendStep > 0 {
-			line += st.subtle.Render(fmt.Sprintf("  ·  trend %s, %s a bar", humanAge(s.res.TrendStep*time.Duration(trendWidth(groups))), humanAge(s.res.TrendStep)))
+			line += st.subtle.Render(fmt.Sprintf("  ·  trend %s, %s a bar", humanAge(human.Times(s.res.TrendStep, trendWidth(groups))), humanAge(s.res.TrendStep)))
 		}
 		if s.busy {
 			line += st.subtle.Render("  ·  counting…")
@@ -281,7 +282,7 @@ func (s *statsView) view(h, w int) []string {
 		}
 		head := ""
 		if ids {
-			head = fit(g.ID, idW)
+			head = fit(vis(g.ID), idW)
 		}
 		tail := " " + fitRight(strconv.Itoa(g.Count), numW) + " " + fitRight(share, 6) + " " + fitRight(strconv.FormatInt(g.LastHour, 10), 5) + " " +
 			fit(g.Trend, trendW) + " " + fitRight(ageOrDash(now, g.Oldest), 9) + " " + fitRight(ageOrDash(now, g.Newest), 9)
@@ -295,7 +296,7 @@ func (s *statsView) view(h, w int) []string {
 		out = append(out, "")
 	}
 	if s.cursor < len(groups) && groups[s.cursor].Hot != "" {
-		out = append(out, st.subtle.Render(fit("hot: "+groups[s.cursor].Hot, w)))
+		out = append(out, st.subtle.Render(fit("hot: "+vis(groups[s.cursor].Hot), w)))
 	}
 	return out
 }

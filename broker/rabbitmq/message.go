@@ -282,7 +282,7 @@ func deathOf(h map[string]any) *broker.Death {
 			e.RoutingKeys = append(e.RoutingKeys, keys...)
 		}
 		d.History = append(d.History, e)
-		d.Count += e.Count
+		d.Count = broker.SatAdd(d.Count, e.Count)
 	}
 	if len(d.History) > 0 {
 		last := d.History[0]

@@ -81,6 +81,15 @@ func TestDeathOf(t *testing.T) {
 				History: []broker.DeathEntry{{Reason: "delivery_limit", Queue: "qq", Exchange: "dlx", RoutingKeys: []string{"qq"}, Count: 1, Time: t0}}},
 		},
 		{
+			name: "counts at the int64 limit add up to the limit, not around it",
+			headers: amqp.Table{
+				"x-death": []any{amqp.Table{"count": int64(math.MaxInt64), "reason": "rejected", "queue": "q"},
+					amqp.Table{"count": int64(5), "reason": "expired", "queue": "q.retry"}},
+			},
+			want: &broker.Death{Reason: "rejected", Queue: "q", Count: math.MaxInt64, FirstReason: "expired", FirstQueue: "q.retry",
+				History: []broker.DeathEntry{{Reason: "rejected", Queue: "q", Count: math.MaxInt64}, {Reason: "expired", Queue: "q.retry", Count: 5}}},
+		},
+		{
 			name:    "x-death stripped, first-death kept",
 			headers: amqp.Table{"x-first-death-queue": "q", "x-first-death-reason": "expired", "x-first-death-exchange": "x"},
 			want:    &broker.Death{Reason: "expired", Queue: "q", Exchange: "x", Count: 1, FirstReason: "expired", FirstQueue: "q"},
