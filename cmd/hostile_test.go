@@ -160,7 +160,7 @@ func TestRedriveSummaryShowsEscapes(t *testing.T) {
 	}
 	ios, _, out, _ := Test()
 	f := NewFactory(ios, nil)
-	if err := printSummary(f, OutputTable, s); err != nil {
+	if err := printSummary(f, OutputTable, s, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	var preview bytes.Buffer
