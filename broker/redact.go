@@ -64,6 +64,10 @@ func secrets(s string, query bool) [][2]int {
 			end++
 		}
 		at := strings.LastIndexByte(s[start:end], '@')
+		if at < 0 && start >= 3 && s[start-3] == ':' {
+			// Only right after a scheme ("amqp://"): see looseAt.
+			at = looseAt(s[start:], end-start)
+		}
 		if at < 0 {
 			pos = start
 			continue
@@ -94,6 +98,23 @@ func secrets(s string, query bool) [][2]int {
 		}
 	}
 	return spans
+}
+
+// looseAt finds the @ that ends a password url.Parse refuses, one holding
+// a / ? or # that was not percent-encoded ("amqp://u:pa/ss@host"): after a
+// "user:" that the strict user information (a[:strict]) starts with, the
+// last @ before the next space or quote. -1 when there is none. It may mask
+// more than a password (a port and a path that holds an @), never less.
+func looseAt(a string, strict int) int {
+	c := strings.IndexByte(a[:strict], ':')
+	if c < 0 || strings.IndexByte(a[:strict], ',') >= 0 || strict == len(a) || strings.IndexByte("/?#", a[strict]) < 0 {
+		return -1
+	}
+	far := strict
+	for far < len(a) && (a[far] == '#' || !inQueryEnd(a[far])) && a[far] != ',' {
+		far++
+	}
+	return strings.LastIndexByte(a[:far], '@')
 }
 
 // inUserinfo reports whether c may appear in a URL's user information as

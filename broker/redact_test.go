@@ -31,6 +31,10 @@ func TestRedact(t *testing.T) {
 		{"http://admin:pw@rabbit:15672,http://admin:pw@rabbit-b:15672", "http://admin:xxxxx@rabbit:15672,http://admin:xxxxx@rabbit-b:15672"},
 		{"https://mon:p@ss@rabbit.example.com/api/", "https://mon:xxxxx@rabbit.example.com/api/"},
 		{"http://key:secret@127.0.0.1:9324/000000000000/orders", "http://key:xxxxx@127.0.0.1:9324/000000000000/orders"},
+		// A password with a / ? or # url.Parse refuses: masked to its last @.
+		{"open sqs: invalid endpoint \"http://user:dlqSECRET/9f8e?x#y@127.0.0.1:1\": use a URL", "open sqs: invalid endpoint \"http://user:xxxxx@127.0.0.1:1\": use a URL"},
+		{"amqp://u:pa/ss@host/v hello", "amqp://u:xxxxx@host/v hello"},
+		{"amqp://host:5672/path", "amqp://host:5672/path"},
 		{"https://sqs.eu-west-1.amazonaws.com/123/q?X-Amz-Signature=abc123&X-Amz-Date=20260101", "https://sqs.eu-west-1.amazonaws.com/123/q?X-Amz-Signature=xxxxx&X-Amz-Date=20260101"},
 		{"https://h/?token=t0k&x=1&password=p#f", "https://h/?token=xxxxx&x=1&password=xxxxx#f"},
 		{"sqs://eu-west-1", "sqs://eu-west-1"},
