@@ -13,6 +13,7 @@ type Option string
 
 // The settings that library messages name.
 const (
+	OptAllowDrop          Option = "allow-drop"
 	OptAuth               Option = "auth"
 	OptBroker             Option = "broker"
 	OptCAFile             Option = "ca-file"

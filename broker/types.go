@@ -87,6 +87,15 @@ type Queue struct {
 	// with a delivery limit (its own, or the 4.x default) and nowhere to
 	// dead-letter to.
 	DropsAfter int64 `json:"drops_after,omitempty"`
+	// MaxLength and MaxLengthBytes are a RabbitMQ queue's length limit
+	// (x-max-length, x-max-length-bytes, or the policy's max-length and
+	// max-length-bytes: the lower of the two), nil when none. Overflow is
+	// what the queue does past it: OverflowDropHead (RabbitMQ's default:
+	// the oldest messages are dropped, or dead-lettered), "reject-publish"
+	// or "reject-publish-dlx" (the publish is refused); "" without a limit.
+	MaxLength      *int64 `json:"max_length,omitempty"`
+	MaxLengthBytes *int64 `json:"max_length_bytes,omitempty"`
+	Overflow       string `json:"overflow,omitempty"`
 	// Policy is the RabbitMQ policy applied, if any.
 	Policy string `json:"policy,omitempty"`
 	// Arguments are the RabbitMQ queue arguments or SQS attributes.
@@ -369,3 +378,8 @@ func (d Destination) String() string {
 		return string(d.Kind)
 	}
 }
+
+// OverflowDropHead is the overflow of a queue that drops (or dead-letters)
+// its oldest messages to take new ones past its length limit: a message
+// moved into it may cost another.
+const OverflowDropHead = "drop-head"

@@ -23,6 +23,18 @@ Nothing is lost
   again: the summary lists those messages as possibly at the destination
   twice ("resent" in --output json).
 
+Destinations that drop
+  A confirm means the destination took the message, not that it keeps it:
+  a RabbitMQ queue with a length limit (x-max-length, x-max-length-bytes or
+  the policy's max-length, max-length-bytes) and overflow drop-head (the
+  default once it has a limit) drops, or dead-letters, its oldest messages
+  to take new ones, and confirms every publish. Before anything is taken,
+  a redrive (and its dry run) reads the destination queue's limits from its
+  arguments and policies and refuses such a queue, naming the limit;
+  --allow-drop accepts it. A queue with overflow reject-publish or
+  reject-publish-dlx refuses what it cannot take: those messages stay in
+  the source (rejected).
+
 Journal and --resume
   Each run keeps a journal in $XDG_STATE_HOME/dlq/journal (mode 0600),
   locked while the run lives, recording per message fingerprint: published,

@@ -96,6 +96,7 @@ type redriveOptions struct {
 	To               string
 	Select           selectFlags
 	MaxRedrives      int64
+	AllowDrop        bool
 	Transform        string
 	DedupeBy         string
 	SetHeaders       []string
@@ -196,6 +197,7 @@ moved: unroutable, refused); 4 read-only.`,
 	fl.StringVar(&opts.To, "to", "origin", "destination: origin, queue:NAME, exchange:NAME[:KEY], file://PATH, BROKER#DEST")
 	_ = cmd.RegisterFlagCompletionFunc("to", completeDestination(f))
 	opts.Select.register(cmd)
+	fl.BoolVar(&opts.AllowDrop, "allow-drop", false, "move into a queue that drops its oldest messages past a length limit (RabbitMQ overflow drop-head), which is refused otherwise")
 	fl.Int64Var(&opts.MaxRedrives, "max-redrives", 0, "leave messages that dlq has already redriven this many times (x-dlq-redrive count) in the source, as redrive-limit; at least 1")
 	fl.StringVar(&opts.Transform, "transform", "", "jq expression rewriting each message document (body, headers, properties, attributes)")
 	fl.StringVar(&opts.DedupeBy, "dedupe-by", "", "jq key (e.g. '.properties.message_id'): move only the first message of each key; the others stay")
@@ -341,6 +343,7 @@ func parseDestination(s string) (broker.Destination, error) {
 func (o *redriveOptions) libOptions(ro *redrive.Options) {
 	o.Select.apply(ro)
 	ro.MaxRedrives = o.MaxRedrives
+	ro.AllowDrop = o.AllowDrop
 	if o.transform != nil {
 		ro.Transform = redrive.JQTransform(o.transform)
 	}
@@ -395,6 +398,9 @@ func (o *redriveOptions) plan() map[string]string {
 	if o.NoRedriveHeader {
 		p["no-redrive-header"] = "true"
 	}
+	if o.AllowDrop {
+		p["allow-drop"] = "true"
+	}
 	return p
 }
 
@@ -427,6 +433,7 @@ func (o *redriveOptions) adoptPlan(p map[string]string) error {
 		set("keep-death-headers", func(v string) error { o.KeepDeathHeaders = v == "true"; return nil }),
 		set("keep-failure-headers", func(v string) error { o.KeepFailure = v == "true"; return nil }),
 		set("no-redrive-header", func(v string) error { o.NoRedriveHeader = v == "true"; return nil }),
+		set("allow-drop", func(v string) error { o.AllowDrop = v == "true"; return nil }),
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/dlq-tools/dlq/broker"
 )
@@ -117,6 +118,9 @@ func (e *engine) checkDest(ctx context.Context) error {
 	if d.Kind != broker.ToQueue && d.Kind != broker.ToExchange {
 		return nil
 	}
+	if err := e.checkDrop(ctx); err != nil {
+		return err
+	}
 	rc, ok := e.dst.(broker.RouteChecker)
 	if !ok {
 		return nil
@@ -133,6 +137,42 @@ func (e *engine) checkDest(ctx context.Context) error {
 		why = "routes to no queue on %s (the exchange is missing, or no queue is bound with that key): check the exchange and key, or bind a queue"
 	}
 	return broker.Errorf(broker.ErrNotFound, "redrive", "destination `%s` "+why+"; "+e.nothingDone(), d, e.dst)
+}
+
+// checkDrop refuses, before a message is taken, a destination queue that
+// drops its oldest messages past a length limit (overflow drop-head, the
+// default once a queue has one): each message moved in beyond the limit
+// would drop (or dead-letter) one already there, and the broker confirms
+// the publish all the same. Opts.AllowDrop accepts it. A queue that
+// refuses publishes past its limit (reject-publish) needs no check: a
+// refused message stays in the source. A check that fails leaves it to
+// the publishes.
+func (e *engine) checkDrop(ctx context.Context) error {
+	d := e.opts.Dest
+	qi, ok := e.dst.(broker.QueueInspector)
+	if d.Kind != broker.ToQueue || !ok || e.opts.AllowDrop {
+		return nil
+	}
+	q, err := qi.Queue(ctx, d.Queue)
+	if err != nil || q.Overflow != broker.OverflowDropHead {
+		return nil
+	}
+	var limits []string
+	if q.MaxLength != nil {
+		limits = append(limits, fmt.Sprintf("max-length %d (holds %d)", *q.MaxLength, q.Depth))
+	}
+	if q.MaxLengthBytes != nil {
+		limits = append(limits, fmt.Sprintf("max-length-bytes %d", *q.MaxLengthBytes))
+	}
+	dropped := "drops"
+	if q.DeadLetterTarget != "" {
+		dropped = "dead-letters"
+	}
+	return &broker.Error{Kind: broker.ErrUnsafe, Op: "redrive",
+		Msg: fmt.Sprintf("destination queue `%s` has %s with overflow drop-head: past its limit it %s its oldest messages to take new ones, and the broker confirms every publish; %s",
+			d.Queue, strings.Join(limits, ", "), dropped, e.nothingDone()),
+		Hint: broker.Hintf("%v, or give the queue overflow reject-publish (a refused message stays in the source)",
+			broker.OptAllowDrop.Or("move with %s to accept that", "raise its limit"))}
 }
 
 // nothingDone ends a refusal: a dry run changes nothing anyway.

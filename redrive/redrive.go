@@ -51,6 +51,10 @@ type Options struct {
 	// only the first is moved, the others stay (ReasonDuplicate).
 	DedupeBy func(ctx context.Context, m *broker.Message) (string, error)
 	Limit    int64 // most messages to move; 0 = no limit
+	// AllowDrop moves into a destination queue that drops its oldest
+	// messages past a length limit (RabbitMQ overflow drop-head), which
+	// is otherwise refused before anything is taken.
+	AllowDrop bool
 	// MaxRedrives leaves in the source the messages that dlq has already
 	// redriven this many times, by the count of their RedriveHeader
 	// record (ReasonRedriveLimit); 0 = no limit.

@@ -40,6 +40,9 @@ func (c *common) settingWords(s broker.Setting) string {
 		w = "the endpoint (endpoint in the context)"
 	case broker.OptContext:
 		w = "the context"
+	case broker.OptAllowDrop:
+		return "" // the TUI never moves into a queue that would drop
+
 	default:
 		return broker.PlainSetting(s)
 	}

@@ -404,6 +404,7 @@ func (b *Broker) toQueue(m *mgmtQueue, serverMajor int) (broker.Queue, deadLette
 		q.Policy += op
 	}
 	q.MessageTTL = messageTTL(m.Arguments, m.EffectivePolicyDefinition)
+	q.MaxLength, q.MaxLengthBytes, q.Overflow = lengthLimit(m.Arguments, m.EffectivePolicyDefinition)
 	dl := deadLetterOf(m.Arguments, m.EffectivePolicyDefinition, q.Kind == broker.KindQuorum, serverMajor)
 	if dl.set {
 		q.DeadLetterTarget, q.DeadLetterRoutingKey = dl.exchange, dl.routingKey
@@ -528,6 +529,39 @@ func messageTTL(args, policy map[string]any) time.Duration {
 		ms = p
 	}
 	return time.Duration(max(ms, 0)) * time.Millisecond
+}
+
+// lengthLimit is a queue's length limit from its arguments and its policy
+// (the lower of the two applies, as RabbitMQ applies it) and its overflow
+// behaviour (the argument's, else the policy's, else drop-head).
+func lengthLimit(args, policy map[string]any) (maxLen, maxBytes *int64, overflow string) {
+	lower := func(arg, pol string) *int64 {
+		a, aok := toInt64(args[arg])
+		p, pok := toInt64(policy[pol])
+		switch {
+		case aok && pok:
+			v := min(a, p)
+			return &v
+		case aok:
+			return &a
+		case pok:
+			return &p
+		}
+		return nil
+	}
+	maxLen, maxBytes = lower("x-max-length", "max-length"), lower("x-max-length-bytes", "max-length-bytes")
+	if maxLen == nil && maxBytes == nil {
+		return nil, nil, ""
+	}
+	switch {
+	case headerString(args["x-overflow"]) != "":
+		overflow = headerString(args["x-overflow"])
+	case headerString(policy["overflow"]) != "":
+		overflow = headerString(policy["overflow"])
+	default:
+		overflow = broker.OverflowDropHead
+	}
+	return maxLen, maxBytes, overflow
 }
 
 // normalizeJSON turns the json.Number values of a decoded management answer
