@@ -86,3 +86,33 @@ func TestRedriveRefusesADestinationThatDrops(t *testing.T) {
 		}
 	})
 }
+
+// TestRedriveNoOriginErrorsNameTheirOwnMessage: three messages without a
+// death record, redriven to their origin: each no-origin line names its
+// own message and no other. (The origin of the first was cached with its
+// ID in the error, and every later line named the first message.)
+func TestRedriveNoOriginErrorsNameTheirOwnMessage(t *testing.T) {
+	r := newRIRabbit(t)
+	dlq := r.queue(brokertest.Name(t, "dlq"), nil)
+	for _, id := range []string{"first-msg", "second-msg", "third-msg"} {
+		r.publish("", dlq, amqp.Publishing{MessageId: id, Body: []byte(id)})
+	}
+	r.waitDepth(dlq, 3)
+	stdout, stderr, code := runDLQ(t, append(r.args, "redrive", dlq, "--yes", "-o", "json")...)
+	s := riSummary(t, stdout)
+	if code != ExitError || s.Failed["no-origin"] != 3 {
+		t.Fatalf("exit %d, failed %v; want exit 1 and 3 no-origin (stderr %s)", code, s.Failed, stderr)
+	}
+	if len(s.Errors) != 3 {
+		t.Fatalf("errors %q: want one line a message", s.Errors)
+	}
+	for _, line := range s.Errors {
+		id, _, _ := strings.Cut(strings.TrimPrefix(line, "no-origin: "), ":")
+		for _, other := range []string{"first-msg", "second-msg", "third-msg"} {
+			if other != id && strings.Contains(line, other) {
+				t.Errorf("the line of %s names %s: %q", id, other, line)
+			}
+		}
+	}
+	r.waitDepth(dlq, 3)
+}

@@ -33,7 +33,9 @@ func (b *Broker) Origin(ctx context.Context, queue string, m *broker.Message) (b
 	if d == nil {
 		d = deathOf(m.Headers)
 	}
-	op := "find the origin of message " + m.ID
+	// The op names no message: callers cache the answer for every message
+	// with the same death record, and name each message themselves.
+	op := "find the origin of a message in `" + queue + "`"
 	if d == nil || d.Queue == "" {
 		return broker.Destination{}, &broker.Error{Kind: broker.ErrNotFound, Op: op,
 			Hint: broker.Hintf("it has no x-death header (it was not dead-lettered into `%s` by RabbitMQ), so its origin is unknown: choose a destination with %s or %s", queue, broker.OptTo.With("queue:NAME"), broker.OptTo.With("exchange:NAME:KEY"))}
