@@ -67,6 +67,15 @@ var (
 func translateAMQP(op string, ae *amqp.Error) error {
 	reason := cleanReason(ae.Reason)
 	e := &broker.Error{Op: op, Err: ae}
+	if !ae.Server && (ae.Code == amqp.FrameError || ae.Code == amqp.SyntaxError) {
+		// The client refused a frame the broker sent: a message whose
+		// headers amqp091-go will not read (tables nested deeper than 32,
+		// or a table or array of more than 8,192 entries; RabbitMQ takes
+		// both), or a corrupt frame. Its reader closes the connection.
+		e.Kind, e.Err = broker.ErrUnsupported, &unreadableFrame{ae}
+		e.Msg = "dlq's AMQP client could not read what the broker sent (" + reason + "), most likely a message whose headers nest tables deeper than 32 levels or hold more than 8,192 entries, and closed the connection: every message dlq held went back to its queue"
+		return e
+	}
 	switch ae.Code {
 	case amqp.NotFound:
 		e.Kind = broker.ErrNotFound
@@ -131,6 +140,12 @@ func translateAMQP(op string, ae *amqp.Error) error {
 	}
 	return e
 }
+
+// unreadableFrame is a frame the client refused to read (translateAMQP).
+type unreadableFrame struct{ err *amqp.Error }
+
+func (u *unreadableFrame) Error() string { return u.err.Error() }
+func (u *unreadableFrame) Unwrap() error { return u.err }
 
 // cleanReason drops the "NOT_FOUND - " style prefix RabbitMQ puts before its
 // explanation.

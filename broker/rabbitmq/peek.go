@@ -122,6 +122,35 @@ func (b *Broker) Peek(ctx context.Context, queue string, opts broker.PeekOptions
 		return broker.PeekReport{Mode: mode}, &broker.Error{Kind: broker.ErrUnsupported, Op: "peek queue `" + queue + "`",
 			Hint: broker.Hintf("an offset (%s, %s) applies to stream queues only; `%s` is a %s queue", broker.OptOffset, broker.OptSince, queue, info.kind)}
 	}
+	rep, err := b.peekMode(ctx, info, mode, opts, visit)
+	return rep, unreadableAt(info, rep, err)
+}
+
+// unreadableAt names, in an error of a message the client could not read,
+// where the message is and what to do about it. Deliveries arrive in queue
+// order, but the client's reader drops those it had not yet handed over
+// when it closes the connection: the message comes after the ones read, at
+// that position or later.
+func unreadableAt(info peekInfo, rep broker.PeekReport, err error) error {
+	var u *unreadableFrame
+	var be *broker.Error
+	if !errors.As(err, &u) || !errors.As(err, &be) {
+		return err
+	}
+	cost := "classic queues keep their order; the messages only carry the redelivered flag"
+	if info.kind == broker.KindQuorum {
+		cost = "on a quorum queue each held message's x-delivery-count went up by 1"
+		if rep.Mode == broker.PeekRotate {
+			cost += ", and the messages rotated but not yet acknowledged are now in the queue twice"
+		}
+	}
+	return &broker.Error{Kind: broker.ErrUnsupported, Op: "peek queue `" + info.name + "`", Err: be.Err,
+		Msg: fmt.Sprintf("a message at position %d or later could not be read (%d were read before the connection closed): %s (%s): see it in the management UI (Get messages, which on a quorum queue counts a delivery too), and move the queue's messages broker-side without reading them (a server-side redrive runs a shovel)", rep.Read+1, rep.Read, be.Msg, cost)}
+}
+
+// peekMode runs the peek of info in mode.
+func (b *Broker) peekMode(ctx context.Context, info peekInfo, mode broker.PeekMode, opts broker.PeekOptions, visit func(*broker.Message) error) (broker.PeekReport, error) {
+	queue := info.name
 	switch mode {
 	case broker.PeekHold:
 		return b.peekHold(ctx, info, opts, false, visit)
