@@ -11,8 +11,9 @@ the alternative; --force accepts a visible change, never a loss.
 
 RabbitMQ classic queues: --mode hold (the default for peek)
   dlq sets basic.qos to the number of messages it reads, consumes them without
-  acknowledging, then closes the channel: RabbitMQ returns every held message
-  to its original position, so the order is unchanged (tested). The trace
+  acknowledging, then returns them all with one basic.nack (requeue), also
+  when the peek fails: RabbitMQ puts every held message back in its original
+  position, so the order is unchanged (tested). The trace
   left is the redelivered flag on those messages ("20 messages now carry the
   redelivered flag"). At most --max-unacked deliveries (default 5000) are held
   at once, because a client holding hundreds of thousands of unacked messages

@@ -354,7 +354,12 @@ func (b *Broker) peekHold(ctx context.Context, info peekInfo, opts broker.PeekOp
 		visitErr error
 	)
 	op := "peek queue `" + info.name + "`"
-	err = b.withChannel(ctx, func(ch *amqp.Channel) error {
+	err = b.withChannel(ctx, func(ch *amqp.Channel) (err error) {
+		defer func() {
+			if err != nil {
+				_ = returnAll(ch)
+			}
+		}()
 		var rot *rotator
 		if quorumLimit {
 			var err error
@@ -450,8 +455,14 @@ func (b *Broker) peekHold(ctx context.Context, info peekInfo, opts broker.PeekOp
 		}
 		if !requeue {
 			returned = w.received - rescued
+			// Every held delivery back, explicitly: a nack with requeue
+			// (each in its place on a classic queue). A closed channel
+			// would return them too, but RabbitMQ 4.3 counts that as a
+			// failed delivery on a quorum queue, and a nack not.
+			if err := returnAll(ch); err != nil {
+				return err
+			}
 		}
-		// Closing the channel (withChannel) returns every held delivery.
 		return nil
 	})
 	if err != nil {
@@ -475,6 +486,17 @@ func (b *Broker) peekHold(ctx context.Context, info peekInfo, opts broker.PeekOp
 	}
 	rep.Changed = strings.Join(changed, "; ")
 	return rep, visitErr
+}
+
+// returnAll returns every delivery still unsettled on ch to its queue with
+// one basic.nack (delivery tag 0, multiple, requeue: all of them), rather
+// than leaving it to the channel's close. It does nothing on a channel that
+// is already closed.
+func returnAll(ch *amqp.Channel) error {
+	if ch.IsClosed() {
+		return nil
+	}
+	return ch.Nack(0, true, true)
 }
 
 // rotator republishes deliveries to the back of their queue with publisher
@@ -654,7 +676,15 @@ func (b *Broker) peekRotate(ctx context.Context, info peekInfo, opts broker.Peek
 	// Finishing what was taken must not depend on ctx: the originals are
 	// acked only after their copies are confirmed, whatever happens.
 	work := context.WithoutCancel(ctx)
-	err := b.withChannel(work, func(ch *amqp.Channel) error {
+	err := b.withChannel(work, func(ch *amqp.Channel) (err error) {
+		defer func() {
+			if err != nil {
+				// What is unsettled goes back explicitly (see
+				// returnAll); a copy already confirmed leaves its
+				// original twice, never neither.
+				_ = returnAll(ch)
+			}
+		}()
 		rot, err := b.newRotator(work, info.name, rotateWindow)
 		if err != nil {
 			return err
