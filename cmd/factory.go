@@ -62,6 +62,8 @@ type Factory struct {
 	ReadOnly func() bool
 
 	jq *jqFilter // while `--jq` holds back the output
+	// stdout counts a JSON command's output (countJSON).
+	stdout *countingWriter
 
 	urlPasswordWarned atomic.Bool // the password-in-URL warning was printed
 }

@@ -59,9 +59,9 @@ RabbitMQ reads that would write: read-only users and --read-only
   a delivery limit is refused before anything is read ("nothing was read or
   changed"), naming why and the fix (exit code 4): a read that returns its
   messages would raise their counts, and a refused publish would return every
-  held delivery with x-delivery-count +1. A quorum queue without a delivery
-  limit (RabbitMQ 3.x) is then read in hold mode, and the report says the
-  counts went up; classic queues are read in hold mode as always.
+  held delivery with x-delivery-count +1. A read that would rotate a classic
+  queue, or a quorum queue without a delivery limit (RabbitMQ 3.x), holds
+  instead (up to --max-unacked messages; the report says what changed).
 
 RabbitMQ streams: --mode stream (the default)
   Streams are read, not consumed: dlq attaches with basic.qos and an

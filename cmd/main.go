@@ -62,9 +62,8 @@ func Run(ctx context.Context, ios *IOStreams, args []string) ExitCode {
 // execute runs the command tree on f; tests pass a factory with fakes.
 func execute(ctx context.Context, f *Factory, args []string) ExitCode {
 	ios := f.IO
-	stdout := &countingWriter{w: ios.Out}
-	ios.Out = stdout
-	defer func() { ios.Out = stdout.w }()
+	out := ios.Out
+	defer func() { ios.Out = out }() // undo countJSON
 	root := NewRootCmd(f)
 	root.SetArgs(args)
 	root.SetIn(ios.In)
@@ -94,8 +93,8 @@ func execute(ctx context.Context, f *Factory, args []string) ExitCode {
 			// escape sequences show rather than act.
 			fmt.Fprintln(ios.ErrOut, "dlq: "+human.Visible(msg))
 		}
-		if msg != "" && f.jsonOutput() && stdout.n == 0 {
-			_ = writeJSON(stdout.w, jsonError{jsonErrorOf(err, flagWords(c))})
+		if msg != "" && f.jsonOutput() && (f.stdout == nil || f.stdout.n == 0) {
+			_ = writeJSON(out, jsonError{jsonErrorOf(err, flagWords(c))})
 		}
 	}
 	return code
@@ -143,6 +142,17 @@ func jsonErrorOf(err error, words broker.Renderer) *jsonErrorBody {
 // reads as dlq writes it.
 func (f *Factory) jsonOutput() bool {
 	return f.Options.JQ == "" && (f.Options.Output == OutputJSON || f.Options.Output == OutputJSONL)
+}
+
+// countJSON counts what a command writes to stdout when that is JSON, so
+// that execute knows whether a failure's error object stands alone. Only
+// then: other commands keep the stream itself (the TUI needs the terminal's
+// file).
+func (f *Factory) countJSON() {
+	if f.jsonOutput() && f.stdout == nil {
+		f.stdout = &countingWriter{w: f.IO.Out}
+		f.IO.Out = f.stdout
+	}
 }
 
 // countingWriter counts what a command wrote to stdout.

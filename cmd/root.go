@@ -30,6 +30,7 @@ Brokers are named with --broker (or a context from the config file):
 			if o.Timeout <= 0 && c.Flags().Changed("timeout") {
 				return flagErrorf("`--timeout %s`: give a positive duration such as 30s, or leave the flag out for the default 30s", o.Timeout)
 			}
+			f.countJSON()
 			return f.startJQ()
 		},
 	}

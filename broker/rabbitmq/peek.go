@@ -108,10 +108,11 @@ func (b *Broker) Peek(ctx context.Context, queue string, opts broker.PeekOptions
 			switch {
 			case !errors.As(err, &nw):
 				return broker.PeekReport{Mode: mode}, translateErr("peek queue `"+queue+"`", err)
-			case opts.Mode == broker.PeekAuto && info.kind == broker.KindQuorum && !info.limited:
-				// No delivery limit: a hold read returns every message with
-				// x-delivery-count +1 (the report says so), and none can be
-				// dead-lettered or dropped for it.
+			case mode == broker.PeekRotate && !(info.kind == broker.KindQuorum && info.limited):
+				// A classic queue, or a quorum queue without a delivery
+				// limit: a hold read publishes nothing and can drop nothing
+				// (on the quorum queue each count goes up by 1, and the
+				// report says so). Within the hold bound (holdTarget).
 				mode = broker.PeekHold
 			default:
 				return broker.PeekReport{Mode: mode}, noWriteRefusal(info, mode, nw)
