@@ -35,6 +35,18 @@ Destinations that drop
   reject-publish-dlx refuses what it cannot take: those messages stay in
   the source (rejected).
 
+Archives are redriven once
+  Reading an archive never changes it, so the same redrive run twice
+  would send every message twice. dlq records what each redrive from an
+  archive moved ($XDG_STATE_HOME/dlq/redriven: the archive, known by a
+  hash of its content and the queue read, so a copy or a rename is the
+  same archive; the destination; the message fingerprints; when). Before
+  anything is sent, a redrive (and its dry run) from an archive checks its
+  selection against that record and refuses the whole run if any of the
+  selected messages went to the same destination already, naming how
+  many, where and when; --again sends them anyway. The refusal is all or
+  nothing: to send only the others, select them (--exclude-id, --filter).
+
 Journal and --resume
   Each run keeps a journal in $XDG_STATE_HOME/dlq/journal (mode 0600),
   locked while the run lives, recording per message fingerprint: published,
