@@ -65,6 +65,14 @@ Journal and --resume
   survive a killed process); the file is fsynced at the end. A run that
   stops before it publishes a message (a missing queue, a refused login)
   removes its journal: there is nothing to resume.
+  --resume finishes only the interrupted runs whose destination and
+  selection (--to, --filter, --group, --id, --limit, …) are those given
+  now; settings not given are taken from the journal. When none matches,
+  or the matching ones differ, it lists them (id, start, source →
+  destination, selection) and moves nothing. A run that completes the
+  same redrive as an interrupted one (same source, destination and
+  selection) closes that journal ("superseded"): later runs no longer
+  offer it.
   A journal keeps no password: a --to URL is stored redacted
   (amqp://ops:xxxxx@host/), and --resume takes the password again from
   --to given again, from --broker or DLQ_BROKER when they name the same

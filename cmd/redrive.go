@@ -486,7 +486,16 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	jkey := redrive.JournalKey(src.String(), srcName)
 	var resume *redrive.ResumeState
 	if o.Resume {
-		resume, err = redrive.LoadInterrupted(jdir, jkey)
+		cands := interruptedRuns(jdir, jkey)
+		if len(cands) > 0 {
+			paths, err := o.resumeCandidates(cands, srcName)
+			if err != nil {
+				return err
+			}
+			resume, err = redrive.LoadJournals(paths)
+		} else {
+			err = redrive.ErrNoJournal
+		}
 		if errors.Is(err, redrive.ErrNoJournal) {
 			return flagErrorf("nothing to resume: no interrupted redrive of `%s` on %s (journals in %s); drop `--resume`", srcName, src.String(), jdir)
 		}
@@ -594,6 +603,9 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	}
 	restore()
 	bar.finish()
+	if !o.DryRun && resume == nil && runErr == nil && !sum.Cancelled {
+		o.supersede(jdir, jkey, srcName, f.Now())
+	}
 	sum.Source, sum.Destination = srcName, broker.Redact(o.To)
 	if !previewed {
 		warnMissingPaths(f, "--filter", o.Select.filter)
