@@ -72,7 +72,8 @@ Journal and --resume
   destination, selection) and moves nothing. A run that completes the
   same redrive as an interrupted one (same source, destination and
   selection) closes that journal ("superseded"): later runs no longer
-  offer it.
+  offer it. ` + "`dlq redrive journals`" + ` lists journals; --prune --interrupted
+  removes the interrupted ones (after asking; --yes without a terminal).
   A journal keeps no password: a --to URL is stored redacted
   (amqp://ops:xxxxx@host/), and --resume takes the password again from
   --to given again, from --broker or DLQ_BROKER when they name the same

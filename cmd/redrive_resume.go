@@ -86,7 +86,7 @@ func (o *redriveOptions) resumeCandidates(cands []redrive.JournalInfo, srcName s
 	if len(match) == 0 {
 		o.f.IO.Statusf("interrupted redrives of `%s`:", srcName)
 		list(cands)
-		return nil, fmt.Errorf("no interrupted redrive of `%s` (listed above) has this destination and selection: pass the same --to and selection to finish one, or list them with `dlq redrive journals`", srcName)
+		return nil, fmt.Errorf("no interrupted redrive of `%s` (listed above) has this destination and selection: pass the same --to and selection to finish one, or remove them with `dlq redrive journals --prune --interrupted`", srcName)
 	}
 	for _, m := range match[1:] {
 		if !samePlan(m.Header, match[0].Header) {
