@@ -35,6 +35,18 @@ Destinations that drop
   reject-publish-dlx refuses what it cannot take: those messages stay in
   the source (rejected).
 
+Archives are redriven once
+  Reading an archive never changes it, so the same redrive run twice
+  would send every message twice. dlq records what each redrive from an
+  archive moved ($XDG_STATE_HOME/dlq/redriven: the archive, known by a
+  hash of its content and the queue read, so a copy or a rename is the
+  same archive; the destination; the message fingerprints; when). Before
+  anything is sent, a redrive (and its dry run) from an archive checks its
+  selection against that record and refuses the whole run if any of the
+  selected messages went to the same destination already, naming how
+  many, where and when; --again sends them anyway. The refusal is all or
+  nothing: to send only the others, select them (--exclude-id, --filter).
+
 Journal and --resume
   Each run keeps a journal in $XDG_STATE_HOME/dlq/journal (mode 0600),
   locked while the run lives, recording per message fingerprint: published,
@@ -53,6 +65,15 @@ Journal and --resume
   survive a killed process); the file is fsynced at the end. A run that
   stops before it publishes a message (a missing queue, a refused login)
   removes its journal: there is nothing to resume.
+  --resume finishes only the interrupted runs whose destination and
+  selection (--to, --filter, --group, --id, --limit, …) are those given
+  now; settings not given are taken from the journal. When none matches,
+  or the matching ones differ, it lists them (id, start, source →
+  destination, selection) and moves nothing. A run that completes the
+  same redrive as an interrupted one (same source, destination and
+  selection) closes that journal ("superseded"): later runs no longer
+  offer it. ` + "`dlq redrive journals`" + ` lists journals; --prune --interrupted
+  removes the interrupted ones (after asking; --yes without a terminal).
   A journal keeps no password: a --to URL is stored redacted
   (amqp://ops:xxxxx@host/), and --resume takes the password again from
   --to given again, from --broker or DLQ_BROKER when they name the same

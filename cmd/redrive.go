@@ -109,6 +109,7 @@ type redriveOptions struct {
 	Concurrency      int
 	Window           int
 	Resume           bool
+	Again            bool
 	ServerSide       bool
 	NoJournal        bool
 
@@ -212,6 +213,7 @@ moved: unroutable, refused); 4 read-only.`,
 	fl.IntVar(&opts.Window, "window", 0, "messages published and confirmed together (default 250)")
 	fl.BoolVar(&opts.Resume, "resume", false, "finish an interrupted redrive of SOURCE from its journal")
 	fl.BoolVar(&opts.ServerSide, "server-side", false, "let the broker move every message itself (SQS move task, RabbitMQ shovel)")
+	fl.BoolVar(&opts.Again, "again", false, "send messages of an archive that were already redriven to the same destination")
 	fl.BoolVar(&opts.NoJournal, "no-journal", false, "keep no journal (an interrupted run cannot be resumed)")
 	cmd.AddCommand(newCmdRedriveStatus(f, nil), newCmdRedriveCancel(f, nil), newCmdRedriveJournals(f, nil))
 	addOutputFlags(cmd, f, OutputTable, OutputJSON)
@@ -484,7 +486,16 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	jkey := redrive.JournalKey(src.String(), srcName)
 	var resume *redrive.ResumeState
 	if o.Resume {
-		resume, err = redrive.LoadInterrupted(jdir, jkey)
+		cands := interruptedRuns(jdir, jkey)
+		if len(cands) > 0 {
+			paths, err := o.resumeCandidates(cands, srcName)
+			if err != nil {
+				return err
+			}
+			resume, err = redrive.LoadJournals(paths)
+		} else {
+			err = redrive.ErrNoJournal
+		}
 		if errors.Is(err, redrive.ErrNoJournal) {
 			return flagErrorf("nothing to resume: no interrupted redrive of `%s` on %s (journals in %s); drop `--resume`", srcName, src.String(), jdir)
 		}
@@ -546,6 +557,13 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	o.libOptions(&ro)
 	ro.Resume = resume
 	ro.Notice = func(s string) { f.IO.Statusf("dlq: %s", s) }
+	ledger, err := openArchiveLedger(ctx, o, src, queue, dst, ro)
+	if err != nil {
+		return err
+	}
+	if ledger != nil && !o.DryRun {
+		ro.Moved = ledger.moved
+	}
 	previewed := false
 	if !o.DryRun {
 		previewed = !f.Options.Yes && f.IO.CanPrompt() && resume == nil
@@ -574,12 +592,20 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	}
 	restore := oneProcessor(src)
 	sum, runErr := redrive.Run(ctx, src, queue, dst, ro)
+	if ledger != nil && !o.DryRun {
+		if err := ledger.record(f.Now()); err != nil {
+			f.IO.Statusf("dlq: %v: a second redrive of these messages will not be refused", err)
+		}
+	}
 	runErr = suggestQueue(ctx, src, queue, runErr)
 	if dest.Kind == broker.ToQueue {
 		runErr = suggestQueue(ctx, dst, dest.Queue, runErr)
 	}
 	restore()
 	bar.finish()
+	if !o.DryRun && resume == nil && runErr == nil && !sum.Cancelled {
+		o.supersede(jdir, jkey, srcName, f.Now())
+	}
 	sum.Source, sum.Destination = srcName, broker.Redact(o.To)
 	if !previewed {
 		warnMissingPaths(f, "--filter", o.Select.filter)

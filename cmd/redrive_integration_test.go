@@ -1214,3 +1214,36 @@ func TestRedriveIntegrationRabbitServerSideRefused(t *testing.T) {
 		t.Errorf("destination %d + source %d, want 5 + 15", r.depth(full), r.depth(dlq))
 	}
 }
+
+// A redrive from an archive run twice to one RabbitMQ queue sends each
+// message once: the second run is refused before anything is sent, and
+// --again sends them anyway.
+func TestRedriveIntegrationRabbitArchiveTwice(t *testing.T) {
+	r := newRIRabbit(t)
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	dest := r.queue(fmt.Sprintf("dlq-archive-twice-%d", time.Now().UnixNano()), nil)
+	src := filepath.Join(t.TempDir(), "dlq.jsonl.gz")
+	if _, stderr, code := runDLQ(t, "export", "--broker", "demo:", "orders.dlq", "--limit", "59", "--to", "file://"+src); code != ExitOK {
+		t.Fatalf("export: exit %d: %s", code, stderr)
+	}
+	redrive := func(extra ...string) (string, string, ExitCode) {
+		return runDLQ(t, append([]string{"redrive", "--broker", "file://" + src, "orders.dlq", "--to", r.url + "#queue:" + dest, "--yes"}, extra...)...)
+	}
+	if stdout, stderr, code := redrive(); code != ExitOK || !strings.Contains(stdout, "moved 59") {
+		t.Fatalf("first redrive: exit %d: %s %s", code, stdout, stderr)
+	}
+	r.waitDepth(dest, 59)
+	for _, extra := range [][]string{nil, {"--dry-run"}} {
+		_, stderr, code := redrive(extra...)
+		if code != ExitError || !strings.Contains(stderr, "59 of these messages were already redriven to queue:"+dest) {
+			t.Errorf("%v: exit %d, want %d and the earlier redrive named: %s", extra, code, ExitError, stderr)
+		}
+	}
+	if d := r.depth(dest); d != 59 {
+		t.Fatalf("after the refused redrives %s holds %d messages, want 59", dest, d)
+	}
+	if stdout, stderr, code := redrive("--again"); code != ExitOK || !strings.Contains(stdout, "moved 59") {
+		t.Fatalf("--again: exit %d: %s %s", code, stdout, stderr)
+	}
+	r.waitDepth(dest, 118)
+}

@@ -123,7 +123,7 @@ func newEngine(src broker.Broker, queue string, dst broker.Broker, opts Options,
 	if mode == modeDiscard && dst == nil {
 		e.destName = "discard"
 	}
-	e.tally = tally{maxIDs: opts.MaxIDs, notify: opts.Notice, words: opts.Words, sum: newSummary(queue, e.destName, opts.DryRun)}
+	e.tally = tally{maxIDs: opts.MaxIDs, onMoved: opts.Moved, notify: opts.Notice, words: opts.Words, sum: newSummary(queue, e.destName, opts.DryRun)}
 	e.flow.notice = e.tally.notice
 	e.origins.m = map[string]originResult{}
 	e.groups.stopped = map[string]groupStop{}

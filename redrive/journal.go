@@ -441,6 +441,12 @@ func LoadInterrupted(dir, key string) (*ResumeState, error) {
 	if err != nil {
 		return nil, err
 	}
+	return LoadJournals(paths)
+}
+
+// LoadJournals reads and locks the interrupted journals at paths (of one
+// source, from Interrupted or ListJournals), as LoadInterrupted does.
+func LoadJournals(paths []string) (*ResumeState, error) {
 	if len(paths) == 0 {
 		return nil, ErrNoJournal
 	}
@@ -593,6 +599,40 @@ func (r *ResumeState) finish() error {
 	}
 	r.release()
 	return errors.Join(errs...)
+}
+
+// EndInterrupted ends the interrupted journals at paths with outcome
+// (such as "superseded": a later run did the same work) so that they are
+// no longer offered to --resume, and returns how many it ended. A journal
+// a running process holds, or one that ended meanwhile, is left alone.
+func EndInterrupted(paths []string, outcome string, now time.Time) (int, error) {
+	var errs []error
+	n := 0
+	line, _ := json.Marshal(journalEnd{Time: now.UTC(), Outcome: outcome, Complete: true})
+	for _, p := range paths {
+		f, err := os.OpenFile(p, os.O_RDWR|os.O_APPEND, 0o600)
+		if err != nil {
+			continue
+		}
+		if lockFile(f, true) != nil {
+			f.Close()
+			continue
+		}
+		if !hasEnd(f) {
+			_, err := f.Write(append(append([]byte("E "), line...), '\n'))
+			if serr := f.Sync(); err == nil {
+				err = serr
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("journal %s: %w", p, err))
+			} else {
+				n++
+			}
+		}
+		unlockFile(f)
+		f.Close()
+	}
+	return n, errors.Join(errs...)
 }
 
 // Release unlocks the journals without marking them finished.

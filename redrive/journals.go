@@ -3,6 +3,7 @@ package redrive
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
@@ -81,6 +82,32 @@ func PruneJournals(dir string, olderThan time.Duration, now time.Time) ([]string
 		}
 	}
 	return removed, nil
+}
+
+// RemoveJournals removes the journals at paths that are not running (a
+// running process holds its lock) and returns the paths removed.
+func RemoveJournals(paths []string) ([]string, error) {
+	var removed []string
+	var errs []error
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		if lockFile(f, true) != nil {
+			f.Close()
+			continue
+		}
+		// Removed while locked, so that no run resumes it meanwhile.
+		if err := os.Remove(p); err != nil {
+			errs = append(errs, err)
+		} else {
+			removed = append(removed, p)
+		}
+		unlockFile(f)
+		f.Close()
+	}
+	return removed, errors.Join(errs...)
 }
 
 // JournalMaxAge is how long a finished journal is kept before a later run

@@ -124,6 +124,9 @@ type Options struct {
 	Now func() time.Time
 	// MaxIDs bounds Summary.IDs (default 10000).
 	MaxIDs int
+	// Moved receives the fingerprints of the messages moved, every one,
+	// as they are acknowledged (one call at a time).
+	Moved func(ids []string)
 }
 
 // Skip and failure reasons counted in a Summary.

@@ -10,12 +10,13 @@ import (
 // tally is the tally stage: it counts what a run did into its Summary,
 // under its own lock, and keeps the first fatal error, which stops the run.
 type tally struct {
-	maxIDs int
-	notify func(string)    // Options.Notice
-	words  broker.Renderer // Options.Words
-	mu     sync.Mutex
-	sum    Summary
-	fatal  error
+	maxIDs  int
+	onMoved func([]string)  // Options.Moved
+	notify  func(string)    // Options.Notice
+	words   broker.Renderer // Options.Words
+	mu      sync.Mutex
+	sum     Summary
+	fatal   error
 }
 
 func (t *tally) examined() {
@@ -90,6 +91,13 @@ func (t *tally) resent(id string) {
 func (t *tally) moved(items []item, discard bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.onMoved != nil && len(items) > 0 {
+		ids := make([]string, len(items))
+		for i, it := range items {
+			ids[i] = it.id
+		}
+		t.onMoved(ids)
+	}
 	for _, it := range items {
 		t.sum.Moved++
 		if it.ackNow && it.dest == "" {

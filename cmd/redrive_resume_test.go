@@ -1,0 +1,106 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dlq-tools/dlq/redrive"
+)
+
+// journalFixture exports the demo's orders.dlq to an archive and writes an
+// interrupted journal of a redrive from it to dest (run id "old1"). It
+// returns the archive and the journal.
+func journalFixture(t *testing.T, dest string) (src, journal string) {
+	t.Helper()
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	src = filepath.Join(t.TempDir(), "dlq.jsonl")
+	if _, stderr, code := runDLQ(t, "export", "--broker", "demo:", "orders.dlq", "--to", "file://"+src); code != ExitOK {
+		t.Fatalf("export: exit %d: %s", code, stderr)
+	}
+	dir := redrive.JournalDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	key := redrive.JournalKey("file://"+src, "orders.dlq")
+	journal = filepath.Join(dir, key+"-old1.journal")
+	hdr := fmt.Sprintf(`H {"v":1,"run_id":"old1","key":%q,"started":"2026-11-25T21:03:00Z","broker":%q,"source":"orders.dlq","destination":%q,"plan":{"to":%q}}`,
+		key, "file://"+src, dest, dest)
+	if err := os.WriteFile(journal, []byte(hdr+"\nP nothing-real\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return src, journal
+}
+
+func journalState(t *testing.T, path string) string {
+	t.Helper()
+	stdout, stderr, code := runDLQ(t, "redrive", "journals", "-o", "json")
+	var js []redrive.JournalInfo
+	if code != ExitOK || json.Unmarshal([]byte(stdout), &js) != nil {
+		t.Fatalf("journals: exit %d %s %s", code, stdout, stderr)
+	}
+	for _, j := range js {
+		if j.Path == path {
+			return j.State
+		}
+	}
+	return "removed"
+}
+
+// --resume finishes only an interrupted run with the destination and
+// selection given now; another one is named, and nothing moves.
+func TestRedriveResumeOnlyTheMatchingJournal(t *testing.T) {
+	dir := t.TempDir()
+	a, b := "file://"+filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
+	src, journal := journalFixture(t, a)
+	_, stderr, code := runDLQ(t, "redrive", "--broker", "file://"+src, "orders.dlq", "--to", "file://"+b, "--resume", "--yes")
+	if code != ExitError || !strings.Contains(stderr, "old1  2026-11-25 21:03 UTC  orders.dlq → "+a+"  every message") {
+		t.Errorf("--resume to another destination: exit %d, want %d, naming the interrupted run:\n%s", code, ExitError, stderr)
+	}
+	if _, err := os.Stat(b); err == nil {
+		t.Errorf("--resume to another destination moved messages to %s", b)
+	}
+	if got := journalState(t, journal); got != redrive.JournalInterrupted {
+		t.Errorf("journal %s after the refused resume, want %s", got, redrive.JournalInterrupted)
+	}
+	_, stderr, code = runDLQ(t, "redrive", "--broker", "file://"+src, "orders.dlq", "--resume", "--yes")
+	if code != ExitOK {
+		t.Fatalf("--resume: exit %d: %s", code, stderr)
+	}
+	if got := journalState(t, journal); got != redrive.JournalFinished {
+		t.Errorf("journal %s after the resume, want %s", got, redrive.JournalFinished)
+	}
+}
+
+// A run that completes the redrive an interrupted one had begun (same
+// source, destination and selection) closes its journal: later runs no
+// longer offer it.
+func TestRedriveCompletedRunClosesInterruptedJournal(t *testing.T) {
+	a := "file://" + filepath.Join(t.TempDir(), "a.jsonl")
+	src, journal := journalFixture(t, a)
+	run := func(extra ...string) string {
+		t.Helper()
+		_, stderr, code := runDLQ(t, append([]string{"redrive", "--broker", "file://" + src, "orders.dlq", "--yes"}, extra...)...)
+		if code != ExitOK {
+			t.Fatalf("%v: exit %d: %s", extra, code, stderr)
+		}
+		return stderr
+	}
+	// Another selection leaves it.
+	run("--to", a, "--limit", "1")
+	if got := journalState(t, journal); got != redrive.JournalInterrupted {
+		t.Fatalf("journal %s after a run of another selection, want %s", got, redrive.JournalInterrupted)
+	}
+	if stderr := run("--to", a, "--again"); !strings.Contains(stderr, "closed 1 interrupted journal") {
+		t.Errorf("the completing run does not say it closed the journal:\n%s", stderr)
+	}
+	if got := journalState(t, journal); got != redrive.JournalFinished {
+		t.Errorf("journal %s after the completing run, want %s", got, redrive.JournalFinished)
+	}
+	if stderr := run("--to", a, "--again", "--limit", "1"); strings.Contains(stderr, "interrupted") {
+		t.Errorf("a later run still notes an interrupted redrive:\n%s", stderr)
+	}
+}
