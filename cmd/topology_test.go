@@ -167,6 +167,7 @@ func TestTopologyPlanRun(t *testing.T) {
 func TestTopologyApplyRunThenNoChanges(t *testing.T) {
 	b := &fakeTopoBroker{top: broker.RabbitTopology{Vhost: "/"}}
 	f, outputs := topoFactory(t, b, false)
+	f.Options.Yes = true
 	if err := topologyApplyRun(context.Background(), &topologyApplyOptions{f: f, File: ladderSpec}); err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +265,7 @@ func TestTopologyApplyRefusals(t *testing.T) {
 		}}}
 		f, _ := topoFactory(t, b, false)
 		err := topologyApplyRun(context.Background(), &topologyApplyOptions{f: f, File: spec, Prune: true})
-		if err == nil || !strings.Contains(err.Error(), "`--yes` required") {
+		if err == nil || !strings.Contains(err.Error(), "pass `--yes` to run it without a terminal") {
 			t.Fatalf("want --yes required, got %v", err)
 		}
 		b.verify(t, 0)
