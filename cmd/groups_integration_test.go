@@ -174,8 +174,8 @@ func runGroupScenario(t *testing.T, b groupBackend) {
 	if code != ExitOK {
 		t.Fatalf("discard: exit %d: %s %s", code, out, errOut)
 	}
-	if s := riSummary(t, out); s.Moved != 2 {
-		t.Fatalf("discard moved %d, want 2", s.Moved)
+	if s := riRemoval(t, out); s.Moved != 2 {
+		t.Fatalf("discard discarded %d, want 2", s.Moved)
 	}
 	riPoll(t, 10*time.Second, "the DLQ to hold 6", func() bool { return b.depth() == groupMessages-6 })
 }

@@ -462,7 +462,7 @@ func TestRedriveSQSEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	stdout, stderr, code := runDLQ(t, append(sqsArgs(t), "redrive", base+"-dlq", "-o", "json", "--no-journal")...)
+	stdout, stderr, code := runDLQ(t, append(sqsArgs(t), "redrive", "--yes", base+"-dlq", "-o", "json", "--no-journal")...)
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
@@ -486,7 +486,7 @@ func TestRedriveSQSEndToEnd(t *testing.T) {
 		}
 		got += len(out.Messages)
 	}
-	stdout, _, code = runDLQ(t, append(sqsArgs(t), "redrive", base+"-dlq", "--no-journal")...)
+	stdout, _, code = runDLQ(t, append(sqsArgs(t), "redrive", "--yes", base+"-dlq", "--no-journal")...)
 	if code != ExitOK || !strings.Contains(stdout, "moved 0 of 0") {
 		t.Fatalf("second run: exit %d %s", code, stdout)
 	}

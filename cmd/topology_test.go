@@ -363,7 +363,7 @@ func TestTopologyAgainstRabbitMQ(t *testing.T) {
 	if code != ExitChanges || !strings.Contains(out, "+ queue "+prefix+"order.main.q") {
 		t.Fatalf("plan: exit %d\n%s\n%s", code, out, stderr)
 	}
-	out, stderr, code = runDLQ(t, append([]string{"topology", "apply", "-f", spec}, broker...)...)
+	out, stderr, code = runDLQ(t, append([]string{"topology", "apply", "-f", spec, "--yes"}, broker...)...)
 	if code != 0 || !strings.Contains(out, "Applied 11 change(s)") {
 		t.Fatalf("apply: exit %d\n%s\n%s", code, out, stderr)
 	}
