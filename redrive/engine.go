@@ -245,6 +245,12 @@ func (e *engine) open(ctx context.Context, cons broker.Consumer) error {
 	switch {
 	case e.opts.Selected > 0:
 		e.total, e.totalSelected = e.opts.Selected, true
+	case len(e.opts.IDs) > 0:
+		// At most the messages listed (or the limit) can move.
+		e.total, e.totalSelected = int64(len(e.opts.IDs)), true
+		if e.opts.Limit > 0 && e.opts.Limit < e.total {
+			e.total = e.opts.Limit
+		}
 	case e.opts.Limit > 0 && !e.sel.selective() && (e.total == 0 || e.opts.Limit < e.total):
 		e.total, e.totalSelected = e.opts.Limit, true
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // Progress measures against what is known: the selection when the caller
-// counted it (Options.Selected) or the limit of a run that selects every
+// counted it (Options.Selected), the IDs listed, or the limit of a run that selects every
 // message; otherwise the queue's depth, and says which.
 func TestProgressTotalIsTheSelectionWhenKnown(t *testing.T) {
 	type got struct {
@@ -25,6 +25,7 @@ func TestProgressTotalIsTheSelectionWhenKnown(t *testing.T) {
 		{"filter, counted", Options{Filter: odd, Selected: 5}, got{5, true}},
 		{"filter, not counted", Options{Filter: odd}, got{10, false}},
 		{"limit only", Options{Limit: 4}, got{4, true}},
+		{"IDs", Options{IDs: []string{"a", "b", "c"}}, got{3, true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := rabbitFake(t, broker.KindQuorum, 10)

@@ -233,8 +233,9 @@ type Progress struct {
 	Skipped  int64
 	Failed   int64
 	// Total is what the run measures against: with Selected, the
-	// messages selected (Options.Selected, or the limit of a run that
-	// selects every message), which Moved and Failed count down;
+	// messages selected (Options.Selected, the IDs listed, or the limit
+	// of a run that selects every message), which Moved and Failed count
+	// down;
 	// otherwise the source's depth at the start, which Examined counts
 	// down. 0 when unknown.
 	Total    int64
