@@ -141,6 +141,21 @@ type summaryJSON struct {
 	Error *jsonErrorBody `json:"error,omitempty"`
 }
 
+// removalJSON is the summary of a discard or purge as `-o json` writes it:
+// its count is "discarded", as nothing moved anywhere.
+type removalJSON struct {
+	redrive.Summary
+	// Moved hides the summary's own "moved" (always 0, so left out).
+	Moved      int64          `json:"moved,omitempty"`
+	Discarded  int64          `json:"discarded"`
+	AuditError string         `json:"audit_error,omitempty"`
+	Error      *jsonErrorBody `json:"error,omitempty"`
+}
+
+func newRemovalJSON(s redrive.Summary, auditErr, exitErr error) removalJSON {
+	return removalJSON{Summary: s, Discarded: s.Moved, AuditError: errString(auditErr), Error: jsonErrorOf(exitErr, nil)}
+}
+
 // auditRun maps the result of a run that moves or removes messages
 // (redrive, discard, purge, and their TUI keys) to the error that sets the
 // exit code, and records it in the audit log unless it was a dry run. rec
@@ -148,7 +163,7 @@ type summaryJSON struct {
 // error come from the run, and the IDs too unless rec has its own. The
 // second error is the audit log's: the caller decides how loudly to fail.
 func (f *Factory) auditRun(rec AuditRecord, sum redrive.Summary, runErr error, dry bool) (exitErr, auditErr error) {
-	outcome, exitErr := redriveOutcome(sum, runErr, dry)
+	outcome, exitErr := redriveOutcome(sum, runErr, dry, removals[strings.TrimPrefix(rec.Action, "tui-")])
 	if dry {
 		return exitErr, nil
 	}
@@ -158,6 +173,9 @@ func (f *Factory) auditRun(rec AuditRecord, sum redrive.Summary, runErr error, d
 	}
 	return exitErr, f.Audit(rec)
 }
+
+// removals are the actions that remove messages rather than move them.
+var removals = map[string]bool{"discard": true, "purge": true}
 
 // secretFlags take a value that must never be logged.
 var secretFlags = map[string]bool{"--password": true, "--secret-key": true}

@@ -151,11 +151,17 @@ func discardRun(ctx context.Context, o *discardOptions) error {
 		return err
 	}
 	defer src.Close()
-	if err := o.Select.Groups.resolve(ctx, f, src, queue, name, broker.PeekOptions{}); err != nil {
-		return err
+	if !o.DryRun {
+		if err := needYes(f, "discard"); err != nil {
+			return err
+		}
 	}
+	if err := o.Select.Groups.resolve(ctx, f, src, queue, name, broker.PeekOptions{}); err != nil {
+		return endNothingSelected(f, o.format, err, newRemovalJSON(redrive.Summary{Source: name, Destination: "discard", DryRun: o.DryRun}, nil, nil))
+	}
+	var selected int64
 	if !o.DryRun && !o.Force {
-		if err := checkFilterPaths(ctx, f, src, queue, o.Select); err != nil {
+		if selected, err = checkFilterPaths(ctx, f, src, queue, o.Select); err != nil {
 			return err
 		}
 	}
@@ -179,6 +185,7 @@ func discardRun(ctx context.Context, o *discardOptions) error {
 	}
 	ro := redrive.Options{DryRun: o.DryRun, Notice: func(s string) { f.IO.Statusf("dlq: %s", s) }, Words: flagSetting}
 	o.Select.apply(&ro)
+	ro.Selected = selected
 	bar := newRedriveBar(f, "discarded")
 	ro.Progress = bar.update
 	restore := oneProcessor(src)
@@ -189,6 +196,7 @@ func discardRun(ctx context.Context, o *discardOptions) error {
 	if o.Force || o.DryRun {
 		warnMissingPaths(f, "--filter", o.Select.filter)
 	}
+	saySelectedNone(f, o.Select, sum, runErr)
 	sum.Source = name
 	sum.Destination = o.Archive.ArchiveTo
 	if sum.Destination == "" {
@@ -200,20 +208,22 @@ func discardRun(ctx context.Context, o *discardOptions) error {
 // checkFilterPaths reads the queue without changing it (a dry run) and
 // refuses a filter that reads a path null in every message: `.body.ammount
 // == null` would select them all, `.body.ammount > 1` none, and either is
-// most likely a typo.
-func checkFilterPaths(ctx context.Context, f *Factory, src broker.Broker, queue string, s selectFlags) error {
+// most likely a typo. It returns how many messages the selection holds (0
+// without a filter: not read).
+func checkFilterPaths(ctx context.Context, f *Factory, src broker.Broker, queue string, s selectFlags) (int64, error) {
 	if s.filter == nil {
-		return nil
+		return 0, nil
 	}
 	ro := redrive.Options{DryRun: true, MaxIDs: 1}
 	s.apply(&ro)
-	if _, err := redrive.Discard(ctx, src, queue, nil, broker.Destination{}, ro); err != nil {
-		return err
+	sum, err := redrive.Discard(ctx, src, queue, nil, broker.Destination{}, ro)
+	if err != nil {
+		return 0, err
 	}
 	if warnMissingPaths(f, "--filter", s.filter) {
-		return flagErrorf("`--filter` reads a path that is null in every message: nothing was removed; fix the filter, or pass `--force` if that is meant")
+		return 0, flagErrorf("`--filter` reads a path that is null in every message: nothing was removed; fix the filter, or pass `--force` if that is meant")
 	}
-	return nil
+	return sum64(sum.Destinations), nil
 }
 
 func describeSelection(s selectFlags) string {
@@ -246,7 +256,7 @@ func finishRemoval(f *Factory, format, action string, src broker.Broker, queue, 
 		Filter: filter, Groups: groups}, sum, runErr, dry)
 	exitErr = auditFailed(exitErr, aerr, fmt.Sprintf("removed %d messages", sum.Moved))
 	if format == OutputJSON {
-		if err := writeJSON(f.IO.Out, summaryJSON{sum, errString(aerr), jsonErrorOf(exitErr, nil)}); err != nil && exitErr == nil {
+		if err := writeJSON(f.IO.Out, newRemovalJSON(sum, aerr, exitErr)); err != nil && exitErr == nil {
 			return err
 		}
 		return exitErr

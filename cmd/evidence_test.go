@@ -84,7 +84,7 @@ func TestRemovalFailsWhenTheAuditRecordCannotBeWritten(t *testing.T) {
 		t.Errorf("stderr does not say the audit record failed: %s", stderr)
 	}
 	var sum struct {
-		Moved      int64  `json:"moved"`
+		Moved      int64  `json:"discarded"`
 		AuditError string `json:"audit_error"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {

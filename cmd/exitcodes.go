@@ -25,10 +25,11 @@ const exitCodesHelp = `dlq exits with one of these codes; scripts may rely on th
   0  success (for ` + "`topology plan --detailed-exitcode`" + `: no changes)
   1  error: bad flags or input, broker error, unsafe operation refused;
      nothing was changed, or nothing more than reported
-  2  cancelled: Ctrl-C or SIGTERM, or "no" at a confirmation prompt;
-     work in flight was settled before exiting
+  2  cancelled: Ctrl-C or SIGTERM before anything was changed, or "no" at
+     a confirmation prompt; work in flight was settled before exiting
   3  partly done: a redrive, discard, purge or apply changed some things and
-     then stopped; the summary says what was done, re-running continues
+     then stopped (an error, or Ctrl-C); the summary says what was done,
+     re-running continues
   4  denied: wrong credentials, missing permission, or a mutating command
      in read-only mode (` + "`--read-only`" + ` or a read-only context)
   5  changes pending: ` + "`topology plan --detailed-exitcode`" + ` found differences

@@ -59,6 +59,9 @@ func (g *groupFlag) resolve(ctx context.Context, f *Factory, b broker.Broker, qu
 		f.IO.Statusf("%s", rep.Changed)
 	}
 	var ue *inspect.UnknownGroupError
+	if errors.As(err, &ue) && len(ue.IDs) == len(g.IDs) {
+		return nothingSelected{fmt.Sprintf("no message of `%s` is in group %s (list its groups with `dlq stats %s --group-by reason`)", shown, strings.Join(ue.IDs, " or "), shown)}
+	}
 	if errors.As(err, &ue) {
 		noun := "group"
 		if len(ue.IDs) > 1 {
@@ -90,3 +93,24 @@ func (g groupFilter) Match(ctx context.Context, m *broker.Message) (bool, error)
 
 // query is the jq part, for warnings about paths it reads.
 func (g groupFilter) query() *inspect.Query { return g.q }
+
+// nothingSelected ends a command whose selection matched no message before
+// anything was taken: not an error (exit 0), said on one line.
+type nothingSelected struct{ what string }
+
+func (e nothingSelected) Error() string { return e.what + "; nothing was changed" }
+
+// endNothingSelected says that err's selection matched nothing, with an
+// empty summary for -o json, and ends the command with exit 0; other
+// errors are returned as they are.
+func endNothingSelected(f *Factory, format string, err error, empty any) error {
+	var ns nothingSelected
+	if !errors.As(err, &ns) {
+		return err
+	}
+	f.IO.Statusf("%s", ns.Error())
+	if format == OutputJSON {
+		return writeJSON(f.IO.Out, empty)
+	}
+	return nil
+}

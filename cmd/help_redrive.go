@@ -175,15 +175,18 @@ Rate and flow control
 Ctrl-C
   Stops taking messages, finishes the windows already being published,
   acknowledges exactly what was confirmed, returns the rest, prints the
-  summary and exits 2 (cancelled). A run that stops on an error after
-  moving some messages, or that leaves some it could not move, exits 3
-  (partly done); run it again (or with --resume) to continue.
+  summary and exits 3 (partly done) when some messages moved, 2
+  (cancelled) when none did. A run that stops on an error after moving
+  some messages, or that leaves some it could not move, exits 3 too; run
+  it again (or with --resume) to continue.
 
 --dry-run
   Reads the source under the peek-safety rules (` + "`dlq help peek-safety`" + `),
   changes nothing, and prints the count per destination, what would be
-  skipped and why (filtered, ambiguous origin, unroutable: RabbitMQ
-  bindings are checked through the management API), and before/after diffs
+  skipped or could not move and why (filtered, ambiguous origin,
+  unroutable: RabbitMQ bindings are checked through the management API),
+  and exits as the real run would (1 when no message could move, 3 when
+  some could not), with before/after diffs
   of the first transformed messages: their body, headers, properties and
   attributes as the --filter document shows them (a binary body as
   body_base64).

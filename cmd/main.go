@@ -258,6 +258,17 @@ func flagWords(c *cobra.Command) broker.Renderer {
 // error names is worded as its flag.
 func errorText(err error) string { return broker.RenderError(err, flagSetting) }
 
+// needYes refuses a command that changes the broker (command, as typed
+// after dlq) when no one can be asked and --yes was not given. Commands call
+// it before they read anything: reading SQS messages raises their receive
+// counts.
+func needYes(f *Factory, command string) error {
+	if f.Options.Yes || f.IO.CanPrompt() {
+		return nil
+	}
+	return flagErrorf("`dlq %s` changes the broker: pass `--yes` to run it without a terminal", command)
+}
+
 // requireYes refuses a destructive step without a TTY unless --yes was given,
 // and asks on a TTY. what is shown in the question.
 func requireYes(f *Factory, what string) error {

@@ -43,7 +43,7 @@ func TestRedriveIntegrationRabbitMaxRedrives(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			r := newRIRabbit(t)
 			work, dlq := riDeadLetters(t, r, kind, 3) // m0 poison, m1 fine, m2 filtered out
-			args := append(r.args, "redrive", dlq, "--max-redrives", "2", "--filter", ".body.n != 2")
+			args := append(r.args, "redrive", "--yes", dlq, "--max-redrives", "2", "--filter", ".body.n != 2")
 			// consume plays the work queue's consumer: m0 fails again
 			// (rejected: dead-lettered back), the others succeed.
 			consume := func() {
@@ -148,7 +148,7 @@ func TestRedriveIntegrationSQSMaxRedrives(t *testing.T) {
 				back = append(back, entry(fmt.Sprint("fine-g0-", run), "g0", nil))
 				s.send(dlq, back...)
 			}
-			args := append(s.args, "redrive", dlqName, "--max-redrives", "2")
+			args := append(s.args, "redrive", "--yes", dlqName, "--max-redrives", "2")
 			checkPoisonRun(t, 1, poisonRun(t, args...), 2, 0, 0, redrive.ReasonGroupHeld)
 			consume(1)
 			checkPoisonRun(t, 2, poisonRun(t, args...), 2, 0, 0, redrive.ReasonGroupHeld)

@@ -61,8 +61,18 @@ func purgeRun(ctx context.Context, o *purgeOptions) error {
 	what := fmt.Sprintf("purge every message of `%s`", name)
 	if qi, ok := src.(broker.QueueInspector); ok {
 		if q, err := qi.Queue(ctx, queue); err == nil {
+			if q.Depth == 0 && zero(q.InFlight) && zero(q.Delayed) {
+				f.IO.Statusf("nothing to purge: `%s` is empty; nothing was changed", name)
+				if o.format == OutputJSON {
+					return writeJSON(f.IO.Out, newRemovalJSON(redrive.Summary{Source: name, Destination: "purge"}, nil, nil))
+				}
+				return nil
+			}
 			what = fmt.Sprintf("purge all %d messages of `%s`", q.Depth, name)
 		}
+	}
+	if err := needYes(f, "purge"); err != nil {
+		return err
 	}
 	if err := requireYes(f, what+o.Archive.clause()); err != nil {
 		return err
@@ -84,3 +94,6 @@ func purgeRun(ctx context.Context, o *purgeOptions) error {
 	sum.Source = name
 	return finishRemoval(f, o.format, "purge", src, name, o.Archive.ArchiveTo, "", nil, sum, runErr, false)
 }
+
+// zero reports a count that is unknown or 0.
+func zero(n *int64) bool { return n == nil || *n == 0 }

@@ -159,7 +159,7 @@ x-dlq-redrive header (SQS: attribute) records count, time and source.
 
 On a terminal dlq first shows what the run would do (a dry run: counts per
 destination, a sample of IDs, what stays and why) and asks; --yes skips the
-question, and without a terminal none is asked. "no" exits 2, changing nothing.
+question; without a terminal --yes is required. "no" exits 2, changing nothing.
 
 --dry-run reads under the peek-safety rules and changes nothing. A journal in
 $XDG_STATE_HOME/dlq/journal records each message's progress; --resume finishes
@@ -167,10 +167,11 @@ an interrupted run (with its recorded destination and selection) and reports
 what was in flight. --server-side hands the whole move to the broker (SQS
 message move task, RabbitMQ shovel); see ` + "`dlq redrive status`" + ` and ` + "`cancel`" + `.
 
-Exit codes: 0 all selected messages moved; 1 nothing moved (error, bad flags);
-2 cancelled (Ctrl-C: in-flight messages were settled, the summary says what
-moved); 3 partly done (some moved, then an error, or some could not be
-moved: unroutable, refused); 4 read-only.`,
+Exit codes: 0 all selected messages moved, or none selected; 1 nothing moved
+(error, bad flags); 2 cancelled before any message moved (Ctrl-C: in-flight
+messages were settled); 3 partly done (some moved, then an error or a
+cancel, or some could not be moved: unroutable, refused; the summary says
+what moved); 4 read-only. --dry-run exits as the real run would.`,
 		Example: `  dlq redrive orders.dlq --dry-run
   dlq redrive orders.dlq
   dlq redrive orders.dlq --filter '.death.reason == "rejected"' --transform '.body.retry = 0'
@@ -480,6 +481,11 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 		return err
 	}
 	defer src.Close()
+	if !o.DryRun {
+		if err := needYes(f, "redrive"); err != nil {
+			return err
+		}
+	}
 
 	// Resume: the interrupted run's plan fills the flags not given now.
 	jdir := redrive.JournalDir()
@@ -551,7 +557,7 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	}
 
 	if err := o.Select.Groups.resolve(ctx, f, src, queue, srcName, broker.PeekOptions{}); err != nil {
-		return err
+		return endNothingSelected(f, o.format, err, summaryJSON{Summary: redrive.Summary{Source: srcName, Destination: broker.Redact(o.To), DryRun: o.DryRun}})
 	}
 	ro := redrive.Options{Dest: dest, SourceName: srcName, Words: flagSetting}
 	o.libOptions(&ro)
@@ -567,12 +573,14 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	previewed := false
 	if !o.DryRun {
 		previewed = !f.Options.Yes && f.IO.CanPrompt() && resume == nil
-		if err := confirmRedrive(ctx, f, src, queue, dst, ro, resume != nil); err != nil {
+		n, err := confirmRedrive(ctx, f, src, queue, dst, ro, resume != nil)
+		if err != nil {
 			if errors.Is(err, errNothingToMove) {
 				return nil
 			}
 			return err
 		}
+		ro.Selected = n
 	}
 	bar := newRedriveBar(f, "moved")
 	if !o.DryRun {
@@ -610,6 +618,7 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	if !previewed {
 		warnMissingPaths(f, "--filter", o.Select.filter)
 	}
+	saySelectedNone(f, o.Select, sum, runErr)
 
 	exitErr, aerr := f.auditRun(AuditRecord{Action: "redrive", Broker: src.String(), Source: srcName, Destination: o.To,
 		Filter: o.Select.Filter, Groups: o.Select.Groups.IDs, Transform: o.Transform}, sum, runErr, o.DryRun)
@@ -621,6 +630,13 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 		return perr
 	}
 	return exitErr
+}
+
+// saySelectedNone says on stderr when a run's selection matched no message.
+func saySelectedNone(f *Factory, s selectFlags, sum redrive.Summary, runErr error) {
+	if runErr == nil && s.any() && sum.Examined > 0 && sum.Moved == 0 && sum64(sum.Destinations) == 0 && sum.TotalFailed() == 0 {
+		f.IO.Statusf("no messages %s; nothing was changed", describeSelection(s))
+	}
 }
 
 // errNothingToMove ends a redrive whose preview found nothing to move.
@@ -638,14 +654,14 @@ func confirmOnTerminal(f *Factory, what string) error {
 // confirmRedrive shows on a terminal what the run would do (a dry run:
 // counts per destination, a sample, what stays and why) and asks, as
 // `terraform apply` does. --yes, or no terminal, skips it.
-func confirmRedrive(ctx context.Context, f *Factory, src broker.Broker, queue string, dst broker.Broker, ro redrive.Options, resume bool) error {
+func confirmRedrive(ctx context.Context, f *Factory, src broker.Broker, queue string, dst broker.Broker, ro redrive.Options, resume bool) (int64, error) {
 	if f.Options.Yes || !f.IO.CanPrompt() {
-		return nil
+		return 0, nil
 	}
 	if resume {
 		// The preview would read the interrupted run's journal as its
 		// own; ask plainly.
-		return confirmOnTerminal(f, fmt.Sprintf("finish the interrupted redrive of `%s` to %s", ro.SourceName, ro.Dest))
+		return 0, confirmOnTerminal(f, fmt.Sprintf("finish the interrupted redrive of `%s` to %s", ro.SourceName, ro.Dest))
 	}
 	f.IO.Statusf("dlq: reading `%s` to preview the redrive (nothing is changed)…", ro.SourceName)
 	s, err := redrive.Preview(ctx, src, queue, dst, ro)
@@ -654,7 +670,7 @@ func confirmRedrive(ctx context.Context, f *Factory, src broker.Broker, queue st
 		if ro.Dest.Kind == broker.ToQueue {
 			err = suggestQueue(ctx, dst, ro.Dest.Queue, err)
 		}
-		return err
+		return 0, err
 	}
 	n := printPreview(f.IO.ErrOut, ro.SourceName, s)
 	if q, ok := ro.Filter.(*inspect.Query); ok {
@@ -663,10 +679,13 @@ func confirmRedrive(ctx context.Context, f *Factory, src broker.Broker, queue st
 		warnMissingPaths(f, "--filter", g.query())
 	}
 	if n == 0 {
+		if _, err := redriveOutcome(s, nil, true, false); err != nil {
+			return 0, err
+		}
 		f.IO.Statusf("nothing to move; nothing was changed")
-		return errNothingToMove
+		return 0, errNothingToMove
 	}
-	return confirmOnTerminal(f, fmt.Sprintf("move these %d messages", n))
+	return n, confirmOnTerminal(f, fmt.Sprintf("move these %d messages", n))
 }
 
 // printPreview writes a dry run's plan for a confirmation and returns how
@@ -688,6 +707,12 @@ func printPreview(w io.Writer, source string, s redrive.Summary) int64 {
 	if k := s.TotalSkipped(); k > 0 {
 		fmt.Fprintf(w, "left in `%s` %d:\n", source, k)
 		printCounts(w, "", s.Skipped)
+	}
+	if k := s.TotalFailed(); k > 0 {
+		fmt.Fprintf(w, "could not move %d (they would stay in `%s`):\n", k, source)
+		printCounts(w, "", s.Failed)
+	}
+	if s.TotalSkipped()+s.TotalFailed() > 0 {
 		for _, e := range s.Errors {
 			fmt.Fprintf(w, "  %s\n", human.Visible(e))
 		}
@@ -710,26 +735,48 @@ func errString(err error) string {
 }
 
 // redriveOutcome maps a run's result to the audit outcome and the error that
-// sets the exit code: 2 on a cancel, 3 when something moved and something
-// did not (or an error stopped it), 1 when nothing moved and something
-// failed.
-func redriveOutcome(s redrive.Summary, err error, dry bool) (string, error) {
+// sets the exit code: 2 on a cancel before anything moved, 3 when something
+// moved and something did not (or an error or a cancel stopped it), 1 when
+// nothing moved and something failed. A dry run exits as the real run
+// would when it finds messages that could not move. removal words it for a
+// discard or purge.
+func redriveOutcome(s redrive.Summary, err error, dry, removal bool) (string, error) {
+	moved, moving, stay := "moved", "moving", "stay in the source"
+	var again any = broker.OptResume.Or("run it again with %s to continue", "run it again to continue")
+	if removal {
+		moved, moving, stay = "removed", "removing", "stay in the queue"
+		again = "run it again to continue"
+	}
 	failed := s.TotalFailed()
-	switch {
-	case dry && err == nil:
+	if dry {
+		would := sum64(s.Destinations)
+		switch {
+		case errors.Is(err, context.Canceled) || s.Cancelled:
+			return "dry-run", WithExitCode(ExitCancelled, fmt.Errorf("dry run cancelled; nothing was changed"))
+		case err != nil:
+			return "dry-run", err
+		case failed > 0 && would > 0:
+			return "dry-run", Partial(fmt.Errorf("dry run: %d messages could not be %s and would %s (%s)", failed, moved, stay, reasons(s.Failed)))
+		case failed > 0:
+			return "dry-run", fmt.Errorf("dry run: no message would be %s: %d could not be (%s)", moved, failed, reasons(s.Failed))
+		}
 		return "dry-run", nil
+	}
+	switch {
+	case (errors.Is(err, context.Canceled) || s.Cancelled) && s.Moved > 0:
+		return "partial", Partial(broker.Hintf("cancelled after %s %d messages; in-flight messages were settled; %v", moving, s.Moved, again))
 	case errors.Is(err, context.Canceled) || s.Cancelled:
-		return "cancelled", WithExitCode(ExitCancelled, fmt.Errorf("cancelled after moving %d messages; in-flight messages were settled", s.Moved))
+		return "cancelled", WithExitCode(ExitCancelled, fmt.Errorf("cancelled before any message was %s; in-flight messages were settled", moved))
 	case err != nil && s.Hidden > 0:
-		return "partial", Partial(fmt.Errorf("moved %d messages, but %w", s.Moved, err))
+		return "partial", Partial(fmt.Errorf("%s %d messages, but %w", moved, s.Moved, err))
 	case err != nil && s.Moved > 0:
-		return "partial", Partial(broker.Hintf("stopped after moving %d messages: %w; %v", s.Moved, err, broker.OptResume.Or("run it again with %s to continue", "run it again to continue")))
+		return "partial", Partial(broker.Hintf("stopped after %s %d messages: %w; %v", moving, s.Moved, err, again))
 	case err != nil:
 		return "failed", err
 	case failed > 0 && s.Moved > 0:
-		return "partial", Partial(fmt.Errorf("%d messages could not be moved and stay in the source (%s)", failed, reasons(s.Failed)))
+		return "partial", Partial(fmt.Errorf("%d messages could not be %s and %s (%s)", failed, moved, stay, reasons(s.Failed)))
 	case failed > 0:
-		return "failed", fmt.Errorf("no message moved: %d could not be (%s)", failed, reasons(s.Failed))
+		return "failed", fmt.Errorf("no message %s: %d could not be (%s)", moved, failed, reasons(s.Failed))
 	}
 	return "ok", nil
 }
@@ -862,12 +909,17 @@ func (b *redriveBar) update(p redrive.Progress) {
 	line := fmt.Sprintf("%s %d", b.verb, p.Moved)
 	if p.Total > 0 {
 		const width = 24
-		frac := float64(p.Examined) / float64(p.Total)
+		frac := float64(p.Behind()) / float64(p.Total)
 		if frac > 1 {
 			frac = 1
 		}
 		n := int(frac * width)
-		line = fmt.Sprintf("[%s%s] %s %d/%d", strings.Repeat("=", n), strings.Repeat(" ", width-n), b.verb, p.Moved, p.Total)
+		bar := "[" + strings.Repeat("=", n) + strings.Repeat(" ", width-n) + "] "
+		if p.Selected {
+			line = fmt.Sprintf("%s%s %d/%d", bar, b.verb, p.Moved, p.Total)
+		} else {
+			line = fmt.Sprintf("%s%s %d, examined %d of ~%d in the queue", bar, b.verb, p.Moved, p.Examined, p.Total)
+		}
 	}
 	line += fmt.Sprintf("  %.0f msg/s", p.Rate)
 	if eta := p.ETA(); eta > 0 {
@@ -902,7 +954,7 @@ func redriveServerSide(ctx context.Context, o *redriveOptions, src broker.Broker
 				p.Moved = *t.Moved
 			}
 			if t.ToMove != nil {
-				p.Total, p.Examined = *t.ToMove, p.Moved
+				p.Total, p.Examined, p.Selected = *t.ToMove, p.Moved, true
 			}
 			if t.Remaining != nil {
 				p.Moved = 0

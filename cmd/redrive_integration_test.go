@@ -206,6 +206,21 @@ func riSummary(t *testing.T, stdout string) redrive.Summary {
 	return s
 }
 
+// riRemoval parses a -o json discard or purge summary, whose count is
+// "discarded": Moved holds it.
+func riRemoval(t *testing.T, stdout string) redrive.Summary {
+	t.Helper()
+	s := riSummary(t, stdout)
+	var d struct {
+		Discarded *int64 `json:"discarded"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &d); err != nil || d.Discarded == nil {
+		t.Fatalf("summary %q has no discarded count (%v)", stdout, err)
+	}
+	s.Moved = *d.Discarded
+	return s
+}
+
 // riRich is a message with every property and typed application headers.
 func riRich(i int) amqp.Publishing {
 	return amqp.Publishing{
@@ -288,7 +303,7 @@ func TestRedriveIntegrationRabbitRetryLadder(t *testing.T) {
 	r.reject(retry, n)
 	r.waitDepth(dlq, n)
 
-	stdout, stderr, code := runDLQ(t, append(r.args, "redrive", dlq, "-o", "json", "--no-journal", "--concurrency", "1")...)
+	stdout, stderr, code := runDLQ(t, append(r.args, "redrive", "--yes", dlq, "-o", "json", "--no-journal", "--concurrency", "1")...)
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
@@ -322,7 +337,7 @@ func TestRedriveIntegrationRabbitRetryLadder(t *testing.T) {
 	r.publish(ladder, "r1", riRepublish(got)...)
 	r.reject(retry, n)
 	r.waitDepth(dlq, n)
-	stdout, stderr, code = runDLQ(t, append(r.args, "redrive", dlq, "--keep-death-headers", "-o", "json", "--no-journal")...)
+	stdout, stderr, code = runDLQ(t, append(r.args, "redrive", "--yes", dlq, "--keep-death-headers", "-o", "json", "--no-journal")...)
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
@@ -392,7 +407,7 @@ func TestRedriveIntegrationRabbitFilter(t *testing.T) {
 			r := newRIRabbit(t)
 			const n = 30
 			work, dlq := riDeadLetters(t, r, kind, n)
-			stdout, stderr, code := runDLQ(t, append(r.args, "redrive", dlq, "--filter", ".body.n % 3 == 0", "-o", "json", "--no-journal")...)
+			stdout, stderr, code := runDLQ(t, append(r.args, "redrive", "--yes", dlq, "--filter", ".body.n % 3 == 0", "-o", "json", "--no-journal")...)
 			if code != ExitOK {
 				t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 			}
@@ -468,7 +483,7 @@ func TestRedriveIntegrationRabbitUnroutable(t *testing.T) {
 		id := fmt.Sprint("ab"[i%2:i%2+1], i/2)
 		return amqp.Publishing{MessageId: id, Body: []byte(id)}
 	})
-	stdout, stderr, code := runDLQ(t, append(r.args, "redrive", dlq, "--no-journal")...)
+	stdout, stderr, code := runDLQ(t, append(r.args, "redrive", "--yes", dlq, "--no-journal")...)
 	if code != ExitPartial {
 		t.Fatalf("exit %d, want %d (partial): %s %s", code, ExitPartial, stdout, stderr)
 	}
@@ -521,7 +536,7 @@ func TestRedriveIntegrationRabbitTransform(t *testing.T) {
 		amqp.Publishing{MessageId: "prio", Body: []byte(`{"n":3,"retry":5,"prio":true}`)},
 	)
 	tr := `.body.retry = 0 | if .body.prio then .properties.priority = 300 else . end`
-	stdout, stderr, code := runDLQ(t, append(r.args, "redrive", dlq, "--to", "queue:"+dst, "--transform", tr, "-o", "json", "--no-journal")...)
+	stdout, stderr, code := runDLQ(t, append(r.args, "redrive", "--yes", dlq, "--to", "queue:"+dst, "--transform", tr, "-o", "json", "--no-journal")...)
 	if code != ExitPartial {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
@@ -640,8 +655,8 @@ func TestRedriveIntegrationRabbitDiscardPurgeArchive(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
-	if s := riSummary(t, stdout); s.Moved != 4 || s.Archived != 4 {
-		t.Fatalf("discard: moved %d, archived %d; want 4, 4", s.Moved, s.Archived)
+	if s := riRemoval(t, stdout); s.Moved != 4 || s.Archived != 4 {
+		t.Fatalf("discard: discarded %d, archived %d; want 4, 4", s.Moved, s.Archived)
 	}
 	arch := brokertest.ReadArchive(t, disc)
 	if len(arch) != 4 {
@@ -670,7 +685,7 @@ func TestRedriveIntegrationRabbitDiscardPurgeArchive(t *testing.T) {
 
 	// The archive goes back into a queue on the broker.
 	back := r.queue(brokertest.Name(t, "back"), nil)
-	stdout, stderr, code = runDLQ(t, "--management-url", r.mgmt, "redrive", "file://"+all, "--to", r.url+"#queue:"+back, "-o", "json", "--no-journal")
+	stdout, stderr, code = runDLQ(t, "--management-url", r.mgmt, "redrive", "--yes", "file://"+all, "--to", r.url+"#queue:"+back, "-o", "json", "--no-journal")
 	if code != ExitOK {
 		t.Fatalf("redrive archive: exit %d: %s %s", code, stdout, stderr)
 	}
@@ -806,7 +821,7 @@ func TestRedriveIntegrationSQSFidelityAndFilter(t *testing.T) {
 			}})
 	}
 	s.send(dlq, es...)
-	stdout, stderr, code := runDLQ(t, append(s.args, "redrive", base+"-dlq", "--filter", ".body.n < 10", "-o", "json", "--no-journal")...)
+	stdout, stderr, code := runDLQ(t, append(s.args, "redrive", "--yes", base+"-dlq", "--filter", ".body.n < 10", "-o", "json", "--no-journal")...)
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
@@ -863,7 +878,7 @@ func TestRedriveIntegrationSQSFIFO(t *testing.T) {
 	}
 	for round := 0; round < 2; round++ {
 		fill(round)
-		stdout, stderr, code := runDLQ(t, append(s.args, "redrive", base+"-dlq.fifo", "--to", "queue:"+base+"-dst.fifo", "-o", "json", "--no-journal")...)
+		stdout, stderr, code := runDLQ(t, append(s.args, "redrive", "--yes", base+"-dlq.fifo", "--to", "queue:"+base+"-dst.fifo", "-o", "json", "--no-journal")...)
 		if code != ExitOK {
 			t.Fatalf("round %d: exit %d: %s %s", round, code, stdout, stderr)
 		}
@@ -904,7 +919,7 @@ func TestRedriveIntegrationCrossBroker(t *testing.T) {
 	s.send(sq, sqstypes.SendMessageBatchRequestEntry{MessageBody: aws.String(`{"id":1}`), MessageAttributes: map[string]sqstypes.MessageAttributeValue{
 		"tenant": riStr("acme"), "n": {DataType: aws.String("Number"), StringValue: aws.String("42")}, "blob": {DataType: aws.String("Binary"), BinaryValue: []byte{9, 8}}}})
 
-	stdout, stderr, code := runDLQ(t, append(s.args, "--management-url", r.mgmt, "redrive", base+"-sqs", "--to", r.url+"#queue:"+rq, "-o", "json", "--no-journal")...)
+	stdout, stderr, code := runDLQ(t, append(s.args, "--management-url", r.mgmt, "redrive", "--yes", base+"-sqs", "--to", r.url+"#queue:"+rq, "-o", "json", "--no-journal")...)
 	if code != ExitOK {
 		t.Fatalf("sqs → rabbitmq: exit %d: %s %s", code, stdout, stderr)
 	}
@@ -925,7 +940,7 @@ func TestRedriveIntegrationCrossBroker(t *testing.T) {
 	// And back: properties and headers become attributes.
 	r.publish("", rq, riRich(7))
 	dst := s.queue(base+"-back", nil)
-	stdout, stderr, code = runDLQ(t, append(r.args, "--endpoint-url", env.Endpoint, "redrive", rq, "--to", "sqs://us-east-1#queue:"+base+"-back", "-o", "json", "--no-journal")...)
+	stdout, stderr, code = runDLQ(t, append(r.args, "--endpoint-url", env.Endpoint, "redrive", "--yes", rq, "--to", "sqs://us-east-1#queue:"+base+"-back", "-o", "json", "--no-journal")...)
 	if code != ExitOK {
 		t.Fatalf("rabbitmq → sqs: exit %d: %s %s", code, stdout, stderr)
 	}
@@ -966,7 +981,7 @@ func TestRedriveIntegrationSQSAttributeLimit(t *testing.T) {
 		attrs[fmt.Sprint("a", i)] = riStr("v")
 	}
 	s.send(dlq, sqstypes.SendMessageBatchRequestEntry{MessageBody: aws.String("full"), MessageAttributes: attrs})
-	stdout, stderr, code := runDLQ(t, append(s.args, "redrive", base+"-dlq", "--to", "queue:"+base+"-dst", "--no-journal")...)
+	stdout, stderr, code := runDLQ(t, append(s.args, "redrive", "--yes", base+"-dlq", "--to", "queue:"+base+"-dst", "--no-journal")...)
 	if code != ExitError || !strings.Contains(stdout, "attribute-limit") || !strings.Contains(stdout, "--no-redrive-header") {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
@@ -974,7 +989,7 @@ func TestRedriveIntegrationSQSAttributeLimit(t *testing.T) {
 		t.Fatalf("destination got %d", n)
 	}
 	riPoll(t, 10*time.Second, "the refused message to be visible again", func() bool { return s.count(dlq) == 1 })
-	stdout, stderr, code = runDLQ(t, append(s.args, "redrive", base+"-dlq", "--to", "queue:"+base+"-dst", "--no-redrive-header", "--no-journal")...)
+	stdout, stderr, code = runDLQ(t, append(s.args, "redrive", "--yes", base+"-dlq", "--to", "queue:"+base+"-dst", "--no-redrive-header", "--no-journal")...)
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
@@ -1018,7 +1033,7 @@ func TestRedriveIntegrationSQSDiscardPurgeArchive(t *testing.T) {
 		t.Errorf("dlq holds %d after purge", n)
 	}
 	back := s.queue(base+"-back", nil)
-	if stdout, stderr, code = runDLQ(t, append(s.args, "redrive", "file://"+all, "--to", "queue:"+base+"-back", "--no-journal")...); code != ExitOK {
+	if stdout, stderr, code = runDLQ(t, append(s.args, "redrive", "--yes", "file://"+all, "--to", "queue:"+base+"-back", "--no-journal")...); code != ExitOK {
 		t.Fatalf("redrive archive: exit %d: %s %s", code, stdout, stderr)
 	}
 	got := s.drain(back)
@@ -1048,7 +1063,7 @@ func TestRedriveIntegrationSQSServerSide(t *testing.T) {
 		s.c.ReceiveMessage(context.Background(), &awssqs.ReceiveMessageInput{QueueUrl: aws.String(src), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
 		return s.count(dlq) == 20
 	})
-	stdout, stderr, code := runDLQ(t, append(s.args, "redrive", dlq, "--server-side", "-o", "json")...)
+	stdout, stderr, code := runDLQ(t, append(s.args, "redrive", "--yes", dlq, "--server-side", "-o", "json")...)
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
@@ -1073,7 +1088,7 @@ func TestRedriveIntegrationSQSServerSide(t *testing.T) {
 	go func() {
 		ios, _, o, e := Test()
 		out, errOut = o, e
-		done <- Run(ctx, ios, append(s.args, "redrive", dlq, "--to", "queue:"+src, "--server-side", "--rate", "1"))
+		done <- Run(ctx, ios, append(s.args, "redrive", "--yes", dlq, "--to", "queue:"+src, "--server-side", "--rate", "1"))
 	}()
 	riPoll(t, 20*time.Second, "a running move task", func() bool {
 		stdout, _, _ := runDLQ(t, append(s.args, "redrive", "status", dlq, "-o", "json")...)
@@ -1108,7 +1123,7 @@ func TestRedriveIntegrationSQSServerSide(t *testing.T) {
 func TestRedriveIntegrationRabbitServerSide(t *testing.T) {
 	r := newRIRabbit(t)
 	work, dlq := riDeadLetters(t, r, "classic", 50)
-	stdout, stderr, code := runDLQ(t, append(r.args, "redrive", dlq, "--to", "queue:"+work, "--server-side", "-o", "json")...)
+	stdout, stderr, code := runDLQ(t, append(r.args, "redrive", "--yes", dlq, "--to", "queue:"+work, "--server-side", "-o", "json")...)
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
@@ -1131,7 +1146,7 @@ func TestRedriveIntegrationRabbitServerSide(t *testing.T) {
 	done := make(chan ExitCode, 1)
 	go func() {
 		ios, _, _, _ := Test()
-		done <- Run(ctx, ios, append(r.args, "redrive", dlq, "--to", "queue:"+dst, "--server-side"))
+		done <- Run(ctx, ios, append(r.args, "redrive", "--yes", dlq, "--to", "queue:"+dst, "--server-side"))
 	}()
 	var handle string
 	riPoll(t, 30*time.Second, "a shovel in the status", func() bool {
@@ -1174,7 +1189,7 @@ func TestRedriveIntegrationRabbitIdenticalMessagesUnroutable(t *testing.T) {
 	r := newRIRabbit(t)
 	const n = 300
 	qa, qb, dlq := riTwoOrigins(t, r, "same", n, func(int) amqp.Publishing { return amqp.Publishing{Body: []byte("same")} })
-	stdout, stderr, code := runDLQ(t, append(r.args, "redrive", dlq, "-o", "json", "--no-journal")...)
+	stdout, stderr, code := runDLQ(t, append(r.args, "redrive", "--yes", dlq, "-o", "json", "--no-journal")...)
 	if code != ExitPartial {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
@@ -1203,7 +1218,7 @@ func TestRedriveIntegrationRabbitServerSideRefused(t *testing.T) {
 	r := newRIRabbit(t)
 	_, dlq := riDeadLetters(t, r, "classic", 20)
 	full := r.queue(brokertest.Name(t, "full"), amqp.Table{"x-max-length": int32(5), "x-overflow": "reject-publish"})
-	stdout, stderr, code := runDLQ(t, append(r.args, "redrive", dlq, "--to", "queue:"+full, "--server-side")...)
+	stdout, stderr, code := runDLQ(t, append(r.args, "redrive", "--yes", dlq, "--to", "queue:"+full, "--server-side")...)
 	if code != ExitPartial {
 		t.Fatalf("exit %d, want %d (partial): %s %s", code, ExitPartial, stdout, stderr)
 	}

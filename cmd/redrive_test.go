@@ -123,6 +123,10 @@ type moveFake struct {
 	peeked    bool
 	closed    bool
 	unackable bool
+	// noOrigin: no message has a recorded origin.
+	noOrigin bool
+	// published, when set, is called after each publish.
+	published func()
 }
 
 func (b *moveFake) System() broker.System { return broker.RabbitMQ }
@@ -134,6 +138,9 @@ func (b *moveFake) Traits(broker.Queue) broker.Traits {
 	return broker.Traits{Park: broker.ParkRotate, PeekAll: broker.PeekRotate}
 }
 func (b *moveFake) Origin(ctx context.Context, q string, m *broker.Message) (broker.Destination, error) {
+	if b.noOrigin {
+		return broker.Destination{}, nil
+	}
 	return broker.Destination{Kind: broker.ToQueue, Queue: "orders"}, nil
 }
 func (b *moveFake) Publish(ctx context.Context, outs []broker.Outgoing) ([]error, error) {
@@ -146,6 +153,9 @@ func (b *moveFake) Publish(ctx context.Context, outs []broker.Outgoing) ([]error
 		} else {
 			errs[i] = broker.Errorf(broker.ErrUnroutable, "publish", "no route")
 		}
+	}
+	if b.published != nil {
+		b.published()
 	}
 	return errs, nil
 }
@@ -211,7 +221,8 @@ func moveFactory(t *testing.T, b *moveFake, tty bool) (*Factory, func() (string,
 	ios, in, out, errOut := Test()
 	ios.SetTTY(tty)
 	in.WriteString("y\n")
-	f := &Factory{IO: ios, Options: &GlobalOptions{AuditLog: filepath.Join(t.TempDir(), "audit.jsonl")}, Now: time.Now, Args: []string{"redrive"}}
+	// Without a terminal a run passes --yes, as a script must.
+	f := &Factory{IO: ios, Options: &GlobalOptions{AuditLog: filepath.Join(t.TempDir(), "audit.jsonl"), Yes: !tty}, Now: time.Now, Args: []string{"redrive"}}
 	f.OpenQueue = func(ctx context.Context, ref string) (broker.Broker, string, error) { return b, ref, nil }
 	f.OpenDestination = func(ctx context.Context, ref string) (broker.Broker, string, error) { return nil, ref, nil }
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
@@ -263,7 +274,8 @@ func TestRedriveRun(t *testing.T) {
 }
 
 // On a terminal a redrive shows its preview and asks; "no" exits 2 and
-// leaves the queue as it was; --yes, or no terminal, asks nothing.
+// leaves the queue as it was; --yes asks nothing; without a terminal and
+// without --yes nothing moves.
 func TestRedriveConfirmsOnTerminal(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -277,7 +289,8 @@ func TestRedriveConfirmsOnTerminal(t *testing.T) {
 		{"terminal, no", true, false, "n\n", 0, ExitCancelled, true},
 		{"terminal, yes", true, false, "y\n", 12, ExitOK, true},
 		{"terminal, --yes", true, true, "", 12, ExitOK, false},
-		{"no terminal", false, false, "", 12, ExitOK, false},
+		{"no terminal, --yes", false, true, "", 12, ExitOK, false},
+		{"no terminal, no --yes", false, false, "", 0, ExitError, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &moveFake{dlq: fakeDead(12)}
@@ -384,8 +397,9 @@ func TestDiscardNeedsYesAndArchiveChoice(t *testing.T) {
 	}
 	b := &moveFake{dlq: fakeDead(3)}
 	f, _ := moveFactory(t, b, false)
+	f.Options.Yes = false
 	o := &discardOptions{f: f, Queue: "q", Select: selectFlags{IDs: []string{"m01"}}, Archive: archiveFlags{NoArchive: true}}
-	if err := discardRun(context.Background(), o); err == nil || !strings.Contains(err.Error(), "`--yes` required") {
+	if err := discardRun(context.Background(), o); err == nil || !strings.Contains(err.Error(), "pass `--yes` to run it without a terminal") {
 		t.Fatalf("no tty, no --yes: %v", err)
 	}
 	if b.consumed {
@@ -448,7 +462,7 @@ func TestRedriveSQSEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	stdout, stderr, code := runDLQ(t, append(sqsArgs(t), "redrive", base+"-dlq", "-o", "json", "--no-journal")...)
+	stdout, stderr, code := runDLQ(t, append(sqsArgs(t), "redrive", "--yes", base+"-dlq", "-o", "json", "--no-journal")...)
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
@@ -472,7 +486,7 @@ func TestRedriveSQSEndToEnd(t *testing.T) {
 		}
 		got += len(out.Messages)
 	}
-	stdout, _, code = runDLQ(t, append(sqsArgs(t), "redrive", base+"-dlq", "--no-journal")...)
+	stdout, _, code = runDLQ(t, append(sqsArgs(t), "redrive", "--yes", base+"-dlq", "--no-journal")...)
 	if code != ExitOK || !strings.Contains(stdout, "moved 0 of 0") {
 		t.Fatalf("second run: exit %d %s", code, stdout)
 	}

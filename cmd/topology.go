@@ -271,6 +271,9 @@ func topologyApplyRun(ctx context.Context, opts *topologyApplyOptions) error {
 		}
 		return err
 	}
+	if err := needYes(f, "topology apply"); err != nil {
+		return auditFailed(err, audit("cancelled", err), "")
+	}
 	if s.Delete > 0 {
 		if err := requireYes(f, fmt.Sprintf("delete %d object(s) that the spec no longer has (listed above with -)", s.Delete)); err != nil {
 			return auditFailed(err, audit("cancelled", err), "")

@@ -167,6 +167,7 @@ func TestTopologyPlanRun(t *testing.T) {
 func TestTopologyApplyRunThenNoChanges(t *testing.T) {
 	b := &fakeTopoBroker{top: broker.RabbitTopology{Vhost: "/"}}
 	f, outputs := topoFactory(t, b, false)
+	f.Options.Yes = true
 	if err := topologyApplyRun(context.Background(), &topologyApplyOptions{f: f, File: ladderSpec}); err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +265,7 @@ func TestTopologyApplyRefusals(t *testing.T) {
 		}}}
 		f, _ := topoFactory(t, b, false)
 		err := topologyApplyRun(context.Background(), &topologyApplyOptions{f: f, File: spec, Prune: true})
-		if err == nil || !strings.Contains(err.Error(), "`--yes` required") {
+		if err == nil || !strings.Contains(err.Error(), "pass `--yes` to run it without a terminal") {
 			t.Fatalf("want --yes required, got %v", err)
 		}
 		b.verify(t, 0)
@@ -362,7 +363,7 @@ func TestTopologyAgainstRabbitMQ(t *testing.T) {
 	if code != ExitChanges || !strings.Contains(out, "+ queue "+prefix+"order.main.q") {
 		t.Fatalf("plan: exit %d\n%s\n%s", code, out, stderr)
 	}
-	out, stderr, code = runDLQ(t, append([]string{"topology", "apply", "-f", spec}, broker...)...)
+	out, stderr, code = runDLQ(t, append([]string{"topology", "apply", "-f", spec, "--yes"}, broker...)...)
 	if code != 0 || !strings.Contains(out, "Applied 11 change(s)") {
 		t.Fatalf("apply: exit %d\n%s\n%s", code, out, stderr)
 	}

@@ -107,8 +107,8 @@ func TestAuditRun(t *testing.T) {
 	}
 	cancelled := redrive.Summary{Examined: 1, Moved: 1, IDs: []string{"a"}}
 	exitErr, aerr = f.auditRun(AuditRecord{Action: "tui-edit", Source: "q", IDs: []string{"orig"}}, cancelled, context.Canceled, false)
-	if aerr != nil || exitCodeFor(exitErr) != ExitCancelled {
-		t.Fatalf("a cancelled run: exit %d (%v), audit %v; want %d", exitCodeFor(exitErr), exitErr, aerr, ExitCancelled)
+	if aerr != nil || exitCodeFor(exitErr) != ExitPartial {
+		t.Fatalf("a run cancelled after a move: exit %d (%v), audit %v; want %d", exitCodeFor(exitErr), exitErr, aerr, ExitPartial)
 	}
 	exitErr, aerr = f.auditRun(AuditRecord{Action: "redrive", Source: "q"}, redrive.Summary{Examined: 4, DryRun: true}, nil, true)
 	if exitErr != nil || aerr != nil {
@@ -117,7 +117,7 @@ func TestAuditRun(t *testing.T) {
 	want := []auditShape{
 		{Action: "redrive", Source: "q", Filter: ".x", Outcome: "partial",
 			Counts: map[string]int64{"examined": 3, "moved": 2, "failed:unroutable": 1}, IDs: []string{"a", "b"}},
-		{Action: "tui-edit", Source: "q", Outcome: "cancelled", Error: context.Canceled.Error(),
+		{Action: "tui-edit", Source: "q", Outcome: "partial", Error: context.Canceled.Error(),
 			Counts: map[string]int64{"examined": 1, "moved": 1}, IDs: []string{"orig"}},
 	}
 	if d := testdiff.JSON(t, want, shapes(readAudit(t, f.Options.AuditLog))); d != "" {

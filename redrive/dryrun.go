@@ -62,9 +62,11 @@ func (e *engine) dryRun(ctx context.Context) (Summary, error) {
 			e.sampleID(m.ID)
 			return e.stopAtLimit()
 		}
+		// What the real run could not move counts as failed here too,
+		// so that a dry run ends as the real run would.
 		out, dest, reason, err := e.prepare(ctx, m)
 		if reason != "" {
-			e.tally.skip(reason, m.ID, err)
+			e.tally.fail(reason, m.ID, err)
 			return nil
 		}
 		if rc != nil {
@@ -81,7 +83,7 @@ func (e *engine) dryRun(ctx context.Context) (Summary, error) {
 				routable[dest] = rerr
 			}
 			if rerr != nil {
-				e.tally.skip(ReasonUnroutable, m.ID, rerr)
+				e.tally.fail(ReasonUnroutable, m.ID, rerr)
 				return nil
 			}
 		}

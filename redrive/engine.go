@@ -58,6 +58,9 @@ type engine struct {
 	now      func() time.Time
 	start    time.Time
 	total    int64
+	// totalSelected says total counts the selected messages, not the
+	// queue's depth.
+	totalSelected bool
 	// traits are the source queue's (refined once it is inspected),
 	// dstTraits the destination's.
 	traits, dstTraits broker.Traits
@@ -239,8 +242,17 @@ func (e *engine) open(ctx context.Context, cons broker.Consumer) error {
 		}
 	}
 	e.setTraits(q)
-	if e.opts.Limit > 0 && (e.total == 0 || e.opts.Limit < e.total) {
-		e.total = e.opts.Limit
+	switch {
+	case e.opts.Selected > 0:
+		e.total, e.totalSelected = e.opts.Selected, true
+	case len(e.opts.IDs) > 0:
+		// At most the messages listed (or the limit) can move.
+		e.total, e.totalSelected = int64(len(e.opts.IDs)), true
+		if e.opts.Limit > 0 && e.opts.Limit < e.total {
+			e.total = e.opts.Limit
+		}
+	case e.opts.Limit > 0 && !e.sel.selective() && (e.total == 0 || e.opts.Limit < e.total):
+		e.total, e.totalSelected = e.opts.Limit, true
 	}
 	co := broker.ConsumeOptions{
 		Prefetch:   e.opts.Window*(e.opts.Concurrency+1) + e.park.holdMax,

@@ -39,7 +39,7 @@ func (e *engine) report(final bool) {
 	}
 	now := e.now()
 	p := e.tally.snapshot()
-	p.Total, p.Elapsed, p.Blocked, p.Done = e.total, now.Sub(e.start), e.flow.isBlocked(), final
+	p.Total, p.Selected, p.Elapsed, p.Blocked, p.Done = e.total, e.totalSelected, now.Sub(e.start), e.flow.isBlocked(), final
 	r := &e.rate
 	if dt := now.Sub(r.lastTick).Seconds(); dt > 0 {
 		inst := float64(p.Moved-r.lastMoved) / dt

@@ -122,6 +122,10 @@ type Options struct {
 	SourceName string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Selected is how many messages the selection is known to hold (a
+	// preview counted them), which progress reports measure moves
+	// against; 0 when unknown.
+	Selected int64
 	// MaxIDs bounds Summary.IDs (default 10000).
 	MaxIDs int
 	// Moved receives the fingerprints of the messages moved, every one,
@@ -231,19 +235,33 @@ type Progress struct {
 	Moved    int64
 	Skipped  int64
 	Failed   int64
-	// Total is the source's depth at the start, or the limit; 0 when
-	// unknown.
-	Total   int64
-	Elapsed time.Duration
+	// Total is what the run measures against: with Selected, the
+	// messages selected (Options.Selected, the IDs listed, or the limit
+	// of a run that selects every message), which Moved and Failed count
+	// down;
+	// otherwise the source's depth at the start, which Examined counts
+	// down. 0 when unknown.
+	Total    int64
+	Selected bool
+	Elapsed  time.Duration
 	// Rate is messages moved per second, smoothed.
 	Rate    float64
 	Blocked bool
 	Done    bool
 }
 
+// Behind is how much of Total is behind: messages moved or failed against a
+// selection, messages examined against a depth.
+func (p Progress) Behind() int64 {
+	if p.Selected {
+		return p.Moved + p.Failed
+	}
+	return p.Examined
+}
+
 // ETA estimates the time left, or 0 when it cannot tell.
 func (p Progress) ETA() time.Duration {
-	left := p.Total - p.Examined
+	left := p.Total - p.Behind()
 	if p.Total <= 0 || left <= 0 || p.Rate <= 0 {
 		return 0
 	}
