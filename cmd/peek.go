@@ -227,9 +227,9 @@ func newCmdPeek(f *Factory, runF func(*peekOptions) error) *cobra.Command {
 		Use:   "peek QUEUE|file://ARCHIVE",
 		Short: "Show the first messages of a queue without removing them",
 		Long: `Show the first messages of a dead-letter queue (default 20) with their ID,
-age, size, delivery or receive count, source queue, failure reason (its
-shape: ids, numbers, times and quoted values masked, as ` + "`dlq stats`" + ` groups
-them) and a body preview. DELIVERIES is the broker's delivery or receive count
+age, size, delivery or receive count, source queue, failure reason (as
+the message carries it; ` + "`dlq stats`" + ` groups reasons by their shape, with ids,
+numbers, times and quoted values masked) and a body preview. DELIVERIES is the broker's delivery or receive count
 (x-delivery-count, ApproximateReceiveCount), DEATHS how often it was
 dead-lettered (x-death counts). Nothing is removed; what a peek changes on each kind of queue
 (redelivered flags, receive counts) is printed on stderr afterwards and
@@ -438,7 +438,7 @@ func (w *peekWriter) write(ctx context.Context, m *broker.Message) error {
 		strconv.FormatInt(m.DeliveryCount, 10),
 		strconv.FormatInt(deaths(m), 10),
 		orDash(inspect.Source(m)),
-		orDash(inspect.ShapeOf(w.reason(ctx, m))),
+		orDash(w.reason(ctx, m)),
 	}
 	for i := range cells {
 		cells[i] = human.Visible(cells[i])
