@@ -6,9 +6,12 @@ package cmd
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/dlq-tools/dlq/broker/brokertest"
@@ -71,5 +74,43 @@ func TestOriginIntegrationRabbitTTLRetryLadder(t *testing.T) {
 	}
 	if n := r.depth(mainQ); n != 1 {
 		t.Errorf("main holds %d messages after the redrive, want 1", n)
+	}
+}
+
+// A message in an SQS DLQ that does not say where it came from (no
+// DeadLetterQueueSourceArn: sent into the DLQ directly) shows the DLQ's only
+// source queue in peek and stats, the queue a redrive to the origin uses.
+func TestOriginIntegrationSQSSingleSource(t *testing.T) {
+	env := brokertest.SQS(t)
+	for name, endpoint := range map[string]string{"fauxqs": env.Endpoint, "local-aws-sqs": env.MoveEndpoint} {
+		t.Run(name, func(t *testing.T) {
+			s := newRISQS(t, endpoint)
+			base := brokertest.Name(t, "src")
+			dlq := s.queue(base+"-dlq", nil)
+			src := base + "-src"
+			s.queue(src, map[string]string{"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"3"}`, s.arn(dlq))})
+			s.send(dlq, sqstypes.SendMessageBatchRequestEntry{MessageBody: aws.String(`{"error":"boom"}`)})
+
+			stdout, stderr, code := runDLQ(t, append(s.args, "peek", dlq, "-o", "json")...)
+			if code != ExitOK {
+				t.Fatalf("peek: exit %d: %s", code, stderr)
+			}
+			var msgs []struct {
+				Source string `json:"source"`
+			}
+			if err := json.Unmarshal([]byte(stdout), &msgs); err != nil || len(msgs) != 1 {
+				t.Fatalf("peek -o json: %v: %s", err, stdout)
+			}
+			if msgs[0].Source != src {
+				t.Errorf("peek source:\n%s", testdiff.Diff(src, msgs[0].Source))
+			}
+			stdout, stderr, code = runDLQ(t, append(s.args, "stats", dlq, "--group-by", "source", "-o", "csv")...)
+			if code != ExitOK {
+				t.Fatalf("stats: exit %d: %s", code, stderr)
+			}
+			if !strings.Contains(stdout, "\n"+src+",1,") {
+				t.Errorf("stats --group-by source, want the source %s:\n%s", src, stdout)
+			}
+		})
 	}
 }

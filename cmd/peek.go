@@ -310,6 +310,7 @@ func peekRun(ctx context.Context, opts *peekOptions) error {
 		return err
 	}
 	w := newPeekWriter(f, opts, now)
+	w.source = inspect.NewQueueSource(b, queue)
 	win := opts.Peek.window(b, now)
 	walk := inspect.WalkOptions{Peek: opts.Peek.options(now, 0), Filter: opts.filter, Groups: opts.Groups.sel, Limit: opts.Limit, Window: win, Now: now}
 	n := 0
@@ -354,6 +355,7 @@ type peekWriter struct {
 	tty    bool
 	color  bool
 	layout []int
+	source *inspect.QueueSource // the source of messages that name none
 }
 
 func newPeekWriter(f *Factory, opts *peekOptions, now time.Time) *peekWriter {
@@ -411,6 +413,7 @@ func (w *peekWriter) write(ctx context.Context, m *broker.Message) error {
 		return err
 	case OutputJSON, OutputJSONL:
 		doc := peekDocument(m, w.now)
+		doc["source"] = w.source.Of(ctx, m)
 		if w.opts.reason != nil && w.opts.Reason != "" {
 			r := w.reason(ctx, m)
 			shape := peekShape(r)
@@ -437,7 +440,7 @@ func (w *peekWriter) write(ctx context.Context, m *broker.Message) error {
 		humanBytes(int64(m.Size())),
 		strconv.FormatInt(m.DeliveryCount, 10),
 		strconv.FormatInt(deaths(m), 10),
-		orDash(inspect.Source(m)),
+		orDash(w.source.Of(ctx, m)),
 		orDash(w.reason(ctx, m)),
 	}
 	for i := range cells {
