@@ -268,10 +268,10 @@ func (b *Broker) checkCluster(ctx context.Context) error {
 	if v := headerString(c.Properties["version"]); v != "" {
 		ours += ", RabbitMQ " + v
 	}
-	guess := ""
+	guess := broker.Hintf("")
 	if n.mgmtGuessed {
 		_, port, _ := net.SplitHostPort(n.addr)
-		guess = fmt.Sprintf(" (dlq guessed %s, the default management port on the AMQP host, because no %s was given; AMQP is on port %s, and this check is what makes the guess safe)", n.mgmt, broker.OptManagementURL, port)
+		guess = broker.Hintf("; dlq guessed %s, the default management port on the AMQP host, because no %s was given (AMQP is on port %s), and this check is what makes that guess safe", n.mgmt, broker.OptManagementURL, port)
 	}
 	b.clusterErr = &broker.Error{Kind: broker.ErrConflict, Op: "use the management API at " + n.mgmt.String(),
 		Hint: broker.Hintf("it belongs to %s, not to the broker dlq is connected to at %s (%s)%s: pass that broker's management API with %s",
