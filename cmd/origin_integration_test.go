@@ -96,6 +96,7 @@ func TestOriginIntegrationSQSSingleSource(t *testing.T) {
 				t.Fatalf("peek: exit %d: %s", code, stderr)
 			}
 			var msgs []struct {
+				ID     string `json:"id"`
 				Source string `json:"source"`
 			}
 			if err := json.Unmarshal([]byte(stdout), &msgs); err != nil || len(msgs) != 1 {
@@ -103,6 +104,13 @@ func TestOriginIntegrationSQSSingleSource(t *testing.T) {
 			}
 			if msgs[0].Source != src {
 				t.Errorf("peek source:\n%s", testdiff.Diff(src, msgs[0].Source))
+			}
+			stdout, stderr, code = runDLQ(t, append(s.args, "show", dlq, msgs[0].ID)...)
+			if code != ExitOK {
+				t.Fatalf("show: exit %d: %s", code, stderr)
+			}
+			if !strings.Contains(stdout, "\nsource:      "+src+"\n") {
+				t.Errorf("show, want the source %s:\n%s", src, stdout)
 			}
 			stdout, stderr, code = runDLQ(t, append(s.args, "stats", dlq, "--group-by", "source", "-o", "csv")...)
 			if code != ExitOK {
