@@ -172,8 +172,9 @@ type DeathEntry struct {
 }
 
 // Death is the normalised death record of a message: why and where it died.
-// Reason, Queue, Exchange and RoutingKeys come from the most recent death
-// (x-death[0], which RabbitMQ keeps newest first); First is the earliest death
+// Reason, Queue, Exchange and RoutingKeys come from the death in the origin:
+// the most recent death (x-death[0], which RabbitMQ keeps newest first) that
+// is not the TTL expiry of a retry queue; First is the earliest death
 // time (x-first-death-*), Last the most recent.
 type Death struct {
 	Reason      string       `json:"reason"`

@@ -140,6 +140,11 @@ QUEUES. A command's QUEUE argument is a queue name on that broker, or:
 DESTINATIONS (redrive --to):
 
   origin                          where each message was dead-lettered from
+                                  (RabbitMQ: its newest x-death, passing over
+                                  the TTL expiry of a retry queue that came
+                                  after a rejection in another queue; SQS:
+                                  DeadLetterQueueSourceArn, else the DLQ's
+                                  only source queue)
   queue:NAME                      a queue on the source's broker
   exchange:NAME[:ROUTING-KEY]     a RabbitMQ exchange on the source's broker;
                                   without a key, each message goes with the

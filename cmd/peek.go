@@ -227,9 +227,9 @@ func newCmdPeek(f *Factory, runF func(*peekOptions) error) *cobra.Command {
 		Use:   "peek QUEUE|file://ARCHIVE",
 		Short: "Show the first messages of a queue without removing them",
 		Long: `Show the first messages of a dead-letter queue (default 20) with their ID,
-age, size, delivery or receive count, source queue, failure reason (its
-shape: ids, numbers, times and quoted values masked, as ` + "`dlq stats`" + ` groups
-them) and a body preview. DELIVERIES is the broker's delivery or receive count
+age, size, delivery or receive count, source queue, failure reason (as
+the message carries it; ` + "`dlq stats`" + ` groups reasons by their shape, with ids,
+numbers, times and quoted values masked) and a body preview. DELIVERIES is the broker's delivery or receive count
 (x-delivery-count, ApproximateReceiveCount), DEATHS how often it was
 dead-lettered (x-death counts). Nothing is removed; what a peek changes on each kind of queue
 (redelivered flags, receive counts) is printed on stderr afterwards and
@@ -310,6 +310,7 @@ func peekRun(ctx context.Context, opts *peekOptions) error {
 		return err
 	}
 	w := newPeekWriter(f, opts, now)
+	w.source = inspect.NewQueueSource(b, queue)
 	win := opts.Peek.window(b, now)
 	walk := inspect.WalkOptions{Peek: opts.Peek.options(now, 0), Filter: opts.filter, Groups: opts.Groups.sel, Limit: opts.Limit, Window: win, Now: now}
 	n := 0
@@ -354,6 +355,7 @@ type peekWriter struct {
 	tty    bool
 	color  bool
 	layout []int
+	source *inspect.QueueSource // the source of messages that name none
 }
 
 func newPeekWriter(f *Factory, opts *peekOptions, now time.Time) *peekWriter {
@@ -411,6 +413,7 @@ func (w *peekWriter) write(ctx context.Context, m *broker.Message) error {
 		return err
 	case OutputJSON, OutputJSONL:
 		doc := peekDocument(m, w.now)
+		doc["source"] = w.source.Of(ctx, m)
 		if w.opts.reason != nil && w.opts.Reason != "" {
 			r := w.reason(ctx, m)
 			shape := peekShape(r)
@@ -437,8 +440,8 @@ func (w *peekWriter) write(ctx context.Context, m *broker.Message) error {
 		humanBytes(int64(m.Size())),
 		strconv.FormatInt(m.DeliveryCount, 10),
 		strconv.FormatInt(deaths(m), 10),
-		orDash(inspect.Source(m)),
-		orDash(inspect.ShapeOf(w.reason(ctx, m))),
+		orDash(w.source.Of(ctx, m)),
+		orDash(w.reason(ctx, m)),
 	}
 	for i := range cells {
 		cells[i] = human.Visible(cells[i])

@@ -112,7 +112,7 @@ func TestPeekTable(t *testing.T) {
 	if len(lines) != 21 || lines[0] != "ID\tAGE\tSIZE\tDELIVERIES\tDEATHS\tSOURCE\tREASON\tBODY" {
 		t.Fatalf("want header + 20 rows, got %d:\n%s", len(lines), out)
 	}
-	if lines[3] != "id-002\t3m\t50B\t2\t1\torders\ttimeout \"<str>\" line2\t{\"n\":2,\"tier\":\"t0\",\"error\":\"timeout \\\"x\\\"\\nline2\"}" {
+	if lines[3] != "id-002\t3m\t50B\t2\t1\torders\ttimeout \"x\" line2\t{\"n\":2,\"tier\":\"t0\",\"error\":\"timeout \\\"x\\\"\\nline2\"}" {
 		t.Errorf("row: %q", lines[3])
 	}
 	if b.peeks[0].Limit != 20 {

@@ -94,6 +94,7 @@ func showRun(ctx context.Context, o *showOptions) error {
 		return broker.Errorf(broker.ErrNotFound, "show", "no message with ID `%s` among %d read from `%s`: check the ID with `dlq peek %s`", o.ID, rep.Read, name, o.Ref)
 	}
 	doc := peekDocument(found, now)
+	doc["source"] = inspect.NewQueueSource(b, queue).Of(ctx, found)
 	if o.format == OutputJSON {
 		b, err := marshalDoc(doc, true)
 		if err != nil {

@@ -200,6 +200,7 @@ func statsRun(ctx context.Context, opts *statsOptions) error {
 		Examples:     opts.Examples,
 		MaxGroups:    opts.MaxGroups,
 		Now:          now,
+		Source:       inspect.NewQueueSource(b, queue),
 	}
 	if opts.reason != nil {
 		so.Reason = inspect.ReasonFrom(opts.reason)

@@ -157,6 +157,9 @@ type StatsOptions struct {
 	// messages of further groups are counted in one "(other)" group so that
 	// memory stays bounded.
 	MaxGroups int
+	// Source finds the source of messages that do not name theirs; nil
+	// counts them under Unknown.
+	Source *QueueSource
 	// Now is the reference time for ages (default time.Now()).
 	Now time.Time
 }
@@ -538,7 +541,7 @@ func (s *Stats) value(ctx context.Context, g Grouping, m *broker.Message, t time
 	case "redrives":
 		return strconv.FormatInt(Redrives(m), 10), nil
 	case "source":
-		return orDefault(Source(m), Unknown), nil
+		return orDefault(s.opts.Source.Of(ctx, m), Unknown), nil
 	case "exchange":
 		if m.Death != nil && m.Death.Exchange != "" {
 			return m.Death.Exchange, nil
@@ -633,6 +636,43 @@ func Source(m *broker.Message) string {
 		return arnName(arn)
 	}
 	return ""
+}
+
+// QueueSource finds the source of the messages of one queue that do not
+// name theirs (no death record, no DeadLetterQueueSourceArn): the origin the
+// broker resolves for such a message, as a redrive to the origin would
+// (SQS: the queue's only dead-letter source queue; RabbitMQ: none, since
+// only x-death tells). The broker is asked once, when a message first needs
+// it; "" when it cannot tell. A nil *QueueSource is Source.
+type QueueSource struct {
+	b     broker.OriginResolver
+	queue string
+	once  sync.Once
+	name  string
+}
+
+// NewQueueSource returns the QueueSource of queue on b; nil when b cannot
+// resolve origins.
+func NewQueueSource(b broker.Broker, queue string) *QueueSource {
+	r, ok := b.(broker.OriginResolver)
+	if !ok {
+		return nil
+	}
+	return &QueueSource{b: r, queue: queue}
+}
+
+// Of is Source(m), else the queue's source.
+func (q *QueueSource) Of(ctx context.Context, m *broker.Message) string {
+	if s := Source(m); s != "" || q == nil {
+		return s
+	}
+	q.once.Do(func() {
+		d, err := q.b.Origin(ctx, q.queue, &broker.Message{System: m.System, Queue: q.queue})
+		if err == nil && d.Kind == broker.ToQueue {
+			q.name = arnName(d.Queue)
+		}
+	})
+	return q.name
 }
 
 func arnName(arn string) string {

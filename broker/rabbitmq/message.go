@@ -236,8 +236,9 @@ func headerString(v any) string {
 // kept) starts a new record when it dies again, where 3.10 went on counting
 // in the x-death it was published with.
 //
-// Reason, Queue, Exchange and RoutingKeys come from x-death[0], the most
-// recent death. Count is the sum of the entries' counts. First is the time of
+// Reason, Queue, Exchange and RoutingKeys come from the origin entry (see
+// originEntry): x-death[0], the most recent death, unless that is the
+// expiry of a retry delay. Count is the sum of the entries' counts. First is the time of
 // the entry matching x-first-death-queue/-reason (else the earliest entry
 // time); Last is the latest entry time, a lower bound of the last death
 // since RabbitMQ does not record when a repeated death happened. Messages
@@ -285,7 +286,7 @@ func deathOf(h map[string]any) *broker.Death {
 		d.Count = broker.SatAdd(d.Count, e.Count)
 	}
 	if len(d.History) > 0 {
-		last := d.History[0]
+		last := d.History[originEntry(d.History)]
 		d.Reason, d.Queue, d.Exchange = last.Reason, last.Queue, last.Exchange
 		d.RoutingKeys = append([]string(nil), last.RoutingKeys...)
 		for _, e := range d.History {
@@ -314,6 +315,12 @@ func deathOf(h map[string]any) *broker.Death {
 		d.Count = 1
 		if firstQueue != "" && (firstQueue != lastQueue || firstReason != lastReason) {
 			d.Count = 2 // at least: the first death and the last
+			// The same rule as originEntry, with the two deaths known.
+			pair := []broker.DeathEntry{{Reason: lastReason, Queue: lastQueue}, {Reason: firstReason, Queue: firstQueue}}
+			if originEntry(pair) == 1 {
+				d.Reason, d.Queue = firstReason, firstQueue
+				d.Exchange = headerString(h["x-first-death-exchange"])
+			}
 		}
 	} else {
 		// Only x-first-death-*: the x-death table was stripped.
@@ -326,6 +333,42 @@ func deathOf(h map[string]any) *broker.Death {
 		d.FirstQueue, d.FirstReason = oldest.Queue, oldest.Reason
 	}
 	return d
+}
+
+// originEntry is the index in h (x-death, newest first) of the death that
+// names the message's origin: the newest death that is not the TTL expiry of
+// a retry queue. In a retry ladder (work queue → retry queue with a TTL that
+// dead-letters back → work queue) the consumer rejects the message in the
+// work queue and the retry queue only delays it: redriving to the retry
+// queue would delay it again and add a death to its record.
+//
+// The headers alone tell a retry expiry, with no broker call: an `expired`
+// death is a retry delay when an older death of another queue was a
+// consumer's (`rejected`, or `delivery_limit` on a quorum queue), since the
+// message expired after a consumer had refused it elsewhere. An expiry in the
+// queue that rejected it (a work queue's own TTL) stays the origin, and so
+// does an expiry with no earlier rejection (a message that nobody consumed in
+// time). A queue that is fed by a rejection and whose own TTL is its real
+// failure (no retry role) cannot be told from a retry queue this way: its
+// messages name the queue that rejected them first.
+func originEntry(h []broker.DeathEntry) int {
+	for i, e := range h {
+		if e.Reason != "expired" || !rejectedElsewhere(h[i+1:], e.Queue) {
+			return i
+		}
+	}
+	return 0
+}
+
+// rejectedElsewhere reports whether older holds a consumer's death (rejected
+// or delivery_limit) in a queue other than queue.
+func rejectedElsewhere(older []broker.DeathEntry, queue string) bool {
+	for _, e := range older {
+		if e.Queue != queue && (e.Reason == "rejected" || e.Reason == "delivery_limit") {
+			return true
+		}
+	}
+	return false
 }
 
 // toPublishing converts a message back to an AMQP publishing: body, content

@@ -98,7 +98,48 @@ func TestDeathOf(t *testing.T) {
 			name: "4.x: x-death stripped, first and last death kept",
 			headers: amqp.Table{"x-first-death-queue": "q", "x-first-death-reason": "rejected", "x-first-death-exchange": "x",
 				"x-last-death-queue": "q.retry", "x-last-death-reason": "expired", "x-last-death-exchange": "retry-x"},
-			want: &broker.Death{Reason: "expired", Queue: "q.retry", Exchange: "retry-x", Count: 2, FirstReason: "rejected", FirstQueue: "q"},
+			want: &broker.Death{Reason: "rejected", Queue: "q", Exchange: "x", Count: 2, FirstReason: "rejected", FirstQueue: "q"},
+		},
+		{
+			name: "retry ladder ending in the retry delay: the origin is the queue that rejected it",
+			headers: amqp.Table{
+				"x-death": []any{
+					amqp.Table{"count": int64(1), "reason": "expired", "queue": "orders.retry", "exchange": "retry-x",
+						"routing-keys": []any{"orders"}, "time": t1},
+					amqp.Table{"count": int64(1), "reason": "rejected", "queue": "orders", "exchange": "orders-x",
+						"routing-keys": []any{"order.created"}, "time": t0},
+				},
+			},
+			want: &broker.Death{Reason: "rejected", Queue: "orders", Exchange: "orders-x", RoutingKeys: []string{"order.created"},
+				Count: 2, First: t0, Last: t1, FirstReason: "rejected", FirstQueue: "orders",
+				History: []broker.DeathEntry{
+					{Reason: "expired", Queue: "orders.retry", Exchange: "retry-x", RoutingKeys: []string{"orders"}, Count: 1, Time: t1},
+					{Reason: "rejected", Queue: "orders", Exchange: "orders-x", RoutingKeys: []string{"order.created"}, Count: 1, Time: t0},
+				}},
+		},
+		{
+			name: "a work queue's own TTL after a retry stays the origin",
+			headers: amqp.Table{
+				"x-death": []any{
+					amqp.Table{"count": int64(1), "reason": "expired", "queue": "orders"},
+					amqp.Table{"count": int64(1), "reason": "expired", "queue": "orders.retry"},
+					amqp.Table{"count": int64(1), "reason": "rejected", "queue": "orders"},
+				},
+			},
+			want: &broker.Death{Reason: "expired", Queue: "orders", Count: 3, FirstReason: "rejected", FirstQueue: "orders",
+				History: []broker.DeathEntry{{Reason: "expired", Queue: "orders", Count: 1},
+					{Reason: "expired", Queue: "orders.retry", Count: 1}, {Reason: "rejected", Queue: "orders", Count: 1}}},
+		},
+		{
+			name: "an expiry with no rejection before it is the origin",
+			headers: amqp.Table{
+				"x-death": []any{
+					amqp.Table{"count": int64(1), "reason": "expired", "queue": "b"},
+					amqp.Table{"count": int64(1), "reason": "maxlen", "queue": "a"},
+				},
+			},
+			want: &broker.Death{Reason: "expired", Queue: "b", Count: 2, FirstReason: "maxlen", FirstQueue: "a",
+				History: []broker.DeathEntry{{Reason: "expired", Queue: "b", Count: 1}, {Reason: "maxlen", Queue: "a", Count: 1}}},
 		},
 		{
 			name:    "4.x: only the last death",

@@ -32,7 +32,18 @@ import (
 // 401/403 → ErrAccessDenied, 400/409 → ErrConflict, a refused or timed-out
 // connection → ErrUnreachable; callers that know what was missing (a queue,
 // a vhost) should rephrase ErrNotFound with the name and the fix.
+//
+// The first call checks that the API belongs to the broker of the AMQP
+// connection (see checkCluster) and every call fails when it does not.
 func (b *Broker) mgmtDo(ctx context.Context, method, path string, in, out any) error {
+	if err := b.checkCluster(ctx); err != nil {
+		return err
+	}
+	return b.mgmtCall(ctx, method, path, in, out)
+}
+
+// mgmtCall is mgmtDo without the cluster check.
+func (b *Broker) mgmtCall(ctx context.Context, method, path string, in, out any) error {
 	op := "management API " + method + " " + strings.SplitN(path, "?", 2)[0]
 	var data []byte
 	if in != nil {
@@ -198,4 +209,72 @@ func (b *Broker) mgmtHTTPErr(n node, op string, status int, data []byte) error {
 		be.Hint = broker.Hintf("the management API at %s answered %d (%s)%s", n.mgmt, status, reason, n.guessHint())
 	}
 	return be
+}
+
+// checkCluster makes sure, once per Broker, that the management API is the
+// one of the broker the AMQP connection is open to: a --management-url of
+// another cluster (or a guessed HOST:15672 where the AMQP port is not the
+// default, and another broker answers) would list and change another
+// broker's queues. It compares the cluster name the AMQP server announced
+// in its connection properties with the API's (GET /api/cluster-name, which
+// computes nothing, unlike /api/overview, which is asked only to name the
+// other cluster in the error). Nothing is refused when either side does not
+// say its name (an older server, a user without the rights to read it):
+// the call itself then reports its own problem.
+func (b *Broker) checkCluster(ctx context.Context) error {
+	b.clusterMu.Lock()
+	defer b.clusterMu.Unlock()
+	if b.clusterDone {
+		return b.clusterErr
+	}
+	c, err := b.connection(ctx)
+	if err != nil {
+		return err
+	}
+	amqpName := headerString(c.Properties["cluster_name"])
+	if amqpName == "" {
+		b.clusterDone = true
+		return nil
+	}
+	var got struct {
+		Name string `json:"name"`
+	}
+	if err := b.mgmtCall(ctx, http.MethodGet, "/cluster-name", nil, &got); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("check the management API's cluster: %w", ctx.Err())
+		}
+		b.log.Debug("management API cluster name unknown", "err", err)
+		b.clusterDone = true
+		return nil
+	}
+	b.clusterDone = true
+	if got.Name == "" || got.Name == amqpName {
+		return nil
+	}
+	var ov struct {
+		Node    string `json:"node"`
+		Version string `json:"rabbitmq_version"`
+	}
+	_ = b.mgmtCall(ctx, http.MethodGet, "/overview?columns=node,rabbitmq_version", nil, &ov)
+	_, n := b.node()
+	other := "cluster `" + got.Name + "`"
+	if ov.Node != "" {
+		other += ", node `" + ov.Node + "`"
+	}
+	if ov.Version != "" {
+		other += ", RabbitMQ " + ov.Version
+	}
+	ours := "cluster `" + amqpName + "`"
+	if v := headerString(c.Properties["version"]); v != "" {
+		ours += ", RabbitMQ " + v
+	}
+	guess := broker.Hintf("")
+	if n.mgmtGuessed {
+		_, port, _ := net.SplitHostPort(n.addr)
+		guess = broker.Hintf("; dlq guessed %s, the default management port on the AMQP host, because no %s was given (AMQP is on port %s), and this check is what makes that guess safe", n.mgmt, broker.OptManagementURL, port)
+	}
+	b.clusterErr = &broker.Error{Kind: broker.ErrConflict, Op: "use the management API at " + n.mgmt.String(),
+		Hint: broker.Hintf("it belongs to %s, not to the broker dlq is connected to at %s (%s)%s: pass that broker's management API with %s",
+			other, n.addr, ours, guess, broker.OptManagementURL.With("http://HOST:PORT"))}
+	return b.clusterErr
 }

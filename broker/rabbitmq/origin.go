@@ -16,9 +16,11 @@ var (
 )
 
 // Origin is where a dead letter came from: the exchange and routing keys
-// recorded in its most recent death (x-death[0], RabbitMQ keeps the list
-// newest first), which is the hop that put it into this dead-letter queue —
-// also through retry ladders, where the message went around several queues.
+// recorded in the death that deathOf takes for the origin: the most recent
+// (x-death[0], RabbitMQ keeps the list newest first) unless that is the TTL
+// expiry of a retry queue (see originEntry), so that a message that went
+// around a retry ladder goes back to the queue whose consumer rejected it,
+// not through the retry delay again.
 // An exchange of "" (the default exchange) becomes the queue it died in.
 // When x-death was stripped, the queue of x-last-death-queue (3.13 and 4.x)
 // is used, else that of x-first-death-queue.

@@ -643,9 +643,14 @@ func (r *rotator) waitAll(ctx context.Context) error {
 
 // peekRotate implements rotate mode (see the package's peek-safety notes).
 // rotatedEnvelope says exactly what a rotation changed on each rotated
-// message (see `dlq help peek-safety`).
-func rotatedEnvelope(queue string) string {
-	return fmt.Sprintf("each now has exchange \"\" and routing key `%s` (x-death still records where it died), its redelivered flag and x-delivery-count cleared, and its per-message TTL started again", queue)
+// message (see `dlq help peek-safety`); dead says that some of them carry
+// x-death, which still records where they died.
+func rotatedEnvelope(queue string, dead bool) string {
+	note := ""
+	if dead {
+		note = " (x-death still records where it died)"
+	}
+	return fmt.Sprintf("each now has exchange \"\" and routing key `%s`%s, its redelivered flag and x-delivery-count cleared, and its per-message TTL started again", queue, note)
 }
 
 func (b *Broker) peekRotate(ctx context.Context, info peekInfo, opts broker.PeekOptions, visit func(*broker.Message) error) (broker.PeekReport, error) {
@@ -673,6 +678,7 @@ func (b *Broker) peekRotate(ctx context.Context, info peekInfo, opts broker.Peek
 		rotated   int64
 		visitErr  error
 		cancelled bool
+		dead      bool // some rotated message carries x-death
 	)
 	// Finishing what was taken must not depend on ctx: the originals are
 	// acked only after their copies are confirmed, whatever happens.
@@ -740,6 +746,9 @@ func (b *Broker) peekRotate(ctx context.Context, info peekInfo, opts broker.Peek
 			if err := rot.publish(d); err != nil {
 				return err
 			}
+			if _, ok := d.Headers["x-death"]; ok {
+				dead = true
+			}
 			tags = append(tags, d.DeliveryTag)
 			if err := rot.drain(work); err != nil {
 				return err
@@ -789,13 +798,13 @@ func (b *Broker) peekRotate(ctx context.Context, info peekInfo, opts broker.Peek
 	})
 	switch {
 	case partial:
-		rep.Changed = fmt.Sprintf("rotated %s to the back of the queue (forced): they now come after the other %d; %s", plural(rotated, "message", "messages"), info.depth-rotated, rotatedEnvelope(info.name))
+		rep.Changed = fmt.Sprintf("rotated %s to the back of the queue (forced): they now come after the other %d; %s", plural(rotated, "message", "messages"), info.depth-rotated, rotatedEnvelope(info.name, dead))
 	case cancelled || err != nil:
 		if rotated > 0 {
-			rep.Changed = fmt.Sprintf("interrupted: rotated %s to the back of the queue before stopping, so they now come after the rest; none lost; %s", plural(rotated, "message", "messages"), rotatedEnvelope(info.name))
+			rep.Changed = fmt.Sprintf("interrupted: rotated %s to the back of the queue before stopping, so they now come after the rest; none lost; %s", plural(rotated, "message", "messages"), rotatedEnvelope(info.name, dead))
 		}
 	case rotated > 0:
-		rep.Changed = fmt.Sprintf("rotated %s to the back of the queue; order kept; %s", plural(rotated, "message", "messages"), rotatedEnvelope(info.name))
+		rep.Changed = fmt.Sprintf("rotated %s to the back of the queue; order kept; %s", plural(rotated, "message", "messages"), rotatedEnvelope(info.name, dead))
 	}
 	if err != nil {
 		return rep, translateErr(op, err)

@@ -124,7 +124,7 @@ func TestPeekRotateClassic(t *testing.T) {
 	}{
 		{name: "all", opts: broker.PeekOptions{Mode: broker.PeekRotate}, visited: seq("m", 0, 40), order: seq("m", 0, 40),
 			changed: "rotated 40 messages to the back of the queue; order kept; each now has exchange \"\" and routing key `" + q +
-				"` (x-death still records where it died), its redelivered flag and x-delivery-count cleared, and its per-message TTL started again"},
+				"`, its redelivered flag and x-delivery-count cleared, and its per-message TTL started again"},
 		{name: "limit keeps order", opts: broker.PeekOptions{Mode: broker.PeekRotate, Limit: 10}, visited: seq("m", 0, 10), order: seq("m", 0, 40),
 			changed: "rotated 40 messages to the back of the queue; order kept"},
 		{name: "stop keeps order", opts: broker.PeekOptions{Mode: broker.PeekRotate}, stopAfter: 3, visited: seq("m", 0, 3), order: seq("m", 0, 40),
@@ -186,6 +186,24 @@ func TestPeekRotateClassic(t *testing.T) {
 		if y.Redelivered {
 			t.Errorf("message %d still redelivered after rotation", i)
 		}
+	}
+}
+
+// The rotation notice says that x-death still records where a message died
+// only when some rotated message has x-death.
+func TestPeekRotateNotesXDeath(t *testing.T) {
+	b, _ := openTest(t)
+	q := brokertest.Name(t, "dead")
+	declareQueue(t, b, q, nil)
+	publishN(t, b, q, "m", 2, amqp.Table{"x-death": []any{amqp.Table{"count": int64(1), "reason": "rejected", "queue": "work", "exchange": ""}}})
+	waitDepth(t, b, q, 2)
+	_, rep, err := peekIDs(t, b, q, broker.PeekOptions{Mode: broker.PeekRotate}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "each now has exchange \"\" and routing key `" + q + "` (x-death still records where it died), its redelivered flag"
+	if !strings.Contains(rep.Changed, want) {
+		t.Errorf("changed %q, want it to contain %q", rep.Changed, want)
 	}
 }
 

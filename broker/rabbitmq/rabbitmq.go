@@ -116,6 +116,11 @@ type Broker struct {
 	// notQuorum holds the queues the management API named as not quorum
 	// queues: their zero needs no second look (see checkZero).
 	notQuorum sync.Map
+	// clusterDone says that checkCluster has compared the management API's
+	// cluster with the AMQP connection's; clusterErr is its refusal.
+	clusterMu   sync.Mutex
+	clusterDone bool
+	clusterErr  error
 }
 
 var (
