@@ -1,0 +1,81 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+// uuidIDs gives the messages full UUIDs as IDs, as SQS does.
+func uuidIDs(msgs []*broker.Message) []string {
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		m.ID = fmt.Sprintf("3f2a9c4e-1b7d-4e8a-9c01-5d6e7f80%04d", i)
+		ids[i] = m.ID
+	}
+	return ids
+}
+
+// frameLine is the first line of the frame that contains s.
+func frameLine(frame, s string) string {
+	for _, l := range strings.Split(frame, "\n") {
+		if strings.Contains(l, s) {
+			return l
+		}
+	}
+	return ""
+}
+
+// TestMessagesNarrowShortensIDs: at 80×24 a full UUID would leave no room
+// for DELIVERIES; the list shows the first runes of each ID, every header
+// whole, and the detail view the full ID.
+func TestMessagesNarrowShortensIDs(t *testing.T) {
+	f := newFake()
+	ids := uuidIDs(f.messages["orders.dlq"])
+	h := start(t, f.backend(false), Options{Queue: "orders.dlq"})
+	h.waitFor("6 read")
+	h.tm.Send(tea.WindowSizeMsg{Width: 80, Height: 24})
+	teatestWaitLines(t, h, 24, 80)
+	h.waitFor("3f2a9c4e… ")
+	frame := *h.frame.Load()
+	hdr := frameLine(frame, "AGE")
+	for _, col := range []string{"ID", "AGE", "REASON", "SOURCE", "DELIVERIES", "DEATHS", "SIZE"} {
+		if !strings.Contains(hdr, col+" ") {
+			t.Errorf("the header at 80 columns lacks a whole %s:\n%s", col, hdr)
+		}
+	}
+	if strings.Contains(frame, ids[0]) {
+		t.Errorf("the list at 80 columns shows the full ID %s:\n%s", ids[0], frame)
+	}
+	h.key("enter")
+	h.waitFor("message " + ids[0])
+	h.final()
+}
+
+// TestMessagesWideGivesReasonTheWidth: at 200 columns REASON shows the
+// longest reason whole, instead of the first 22 cells.
+func TestMessagesWideGivesReasonTheWidth(t *testing.T) {
+	f := newFake()
+	msgs := f.messages["orders.dlq"]
+	const long = "Inventory service returned 503 Service Unavailable for SKU-4821"
+	msgs[0].Body = []byte(`{"order_id":1000,"error":"` + long + `"}`)
+	h := start(t, f.backend(false), Options{Queue: "orders.dlq"})
+	h.waitFor("6 read")
+	h.tm.Send(tea.WindowSizeMsg{Width: 200, Height: 30})
+	teatestWaitLines(t, h, 30, 200)
+	h.waitFor("msg-00000")
+	m := h.final()
+	shape := m.msgs.at(0).shape
+	if len(shape) < 40 {
+		t.Fatalf("the reason is %q, want one longer than the old column", shape)
+	}
+	line := frameLine(*h.frame.Load(), "msg-00000")
+	if !strings.Contains(line, shape) || ansi.StringWidth(line) > 200 {
+		t.Errorf("at 200 columns the row does not show the reason %q whole:\n%s", shape, line)
+	}
+}
