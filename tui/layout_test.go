@@ -79,3 +79,35 @@ func TestMessagesWideGivesReasonTheWidth(t *testing.T) {
 		t.Errorf("at 200 columns the row does not show the reason %q whole:\n%s", shape, line)
 	}
 }
+
+// TestGroupPickerShareAndWordCut: the failure-group picker shows each
+// group's share on the selected row too, and cuts a long label after a
+// whole word.
+func TestGroupPickerShareAndWordCut(t *testing.T) {
+	f := newFake()
+	const long = "Inventory service unavailable while reserving stock for the order after three attempts with exponential backoff and jitter"
+	for i, m := range f.messages["orders.dlq"] {
+		if i%3 == 0 {
+			m.Body = []byte(`{"error":"` + long + `"}`)
+		}
+	}
+	h := start(t, f.backend(false), Options{Queue: "orders.dlq"})
+	h.waitFor("6 read")
+	h.key("g")
+	h.waitFor("failure reasons", "3 failure groups")
+	frame := *h.frame.Load()
+	h.final()
+	selected := frameLine(frame, "│ ▸ ")
+	if !strings.Contains(selected, "33%") {
+		t.Errorf("the selected row lacks its share:\n%s", selected)
+	}
+	line := selected // the first group: the long reason's
+	i, j := strings.Index(line, "Inventory"), strings.Index(line, "…")
+	if i < 0 || j < i {
+		t.Fatalf("the long label is not cut:\n%s", frame)
+	}
+	shown := line[i:j]
+	if !strings.HasPrefix(long, shown) || (long[len(shown)] != ' ' && !strings.ContainsAny(shown[len(shown)-1:], "/:,;=")) {
+		t.Errorf("the label is cut inside a word: %q", shown)
+	}
+}

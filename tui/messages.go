@@ -462,8 +462,8 @@ func (mv *messagesView) showReasons(msg reasonsMsg) tea.Msg {
 	opts := make([]string, len(groups))
 	hints := make([]string, len(groups))
 	for i, g := range groups {
-		opts[i] = fitRight(strconv.Itoa(g.Count), 7) + "  " + fit(vis(g.ID), 10) + "  " + oneLine(g.Key, 60)
-		hints[i] = fmt.Sprintf("%.0f%%", 100*float64(g.Count)/float64(total))
+		opts[i] = fitRight(strconv.Itoa(g.Count), 7) + "  " + fit(vis(g.ID), 10) + "  " + oneLine(g.Key, previewRune)
+		hints[i] = fmt.Sprintf("%3.0f%%", 100*float64(g.Count)/float64(total))
 	}
 	groupsWord := "failure groups"
 	if len(groups) == 1 {
