@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 // uuidIDs gives the messages full UUIDs as IDs, as SQS does.
@@ -109,5 +110,24 @@ func TestGroupPickerShareAndWordCut(t *testing.T) {
 	shown := line[i:j]
 	if !strings.HasPrefix(long, shown) || (long[len(shown)] != ' ' && !strings.ContainsAny(shown[len(shown)-1:], "/:,;=")) {
 		t.Errorf("the label is cut inside a word: %q", shown)
+	}
+}
+
+// TestQueuesSortLikeTheCLI: the queue list opens in `dlq queues`' order,
+// DLQs with messages first (deepest first), then the others by name.
+func TestQueuesSortLikeTheCLI(t *testing.T) {
+	f := newFake()
+	f.queues = append(f.queues, broker.Queue{System: broker.RabbitMQ, Name: "billing.dlq", Kind: broker.KindClassic, Depth: 40, IsDLQ: true, Role: broker.RoleDLQ})
+	broker.AssignRoles(f.queues, nil)
+	h := start(t, f.backend(false), Options{})
+	h.waitFor("billing.dlq", "orders.dlq", "sort: attention")
+	m := h.final()
+	var got []string
+	for _, i := range m.queues.visible {
+		got = append(got, m.queues.all[i].Name)
+	}
+	want := []string{"billing.dlq", "orders.dlq", "orders", "orders.retry", "payments", "payments.dlq"}
+	if d := testdiff.Lines(want, got); d != "" {
+		t.Errorf("queue order:\n%s", d)
 	}
 }

@@ -22,12 +22,21 @@ const (
 type sortOrder int
 
 const (
-	sortName sortOrder = iota
+	// sortAttention is `dlq queues`' order: DLQs with messages first,
+	// deepest first, then every other queue by name.
+	sortAttention sortOrder = iota
+	sortName
 	sortDepth
 	sortDLQFirst
+	sortOrders
 )
 
-func (s sortOrder) String() string { return [...]string{"name", "depth", "dlq first"}[s] }
+func (s sortOrder) String() string {
+	return [...]string{"attention", "name", "depth", "dlq first"}[s]
+}
+
+// needsAttention is a DLQ that holds messages, as `dlq queues` says.
+func needsAttention(q broker.Queue) bool { return q.IsDLQ && q.Depth > 0 }
 
 // queuesView lists every queue with its health and a live depth trend.
 type queuesView struct {
@@ -138,6 +147,17 @@ func (q *queuesView) relist(keep string) {
 	slices.SortStableFunc(q.visible, func(a, b int) int {
 		x, y := q.all[a], q.all[b]
 		switch q.sort {
+		case sortAttention:
+			if na, nb := needsAttention(x), needsAttention(y); na != nb {
+				if na {
+					return -1
+				}
+				return 1
+			} else if na {
+				if c := cmp.Compare(y.Depth, x.Depth); c != 0 {
+					return c
+				}
+			}
 		case sortDepth:
 			if c := cmp.Compare(y.Depth, x.Depth); c != 0 {
 				return c
@@ -239,7 +259,7 @@ func (q queuesView) updateKey(k tea.KeyPressMsg) (queuesView, tea.Cmd, tea.Msg) 
 		q.cursor = max(0, len(q.visible)-1)
 	case key.Matches(k, km.Sort):
 		cur, _ := q.current()
-		q.sort = (q.sort + 1) % 3
+		q.sort = (q.sort + 1) % sortOrders
 		q.relist(cur.Name)
 	case key.Matches(k, km.Filter):
 		q.filtering = true
