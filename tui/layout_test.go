@@ -131,3 +131,19 @@ func TestQueuesSortLikeTheCLI(t *testing.T) {
 		t.Errorf("queue order:\n%s", d)
 	}
 }
+
+// TestDetailDeathHistoryNewestFirst: the detail view lists deaths newest
+// first, as `dlq show` does and as the broker records them.
+func TestDetailDeathHistoryNewestFirst(t *testing.T) {
+	f := newFake()
+	h := start(t, f.backend(false), Options{Queue: "orders.dlq"})
+	h.waitFor("6 read")
+	h.key("down", "enter")
+	h.waitFor("message msg-00001", "expired in orders.retry", "rejected in orders")
+	frame := *h.frame.Load()
+	h.final()
+	newer, older := strings.Index(frame, "expired in orders.retry"), strings.Index(frame, "rejected in orders")
+	if newer > older || !strings.Contains(frame, "death history (newest first)") {
+		t.Errorf("the death in orders.retry (30s later) is listed after the one in orders:\n%s", frame)
+	}
+}
