@@ -147,3 +147,20 @@ func TestDetailDeathHistoryNewestFirst(t *testing.T) {
 		t.Errorf("the death in orders.retry (30s later) is listed after the one in orders:\n%s", frame)
 	}
 }
+
+// TestQueuesWideNameColumn: at 200 columns NAME is as wide as the longest
+// name, not the whole rest of the screen.
+func TestQueuesWideNameColumn(t *testing.T) {
+	f := newFake()
+	h := start(t, f.backend(false), Options{})
+	h.waitFor("payments.dlq")
+	h.tm.Send(tea.WindowSizeMsg{Width: 200, Height: 30})
+	teatestWaitLines(t, h, 30, 200)
+	h.waitFor("payments.dlq")
+	frame := *h.frame.Load()
+	h.final()
+	hdr := frameLine(frame, "NAME")
+	if i := strings.Index(hdr, "KIND"); i > len("orders.retry")+4 {
+		t.Errorf("at 200 columns KIND starts at column %d, after names of at most %d:\n%s", i, len("orders.retry"), hdr)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/dlq-tools/dlq/broker"
 )
@@ -311,7 +312,13 @@ func (q *queuesView) view(h, w int) []string {
 	const roleW = 9
 	trendW := min(trendSamples, max(8, w/6))
 	fixed := 12 + 9 + 10 + 10 + roleW + trendW + 6
-	nameW := max(12, w-fixed)
+	// NAME is as wide as the longest name, no wider: on a wide screen the
+	// numbers stay next to the names they belong to.
+	widest := 12
+	for _, i := range q.visible {
+		widest = max(widest, ansi.StringWidth(vis(q.all[i].Name))+2)
+	}
+	nameW := max(12, min(w-fixed, widest))
 	hdr := fit("NAME", nameW) + " " + fit("KIND", 12) + " " + fitRight("DEPTH", 9) + " " + fitRight("IN-FLIGHT", 10) + " " + fitRight("CONSUMERS", 10) + " " + fit(" ROLE", roleW) + " " + "TREND"
 	out = append(out, st.header.Render(hdr))
 	rows := h - len(out)
