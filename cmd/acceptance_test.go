@@ -473,6 +473,7 @@ func TestHelpTopics(t *testing.T) {
 		"exit-codes":     "4  denied",
 		"archive-format": `{"dlq_archive":1`,
 		"brokers":        "BROKER#DEST",
+		"topics":         "redrive-safety  What redrive",
 	} {
 		stdout, _, code := runDLQ(t, "help", topic)
 		if code != ExitOK || !strings.Contains(stdout, want) {

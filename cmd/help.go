@@ -1,6 +1,9 @@
 package cmd
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/dlq-tools/dlq/broker/archive"
@@ -51,6 +54,28 @@ func FillHelpTopics(root *cobra.Command) {
 // lazyTopics are the help topics built on first use, by name.
 var lazyTopics = map[string]func() string{
 	"topology-spec": topologySpecHelp,
+}
+
+// newHelpTopics is the help topic that lists the others, so that
+// `dlq help topics` names what `dlq help NAME` can show. Call it after
+// every other command is added to root.
+func newHelpTopics(root *cobra.Command) *cobra.Command {
+	var b strings.Builder
+	b.WriteString("The help topics: read one with `dlq help NAME`.\n\n")
+	var names []*cobra.Command
+	width := len("topics")
+	for _, c := range root.Commands() {
+		if c.IsAdditionalHelpTopicCommand() {
+			names = append(names, c)
+			width = max(width, len(c.Name()))
+		}
+	}
+	for _, c := range names {
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, c.Name(), c.Short)
+	}
+	fmt.Fprintf(&b, "  %-*s  %s\n", width, "topics", "This list")
+	b.WriteString("\nEvery command also has its own help: `dlq help COMMAND` or `dlq COMMAND --help`.")
+	return newHelpTopic("topics", "List the help topics", b.String())
 }
 
 func newHelpExitCodes() *cobra.Command {

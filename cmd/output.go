@@ -178,6 +178,15 @@ type Table struct {
 	rows   [][]string
 	// Width, when positive, is the terminal width lines are cut to.
 	Width int
+	// Shrink lists the columns that give up width, in order, before a
+	// line wider than Width is cut at its end: each down to its minimum,
+	// its cells cut with "…".
+	Shrink []Shrink
+}
+
+// Shrink is a column that may be narrower than its widest cell.
+type Shrink struct {
+	Column, Min int
 }
 
 // NewTable starts a table with the given column names.
@@ -214,9 +223,13 @@ func (t *Table) Render(w io.Writer, color bool) error {
 	for _, r := range rows {
 		measure(r)
 	}
+	t.shrink(widths)
 	line := func(r []string, bold bool) string {
 		var b strings.Builder
 		for i, c := range r {
+			if i < len(widths) && ansi.StringWidth(c) > widths[i] {
+				c = ansi.Truncate(c, widths[i], "…")
+			}
 			if bold {
 				c = "\x1b[1m" + c + "\x1b[0m"
 			}
@@ -240,6 +253,28 @@ func (t *Table) Render(w io.Writer, color bool) error {
 		}
 	}
 	return nil
+}
+
+// shrink narrows the Shrink columns, in order, until a line fits Width.
+func (t *Table) shrink(widths []int) {
+	if t.Width <= 0 {
+		return
+	}
+	total := 2 * (len(widths) - 1)
+	for _, w := range widths {
+		total += w
+	}
+	for _, s := range t.Shrink {
+		if total <= t.Width {
+			return
+		}
+		if s.Column >= len(widths) || widths[s.Column] <= s.Min {
+			continue
+		}
+		cut := min(total-t.Width, widths[s.Column]-s.Min)
+		widths[s.Column] -= cut
+		total -= cut
+	}
 }
 
 // visibleRows are the rows for a terminal: each cell through

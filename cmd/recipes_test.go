@@ -25,8 +25,14 @@ type recipeBlock struct {
 
 func recipeBlocks(t *testing.T) []recipeBlock {
 	t.Helper()
+	return fencedBlocks(t, "docs/recipes.md")
+}
+
+// fencedBlocks are the fenced blocks of a markdown file of the repository.
+func fencedBlocks(t *testing.T, name string) []recipeBlock {
+	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "docs", "recipes.md"))
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", filepath.FromSlash(name)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +50,7 @@ func recipeBlocks(t *testing.T) []recipeBlock {
 		}
 	}
 	if cur != nil {
-		t.Fatalf("docs/recipes.md:%d: fence not closed", cur.line)
+		t.Fatalf("%s:%d: fence not closed", name, cur.line)
 	}
 	return blocks
 }

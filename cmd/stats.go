@@ -235,6 +235,7 @@ func statsRun(ctx context.Context, opts *statsOptions) error {
 	}
 	t := statsTable(res, true)
 	t.Width = terminalWidth(f)
+	t.Shrink = statsShrink(res)
 	if err := t.Render(f.IO.Out, f.IO.ColorEnabled()); err != nil {
 		return err
 	}
@@ -275,6 +276,25 @@ func statsSummary(r inspect.StatsResult) string {
 		s += fmt.Sprintf("; `--reason` failed on %d messages", r.ReasonErrors)
 	}
 	return s
+}
+
+// statsShrink is how a stats table fits a narrow terminal: REASON gives
+// up width first, then the other group-by columns, so that the counts,
+// shares and ages stay on the screen; HOT and EXAMPLES, last, are cut.
+func statsShrink(r inspect.StatsResult) []Shrink {
+	first := 0
+	if slices.Contains(r.GroupBy, "reason") {
+		first = 1 // the ID column
+	}
+	var reason, others []Shrink
+	for i, g := range r.GroupBy {
+		if g == "reason" {
+			reason = append(reason, Shrink{Column: first + i, Min: 24})
+		} else {
+			others = append(others, Shrink{Column: first + i, Min: max(len(g), 10)})
+		}
+	}
+	return append(reason, others...)
 }
 
 func statsTable(r inspect.StatsResult, human bool) *Table {

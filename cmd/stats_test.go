@@ -16,6 +16,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/inspect"
 	"github.com/dlq-tools/dlq/internal/testdiff"
@@ -390,5 +392,40 @@ func TestStatsSummaryAtTheExtremes(t *testing.T) {
 	want := "2 messages, 8589934592.0G, oldest 20513d ago, 0 in the last hour; TREND spans 106751d, 106751d a bar"
 	if d := testdiff.Text(want, statsSummary(r)); d != "" {
 		t.Errorf("statsSummary (-want +got):\n%s", d)
+	}
+}
+
+// TestStatsNarrowTerminalShrinksReason: on 80 columns a long REASON gives
+// up its width, so that COUNT, SHARE, LAST 1H and TREND stay on the screen.
+func TestStatsNarrowTerminalShrinksReason(t *testing.T) {
+	msgs := deadLetters(30)
+	for i, m := range msgs {
+		if i%3 == 2 {
+			m.Body = []byte(`{"error":"Inventory service unavailable: GET http://inventory.internal/v1/reserve returned 503 after 3 attempts"}`)
+		}
+	}
+	b := &fakeQueueBroker{msgs: msgs, report: broker.PeekReport{Mode: broker.PeekRotate}}
+	f, ios, outputs := inspectFactory(t, b, true)
+	ios.width = 80
+	cmd := newCmdStats(f, nil)
+	cmd.SetArgs([]string{"orders.dlq"})
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := outputs()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	cols := regexp.MustCompile(`\S+( 1H)?`).FindAllString(lines[0], -1)
+	want := []string{"ID", "REASON", "COUNT", "SHARE", "LAST 1H", "TREND"}
+	if len(cols) < len(want) || testdiff.Lines(want, cols[:len(want)]) != "" {
+		t.Errorf("the header on 80 columns:\n%s", testdiff.Lines(want, cols[:min(len(cols), len(want))]))
+	}
+	for _, l := range lines {
+		if w := ansi.StringWidth(l); w > 80 {
+			t.Errorf("a line of %d cells on 80 columns: %q", w, l)
+		}
+		if strings.Contains(l, "Inventory") && !strings.Contains(l, "Inventory service una") {
+			t.Errorf("the reason is cut too short: %q", l)
+		}
 	}
 }

@@ -249,16 +249,7 @@ func tuiGrouping(ctx context.Context, spec string, msgs []*broker.Message, now t
 		}
 		out.Groups = append(out.Groups, row)
 	}
-	index := make(map[*broker.Message]int, len(msgs))
-	for k, m := range msgs {
-		index[m] = of[k]
-	}
-	out.Of = func(m *broker.Message) int {
-		if i, ok := index[m]; ok {
-			return i
-		}
-		return -1
-	}
+	out.Of = of
 	return out, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dlq-tools/dlq/broker"
@@ -369,10 +370,13 @@ func HotText(hot []HotValues, perSlot int) string {
 	return b.String()
 }
 
-// GroupMessages counts msgs by spec (a group-by list) as Stats does,
-// and returns for each message the index of its group in the result's
-// Groups (-1 for none), for views that show a group's messages.
-func GroupMessages(ctx context.Context, spec string, msgs []*broker.Message, now time.Time) (StatsResult, []int, error) {
+// GroupMessages counts msgs by spec (a group-by list) as Stats does, and
+// returns of, which gives the index of a message's group in the result's
+// Groups (-1 for none), for views that show a group's messages. A message
+// of msgs is looked up; any other (a copy read again, an edited message
+// republished) is classified against the same groups, so that a view keeps
+// showing a group across a reload.
+func GroupMessages(ctx context.Context, spec string, msgs []*broker.Message, now time.Time) (StatsResult, func(*broker.Message) int, error) {
 	gs, err := ParseGroupBy(spec)
 	if err != nil {
 		return StatsResult{}, nil, err
@@ -389,21 +393,39 @@ func GroupMessages(ctx context.Context, spec string, msgs []*broker.Message, now
 		index[strings.Join(g.Values, "\x00")] = i
 	}
 	other, hasOther := index[strings.Repeat(OtherGroup+"\x00", len(gs)-1)+OtherGroup]
-	of := make([]int, len(msgs))
-	for k, m := range msgs {
-		of[k] = -1
+	var mu sync.Mutex // Classify is not safe for concurrent use
+	classify := func(m *broker.Message) (int, error) {
+		mu.Lock()
 		vals, err := s.Classify(ctx, m)
+		mu.Unlock()
+		if err != nil || vals == nil {
+			return -1, err
+		}
+		if i, ok := index[strings.Join(vals, "\x00")]; ok {
+			return i, nil
+		}
+		if hasOther {
+			return other, nil
+		}
+		return -1, nil
+	}
+	known := make(map[*broker.Message]int, len(msgs))
+	for _, m := range msgs {
+		i, err := classify(m)
 		if err != nil {
 			return StatsResult{}, nil, err
 		}
-		if vals == nil {
-			continue
+		known[m] = i
+	}
+	of := func(m *broker.Message) int {
+		if i, ok := known[m]; ok {
+			return i
 		}
-		if i, ok := index[strings.Join(vals, "\x00")]; ok {
-			of[k] = i
-		} else if hasOther {
-			of[k] = other
+		i, err := classify(m)
+		if err != nil {
+			return -1
 		}
+		return i
 	}
 	return res, of, nil
 }

@@ -3,7 +3,6 @@ package tui
 import (
 	"encoding/base64"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -142,7 +141,7 @@ func (d *detailView) render() []string {
 	}
 
 	if dth := m.Death; dth != nil {
-		section("death history")
+		section("death history (newest first)")
 		out = append(out, deathTimeline(st, dth)...)
 	}
 
@@ -270,11 +269,11 @@ func (d *detailView) bodyLines(body []byte, kind string) []string {
 	return lines
 }
 
-// deathTimeline draws the x-death history oldest first, one entry a line.
+// deathTimeline draws the death history newest first, one entry a line,
+// in the order of broker.Death.History and of `dlq show`.
 func deathTimeline(st styles, d *broker.Death) []string {
 	var out []string
-	h := slices.Clone(d.History)
-	slices.Reverse(h) // RabbitMQ keeps newest first
+	h := d.History
 	if len(h) == 0 {
 		h = []broker.DeathEntry{{Reason: d.Reason, Queue: d.Queue, Exchange: d.Exchange, RoutingKeys: d.RoutingKeys, Count: d.Count, Time: d.First}}
 	}

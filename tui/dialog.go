@@ -6,6 +6,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 )
 
 type dialogKind int
@@ -126,14 +127,35 @@ func (d *dialog) view(st styles, k dialogKeys, width int) string {
 			d.offset = d.cursor - dialogRows + 1
 		}
 		end := min(len(d.options), d.offset+dialogRows)
+		// Each row is its option, cut at a word, then its hint in a
+		// column of its own, on the selected row too.
+		hintW := 0
+		for _, h := range d.hints {
+			hintW = max(hintW, ansi.StringWidth(h))
+		}
+		hintW = min(hintW, inner/2)
+		labelW := inner - 2
+		if hintW > 0 {
+			labelW -= hintW + 2
+		}
 		for i := d.offset; i < end; i++ {
-			line := "  " + d.options[i]
-			if i < len(d.hints) && d.hints[i] != "" {
-				line += "  " + st.subtle.Render(d.hints[i])
+			mark, hint := "  ", ""
+			if i < len(d.hints) {
+				hint = d.hints[i]
 			}
-			line = fit(line, inner)
 			if i == d.cursor {
-				line = st.cursor.Render(fit("▸ "+d.options[i], inner))
+				mark = "▸ "
+			}
+			line := mark + fit(cutWords(d.options[i], labelW), labelW)
+			if hintW > 0 {
+				if i == d.cursor {
+					line += "  " + fit(hint, hintW)
+				} else {
+					line += "  " + st.subtle.Render(fit(hint, hintW))
+				}
+			}
+			if i == d.cursor {
+				line = st.cursor.Render(line)
 			}
 			b.WriteString("\n" + line)
 		}

@@ -390,13 +390,6 @@ func fakeGroup(ctx context.Context, spec string, msgs []*broker.Message) (Groupi
 		}
 		out.Groups = append(out.Groups, r)
 	}
-	out.Of = func(m *broker.Message) int {
-		for k, x := range msgs {
-			if x == m {
-				return of[k]
-			}
-		}
-		return -1
-	}
+	out.Of = of
 	return out, nil
 }

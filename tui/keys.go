@@ -114,7 +114,7 @@ func newKeyMap(c capabilities) keyMap {
 			Up: up, Down: down, PageUp: pgup, PageDown: pgdn, Top: top, Bottom: bottom,
 			Open:   bind([]string{"enter"}, "enter", "open queue"),
 			Filter: bind([]string{"/"}, "/", "filter by name"),
-			Sort:   bind([]string{"s"}, "s", "sort: name/depth/dlq"),
+			Sort:   bind([]string{"s"}, "s", "sort: attention/name/depth/dlq"),
 			Reload: reload,
 		},
 		messages: messagesKeys{

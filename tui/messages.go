@@ -10,6 +10,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/dlq-tools/dlq/broker"
 )
@@ -461,8 +462,8 @@ func (mv *messagesView) showReasons(msg reasonsMsg) tea.Msg {
 	opts := make([]string, len(groups))
 	hints := make([]string, len(groups))
 	for i, g := range groups {
-		opts[i] = fitRight(strconv.Itoa(g.Count), 7) + "  " + fit(vis(g.ID), 10) + "  " + oneLine(g.Key, 60)
-		hints[i] = fmt.Sprintf("%.0f%%", 100*float64(g.Count)/float64(total))
+		opts[i] = fitRight(strconv.Itoa(g.Count), 7) + "  " + fit(vis(g.ID), 10) + "  " + oneLine(g.Key, previewRune)
+		hints[i] = fmt.Sprintf("%3.0f%%", 100*float64(g.Count)/float64(total))
 	}
 	groupsWord := "failure groups"
 	if len(groups) == 1 {
@@ -520,17 +521,8 @@ func (mv *messagesView) view(h, w int) []string {
 		out = append(out, line)
 	}
 
-	// IDs are shown in full (redrive --id and dlq show take them): the
-	// column is as wide as the widest ID of the first rows.
-	idW, ageW, reasonW, srcW, delivW, deathW, sizeW := 18, 5, 22, 18, 10, 6, 7
-	for i := 0; i < mv.length() && i < 64; i++ {
-		idW = max(idW, len([]rune(mv.at(i).id)))
-	}
-	previewW := w - (2 + idW + ageW + reasonW + srcW + delivW + deathW + sizeW + 8)
-	if previewW < 10 {
-		reasonW, srcW = 14, 10
-		previewW = max(0, w-(2+idW+ageW+reasonW+srcW+delivW+deathW+sizeW+8))
-	}
+	l := mv.layout(w)
+	idW, ageW, reasonW, srcW, delivW, deathW, sizeW, previewW := l.id, 5, l.reason, l.source, 10, 6, 7, l.body
 	hdr := "  " + fit("ID", idW) + " " + fitRight("AGE", ageW) + " " + fit("REASON", reasonW) + " " + fit("SOURCE", srcW) + " " +
 		fitRight("DELIVERIES", delivW) + " " + fitRight("DEATHS", deathW) + " " + fitRight("SIZE", sizeW) + " " + "BODY"
 	out = append(out, st.header.Render(fit(hdr, w)))
@@ -563,7 +555,7 @@ func (mv *messagesView) view(h, w int) []string {
 		if mv.selected[r.id] {
 			mark = "● "
 		}
-		line := mark + fit(vis(r.id), idW) + " " + fitRight(humanAge(r.msg.Age(now)), ageW) + " " + fit(vis(r.shape), reasonW) + " " +
+		line := mark + fit(l.showID(vis(r.id)), idW) + " " + fitRight(humanAge(r.msg.Age(now)), ageW) + " " + fit(vis(r.shape), reasonW) + " " +
 			fit(vis(r.source), srcW) + " " + fitRight(strconv.FormatInt(r.deliv, 10), delivW) + " " + fitRight(strconv.FormatInt(r.deaths, 10), deathW) + " " + fitRight(humanBytes(int64(r.size)), sizeW) + " " +
 			fit(r.preview, previewW)
 		switch {
@@ -575,6 +567,50 @@ func (mv *messagesView) view(h, w int) []string {
 		out = append(out, line)
 	}
 	return out
+}
+
+// listLayout is the width of each variable column of the message list.
+type listLayout struct {
+	id, reason, source, body int
+	short                    bool // IDs cut to their first runes (the detail view shows them whole)
+}
+
+// shortID is how many runes of an ID a narrow screen shows, then "…".
+const shortID = 8
+
+// layout sizes the columns for w cells: IDs in full (redrive --id and dlq
+// show take them) when the screen leaves the rest room, else their first
+// runes; then REASON takes the width it needs before SOURCE and BODY.
+func (mv *messagesView) layout(w int) listLayout {
+	const fixed = 2 + 5 + 10 + 6 + 7 + 7 // mark, AGE, DELIVERIES, DEATHS, SIZE, the spaces between columns
+	var l listLayout
+	l.id = 2
+	widestReason, widestSource := len("REASON"), len("SOURCE")
+	for i := 0; i < mv.length() && i < firstPage; i++ {
+		r := mv.at(i)
+		l.id = max(l.id, ansi.StringWidth(vis(r.id)))
+		widestReason = max(widestReason, ansi.StringWidth(vis(r.shape)))
+		widestSource = max(widestSource, ansi.StringWidth(vis(r.source)))
+	}
+	if l.id > shortID+1 && w-fixed-l.id < 40 {
+		l.id, l.short = shortID+1, true
+	}
+	rest := max(0, w-fixed-l.id)
+	l.source = min(widestSource, 18)
+	if rest < 60 {
+		l.source = min(l.source, 10)
+	}
+	l.reason = min(widestReason, max(14, (rest-l.source)*2/3))
+	l.body = max(0, rest-l.source-l.reason)
+	return l
+}
+
+// showID is an ID as the list shows it: whole, or cut on a narrow screen.
+func (l listLayout) showID(id string) string {
+	if !l.short || ansi.StringWidth(id) <= l.id {
+		return id
+	}
+	return ansi.Truncate(id, shortID, "") + "…"
 }
 
 func itoa64(n int64) string { return strconv.FormatInt(n, 10) }

@@ -10,6 +10,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/dlq-tools/dlq/broker"
 )
@@ -22,12 +23,21 @@ const (
 type sortOrder int
 
 const (
-	sortName sortOrder = iota
+	// sortAttention is `dlq queues`' order: DLQs with messages first,
+	// deepest first, then every other queue by name.
+	sortAttention sortOrder = iota
+	sortName
 	sortDepth
 	sortDLQFirst
+	sortOrders
 )
 
-func (s sortOrder) String() string { return [...]string{"name", "depth", "dlq first"}[s] }
+func (s sortOrder) String() string {
+	return [...]string{"attention", "name", "depth", "dlq first"}[s]
+}
+
+// needsAttention is a DLQ that holds messages, as `dlq queues` says.
+func needsAttention(q broker.Queue) bool { return q.IsDLQ && q.Depth > 0 }
 
 // queuesView lists every queue with its health and a live depth trend.
 type queuesView struct {
@@ -138,6 +148,17 @@ func (q *queuesView) relist(keep string) {
 	slices.SortStableFunc(q.visible, func(a, b int) int {
 		x, y := q.all[a], q.all[b]
 		switch q.sort {
+		case sortAttention:
+			if na, nb := needsAttention(x), needsAttention(y); na != nb {
+				if na {
+					return -1
+				}
+				return 1
+			} else if na {
+				if c := cmp.Compare(y.Depth, x.Depth); c != 0 {
+					return c
+				}
+			}
 		case sortDepth:
 			if c := cmp.Compare(y.Depth, x.Depth); c != 0 {
 				return c
@@ -239,7 +260,7 @@ func (q queuesView) updateKey(k tea.KeyPressMsg) (queuesView, tea.Cmd, tea.Msg) 
 		q.cursor = max(0, len(q.visible)-1)
 	case key.Matches(k, km.Sort):
 		cur, _ := q.current()
-		q.sort = (q.sort + 1) % 3
+		q.sort = (q.sort + 1) % sortOrders
 		q.relist(cur.Name)
 	case key.Matches(k, km.Filter):
 		q.filtering = true
@@ -291,7 +312,13 @@ func (q *queuesView) view(h, w int) []string {
 	const roleW = 9
 	trendW := min(trendSamples, max(8, w/6))
 	fixed := 12 + 9 + 10 + 10 + roleW + trendW + 6
-	nameW := max(12, w-fixed)
+	// NAME is as wide as the longest name, no wider: on a wide screen the
+	// numbers stay next to the names they belong to.
+	widest := 12
+	for _, i := range q.visible {
+		widest = max(widest, ansi.StringWidth(vis(q.all[i].Name))+2)
+	}
+	nameW := max(12, min(w-fixed, widest))
 	hdr := fit("NAME", nameW) + " " + fit("KIND", 12) + " " + fitRight("DEPTH", 9) + " " + fitRight("IN-FLIGHT", 10) + " " + fitRight("CONSUMERS", 10) + " " + fit(" ROLE", roleW) + " " + "TREND"
 	out = append(out, st.header.Render(hdr))
 	rows := h - len(out)

@@ -26,6 +26,26 @@ func fit(s string, w int) string {
 	return s + strings.Repeat(" ", w-n)
 }
 
+// cutWords shortens plain text s to at most w cells at a token boundary
+// (a space, or after / : , ; =), ending in "…"; a first token longer than
+// half of w is cut where it must be.
+func cutWords(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	if ansi.StringWidth(s) <= w {
+		return s
+	}
+	t := ansi.Truncate(s, w-1, "")
+	if i := strings.LastIndexAny(t, " /:,;="); i >= (w-1)/2 {
+		if t[i] != ' ' {
+			i++ // keep the separator
+		}
+		t = t[:i]
+	}
+	return strings.TrimRight(t, " ") + "…"
+}
+
 // fitRight right-aligns s in w cells.
 func fitRight(s string, w int) string {
 	n := ansi.StringWidth(s)

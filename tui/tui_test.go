@@ -44,7 +44,7 @@ func TestQueuesFilterSortOpen(t *testing.T) {
 	h.typeText("dlq")
 	h.key("enter")
 	h.waitFor("filter: dlq", "2/5 queues")
-	h.key("s") // sort by depth: orders.dlq (6) before payments.dlq (0)
+	h.key("s", "s") // sort by depth: orders.dlq (6) before payments.dlq (0)
 	h.waitFor("sort: depth")
 	h.key("enter")
 	h.waitFor("msg-00000", "6 read")
@@ -60,7 +60,7 @@ func TestQueuesRoleSort(t *testing.T) {
 	f := newFake()
 	h := start(t, f.backend(false), Options{})
 	h.waitFor("payments.dlq", "* role from the name")
-	h.key("s", "s")
+	h.key("s", "s", "s")
 	h.waitFor("sort: dlq first")
 	m := h.final()
 	var got []string
