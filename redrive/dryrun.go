@@ -65,6 +65,9 @@ func (e *engine) dryRun(ctx context.Context) (Summary, error) {
 		// What the real run could not move counts as failed here too,
 		// so that a dry run ends as the real run would.
 		out, dest, reason, err := e.prepare(ctx, m)
+		if reason == ReasonInvalidTransform {
+			e.addDiff(Diff{ID: m.ID, Before: render(View(m)), Error: err.Error()})
+		}
 		if reason != "" {
 			e.tally.fail(reason, m.ID, err)
 			return nil
@@ -90,8 +93,8 @@ func (e *engine) dryRun(ctx context.Context) (Summary, error) {
 		e.tally.sum.dest(dest, 1)
 		e.selected.Add(1)
 		e.sampleID(m.ID)
-		if (e.opts.Transform != nil || len(e.opts.SetHeaders) > 0) && len(e.tally.sum.Diffs) < e.opts.DiffLimit {
-			e.tally.sum.Diffs = append(e.tally.sum.Diffs, makeDiff(m, out.Message))
+		if e.opts.Transform != nil || len(e.opts.SetHeaders) > 0 {
+			e.addDiff(makeDiff(m, out.Message))
 		}
 		return e.stopAtLimit()
 	})
@@ -115,6 +118,16 @@ func (e *engine) sampleID(id string) {
 		e.tally.sum.IDs = append(e.tally.sum.IDs, id)
 	} else {
 		e.tally.sum.IDsTruncated = true
+	}
+}
+
+// addDiff keeps d if fewer than DiffLimit diffs are kept, and counts it
+// in DiffsMore otherwise.
+func (e *engine) addDiff(d Diff) {
+	if len(e.tally.sum.Diffs) < e.opts.DiffLimit {
+		e.tally.sum.Diffs = append(e.tally.sum.Diffs, d)
+	} else {
+		e.tally.sum.DiffsMore++
 	}
 }
 

@@ -189,8 +189,10 @@ type Summary struct {
 	// reason), "fingerprint: reason".
 	Errors []string `json:"errors,omitempty"`
 	// Diffs are before/after views of the first transformed messages (dry
-	// run).
-	Diffs []Diff `json:"diffs,omitempty"`
+	// run), at most DiffLimit; a message the transform failed on has its
+	// Error instead. DiffsMore counts the transformed messages after them.
+	Diffs     []Diff `json:"diffs,omitempty"`
+	DiffsMore int64  `json:"diffs_more,omitempty"`
 	// Rotated counts messages left in the source by republishing them to
 	// its back (RabbitMQ), so they are not delivered again in this run.
 	Rotated int64 `json:"rotated,omitempty"`
@@ -221,12 +223,14 @@ type Summary struct {
 }
 
 // Diff is a transformed message before and after, as indented JSON
-// documents, with a line diff between them.
+// documents, with a line diff between them, or the error the transform
+// gave for it.
 type Diff struct {
 	ID     string `json:"id"`
 	Before string `json:"before"`
-	After  string `json:"after"`
-	Lines  string `json:"diff"`
+	After  string `json:"after,omitempty"`
+	Lines  string `json:"diff,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // Progress is a snapshot for a progress bar.
