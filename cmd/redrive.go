@@ -701,9 +701,7 @@ func printPreview(w io.Writer, source string, s redrive.Summary) int64 {
 		}
 		fmt.Fprintf(w, "  sample: %s%s\n", visibleJoin(s.IDs), more)
 	}
-	for _, d := range s.Diffs {
-		fmt.Fprintf(w, "  first message, before and after:\n%s\n", d.Lines)
-	}
+	printDiffs(w, s)
 	if k := s.TotalSkipped(); k > 0 {
 		fmt.Fprintf(w, "left in `%s` %d:\n", source, k)
 		printCounts(w, "", s.Skipped)
@@ -852,9 +850,7 @@ func printSummary(f *Factory, format string, s redrive.Summary, auditErr, exitEr
 	if s.Rotated > 0 {
 		fmt.Fprintf(w, "%d messages left in the source were republished to its back (see `dlq help redrive-safety`)\n", s.Rotated)
 	}
-	for _, d := range s.Diffs {
-		fmt.Fprintf(w, "\n--- %s before\n+++ %s after\n%s\n", human.Visible(d.ID), human.Visible(d.ID), d.Lines)
-	}
+	printDiffs(w, s)
 	return nil
 }
 
