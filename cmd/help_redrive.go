@@ -187,9 +187,12 @@ Ctrl-C
   unroutable: RabbitMQ bindings are checked through the management API),
   and exits as the real run would (1 when no message could move, 3 when
   some could not), with before/after diffs
-  of the first transformed messages: their body, headers, properties and
+  of the first 3 transformed messages: their body, headers, properties and
   attributes as the --filter document shows them (a binary body as
-  body_base64).
+  body_base64), unchanged lines folded, or the error the transform gave
+  for a message; then how many more messages the transform would see. A
+  confirmation's preview shows the same diffs; -o json has them in
+  "diffs" and the count in "diffs_more".
 
 --server-side
   The broker moves every message itself: SQS StartMessageMoveTask (--rate
