@@ -33,8 +33,12 @@ func TestEditKeepsTheGroupFilter(t *testing.T) {
 	h.waitFor("save edited message?")
 	h.key("y")
 	h.waitFor("published edited inc-00")
+	// The reload, then the filter over it, are done: wait for both (the
+	// filter runs after the reload; a frame between the two shows
+	// "filtering…" with 0 match).
 	h.waitFrame(func(frame string) bool {
-		return strings.Contains(frame, "45 read") && !strings.Contains(frame, "reading")
+		return strings.Contains(frame, "45 read") && !strings.Contains(frame, "reading") &&
+			!strings.Contains(frame, "filtering") && strings.Contains(frame, " match")
 	})
 	frame := *h.frame.Load()
 	m := h.final()
