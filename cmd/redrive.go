@@ -682,7 +682,7 @@ func confirmRedrive(ctx context.Context, f *Factory, src broker.Broker, queue st
 		if _, err := redriveOutcome(s, nil, true, false); err != nil {
 			return 0, err
 		}
-		f.IO.Statusf("nothing to move; nothing was changed")
+		f.IO.Statusf("nothing to move; %s", dryRunResult(s, "moved"))
 		return 0, errNothingToMove
 	}
 	return n, confirmOnTerminal(f, fmt.Sprintf("move these %d messages", n))
@@ -752,7 +752,7 @@ func redriveOutcome(s redrive.Summary, err error, dry, removal bool) (string, er
 		would := sum64(s.Destinations)
 		switch {
 		case errors.Is(err, context.Canceled) || s.Cancelled:
-			return "dry-run", WithExitCode(ExitCancelled, fmt.Errorf("dry run cancelled; nothing was changed"))
+			return "dry-run", WithExitCode(ExitCancelled, fmt.Errorf("dry run cancelled; %s", dryRunResult(s, moved)))
 		case err != nil:
 			return "dry-run", err
 		case failed > 0 && would > 0:
@@ -781,6 +781,16 @@ func redriveOutcome(s redrive.Summary, err error, dry, removal bool) (string, er
 	return "ok", nil
 }
 
+// dryRunResult is what a dry run (or a preview) changed: nothing, or what
+// its read did to the queue (a rotation, redelivered flags, receive
+// counts) while no message was moved (or removed).
+func dryRunResult(s redrive.Summary, moved string) string {
+	if s.ReadChanged == "" {
+		return "nothing was changed"
+	}
+	return fmt.Sprintf("no message was %s, but reading the queue changed it: %s", moved, s.ReadChanged)
+}
+
 func reasons(m map[string]int64) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -806,7 +816,7 @@ func printSummary(f *Factory, format string, s redrive.Summary, auditErr, exitEr
 	}
 	total := sum64(s.Destinations)
 	if s.DryRun {
-		fmt.Fprintf(w, "dry run: nothing was changed\n")
+		fmt.Fprintf(w, "dry run: %s\n", dryRunResult(s, "moved"))
 		fmt.Fprintf(w, "%s %d of %d messages examined in `%s`\n", verb, total, s.Examined, s.Source)
 	} else {
 		rate := ""

@@ -19,6 +19,7 @@ import (
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/brokertest"
 	dlqsqs "github.com/dlq-tools/dlq/broker/sqs"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 	"github.com/dlq-tools/dlq/redrive"
 )
 
@@ -121,6 +122,10 @@ type moveFake struct {
 	dlq, dest []*broker.Message
 	consumed  bool
 	peeked    bool
+	// peeks counts the reads (Peek calls); changed is what each says it
+	// changed (PeekReport.Changed).
+	peeks     int
+	changed   string
 	closed    bool
 	unackable bool
 	// noOrigin: no message has a recorded origin.
@@ -161,12 +166,13 @@ func (b *moveFake) Publish(ctx context.Context, outs []broker.Outgoing) ([]error
 }
 func (b *moveFake) Peek(ctx context.Context, q string, o broker.PeekOptions, visit func(*broker.Message) error) (broker.PeekReport, error) {
 	b.peeked = true
+	b.peeks++
 	for _, m := range b.dlq {
 		if err := visit(m.Clone()); err != nil {
 			break
 		}
 	}
-	return broker.PeekReport{Read: int64(len(b.dlq))}, nil
+	return broker.PeekReport{Read: int64(len(b.dlq)), Changed: b.changed}, nil
 }
 func (b *moveFake) Consume(ctx context.Context, q string, o broker.ConsumeOptions) (broker.Subscription, error) {
 	b.consumed = true
@@ -523,5 +529,38 @@ func TestOneProcessorWhileMoving(t *testing.T) {
 	oneProcessor(&moveFake{})()
 	if n := runtime.GOMAXPROCS(0); n != before {
 		t.Fatalf("GOMAXPROCS %d with GOMAXPROCS set, want %d", n, before)
+	}
+}
+
+// A dry run's last word is true: when its read changed the queue (a
+// rotation), it says what changed, and never "nothing was changed" beside
+// it.
+func TestRedriveDryRunSaysWhatItsReadChanged(t *testing.T) {
+	for _, tc := range []struct {
+		name, changed, first string
+	}{
+		{"read changed nothing", "", "dry run: nothing was changed"},
+		{"read rotated", "rotated 3 messages to the back of the queue; order kept",
+			"dry run: no message was moved, but reading the queue changed it: rotated 3 messages to the back of the queue; order kept"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &moveFake{dlq: fakeDead(3), changed: tc.changed}
+			f, outs := moveFactory(t, b, false)
+			o := &redriveOptions{f: f, Source: "orders.dlq", To: "origin", DryRun: true, changed: func(string) bool { return false }}
+			if err := o.validate(); err != nil {
+				t.Fatal(err)
+			}
+			if err := redriveRun(context.Background(), o); err != nil {
+				t.Fatal(err)
+			}
+			stdout, stderr := outs()
+			want := []string{tc.first, "would move 3 of 3 messages examined in `orders.dlq`", "         3  queue:orders"}
+			if d := testdiff.Lines(want, strings.Split(strings.TrimSpace(stdout), "\n")); d != "" {
+				t.Errorf("stdout:\n%s", d)
+			}
+			if tc.changed != "" && (strings.Contains(stdout+stderr, "nothing was changed") || strings.Count(stdout+stderr, tc.changed) != 1) {
+				t.Errorf("the change said once, and never \"nothing was changed\"; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			}
+		})
 	}
 }
