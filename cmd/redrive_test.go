@@ -564,3 +564,74 @@ func TestRedriveDryRunSaysWhatItsReadChanged(t *testing.T) {
 		})
 	}
 }
+
+// answerReader answers a question and notes what had happened when it was
+// asked.
+type answerReader struct {
+	answer string
+	asked  func()
+	done   bool
+}
+
+func (r *answerReader) Read(p []byte) (int, error) {
+	if r.done {
+		return 0, io.EOF
+	}
+	r.done = true
+	r.asked()
+	return copy(p, r.answer), nil
+}
+
+// On a terminal a redrive reads its source once before it asks (the
+// preview), says what that read does and did, and the run moves exactly
+// the messages the preview showed: one that arrives meanwhile stays.
+func TestRedriveOnTerminalReadsOnceAndMovesWhatItShowed(t *testing.T) {
+	rotated := "rotated 6 messages to the back of the queue; order kept"
+	b := &moveFake{dlq: fakeDead(6), changed: rotated}
+	f, outs := moveFactory(t, b, true)
+	peeksAsked := -1
+	f.IO.In = &answerReader{answer: "y\n", asked: func() {
+		peeksAsked = b.peeks
+		// Arrives after the preview: it matches the filter, but was not
+		// shown.
+		late := fakeDead(7)[6]
+		b.dlq = append(b.dlq, late)
+	}}
+	o := &redriveOptions{f: f, Source: "orders.dlq", To: "origin", Select: selectFlags{Filter: ".body.n % 2 == 0"}, changed: func(string) bool { return false }}
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := redriveRun(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr := outs()
+	if peeksAsked != 1 || b.peeks != 1 {
+		t.Errorf("%d reads before the question, %d in all; want 1 and 1", peeksAsked, b.peeks)
+	}
+	var moved []string
+	for _, m := range b.dest {
+		moved = append(moved, m.ID)
+	}
+	if d := testdiff.Lines([]string{"m00", "m02", "m04"}, moved); d != "" {
+		t.Errorf("moved:\n%s", d)
+	}
+	lines := strings.Split(stderr, "\n")
+	want := []string{
+		"dlq: reading `orders.dlq` to preview the redrive (rotating it: each message is republished to its back, see `dlq help peek-safety`)…",
+		"redrive will move 3 of 6 messages in `orders.dlq`:",
+		"         3  queue:orders",
+		"  sample: m00 m02 m04",
+		"left in `orders.dlq` 3:",
+		"         3  filtered",
+		"dlq: no message was moved yet, but reading `orders.dlq` changed it: " + rotated,
+	}
+	if len(lines) < len(want) {
+		t.Fatalf("stderr:\n%s", stderr)
+	}
+	if d := testdiff.Lines(want, lines[:len(want)]); d != "" {
+		t.Errorf("stderr before the question:\n%s\nall of it:\n%s", d, stderr)
+	}
+	if strings.Contains(stderr, "nothing is changed") || strings.Contains(stderr, "nothing was changed") {
+		t.Errorf("stderr says nothing changed beside a change:\n%s", stderr)
+	}
+}
