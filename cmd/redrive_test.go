@@ -635,3 +635,29 @@ func TestRedriveOnTerminalReadsOnceAndMovesWhatItShowed(t *testing.T) {
 		t.Errorf("stderr says nothing changed beside a change:\n%s", stderr)
 	}
 }
+
+// A --group that no message is in ends on one line that says what the
+// read that looked for it changed, never "nothing was changed" beside it.
+func TestRedriveUnknownGroupSaysWhatItsReadChanged(t *testing.T) {
+	rotated := "rotated 6 messages to the back of the queue; order kept"
+	b := &moveFake{dlq: fakeDead(6), changed: rotated}
+	f, outs := moveFactory(t, b, true)
+	o := &redriveOptions{f: f, Source: "orders.dlq", To: "origin", Select: selectFlags{Groups: groupFlag{IDs: []string{"0123456789"}}}, changed: func(string) bool { return false }}
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := redriveRun(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr := outs()
+	want := []string{
+		"dlq: reading `orders.dlq` to find its failure groups (rotating it: each message is republished to its back, see `dlq help peek-safety`)…",
+		"no message of `orders.dlq` is in group 0123456789 (list its groups with `dlq stats orders.dlq --group-by reason`); no message was moved or removed, but reading the queue changed it: " + rotated,
+	}
+	if d := testdiff.Lines(want, strings.Split(strings.TrimSpace(stderr), "\n")); d != "" {
+		t.Errorf("stderr:\n%s", d)
+	}
+	if b.peeks != 1 || b.consumed || len(b.dest) != 0 {
+		t.Errorf("%d reads, consumed %t, moved %d; want 1 read and nothing moved", b.peeks, b.consumed, len(b.dest))
+	}
+}
