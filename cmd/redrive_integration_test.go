@@ -454,6 +454,13 @@ func TestRedriveIntegrationRabbitDryRun(t *testing.T) {
 			if code != ExitOK || !strings.Contains(stdout, "would move 5 of 20") || !strings.Contains(stdout, `"retry"`) {
 				t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 			}
+			// The whole queue is read by rotation: the first line says
+			// so, and nothing says "nothing was changed" beside it.
+			first, _, _ := strings.Cut(stdout, "\n")
+			if !strings.HasPrefix(first, "dry run: no message was moved, but reading the queue changed it: rotated 20 messages") ||
+				strings.Contains(stdout+stderr, "nothing was changed") {
+				t.Errorf("the dry run does not say what its read changed; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			}
 			if d := r.depth(work); d != 0 {
 				t.Errorf("dry run published %d messages", d)
 			}
