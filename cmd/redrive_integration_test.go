@@ -1269,3 +1269,27 @@ func TestRedriveIntegrationRabbitArchiveTwice(t *testing.T) {
 	}
 	r.waitDepth(dest, 118)
 }
+
+// On a terminal the preview's read (a rotation) chooses, and the run moves
+// exactly the messages it showed: the IDs the preview took survive the
+// rotation.
+func TestRedriveIntegrationRabbitTerminalMovesWhatItShowed(t *testing.T) {
+	for _, kind := range []string{"quorum", "classic"} {
+		t.Run(kind, func(t *testing.T) {
+			r := newRIRabbit(t)
+			work, dlq := riDeadLetters(t, r, kind, 20)
+			stdout, stderr, code := runDLQWith(t, runOpts{TTY: true, Stdin: "y\n"}, append(r.args, "redrive", dlq, "--filter", ".body.n < 5", "--no-journal")...)
+			if code != ExitOK || !strings.Contains(stdout, "moved 5 of 20") {
+				t.Fatalf("exit %d: %s %s", code, stdout, stderr)
+			}
+			if !strings.Contains(stderr, "to preview the redrive (rotating it: each message is republished to its back") ||
+				!strings.Contains(stderr, "no message was moved yet, but reading `"+dlq+"` changed it: rotated 20 messages") ||
+				strings.Contains(stderr, "nothing is changed") {
+				t.Errorf("the preview does not say what its read does and did; stderr:\n%s", stderr)
+			}
+			if d, l := r.depth(work), r.depth(dlq); d != 5 || l != 15 {
+				t.Errorf("origin holds %d and the DLQ %d, want 5 and 15; stderr:\n%s", d, l, stderr)
+			}
+		})
+	}
+}
