@@ -268,7 +268,7 @@ func finishRemoval(f *Factory, format, action string, src broker.Broker, queue, 
 	verb := "removed"
 	if dry {
 		verb = "would remove"
-		fmt.Fprintln(w, "dry run: nothing was changed")
+		fmt.Fprintf(w, "dry run: %s\n", dryRunResult(sum, "removed"))
 		sum.Moved = sum64(sum.Destinations)
 	}
 	fmt.Fprintf(w, "%s %d of %d messages examined in `%s`", verb, sum.Moved, sum.Examined, queue)

@@ -52,15 +52,16 @@ func (g *groupFlag) resolve(ctx context.Context, f *Factory, b broker.Broker, qu
 		return flagErrorf("`--group` needs to read `%s` first, and %s cannot read messages without removing them: select with `--filter '.group == \"ID\"'` instead", shown, broker.Redact(b.String()))
 	}
 	if f.IO.IsStderrTTY() {
-		f.IO.Statusf("dlq: reading `%s` to find its failure groups (nothing is changed)…", shown)
+		f.IO.Statusf("dlq: reading `%s` to find its failure groups (%s)…", shown, readingNote(ctx, b, queue))
 	}
 	rep, err := g.sel.Resolve(ctx, p, queue, fullRead(ctx, b, queue, po), 0)
-	if rep.Changed != "" {
-		f.IO.Statusf("%s", rep.Changed)
-	}
 	var ue *inspect.UnknownGroupError
 	if errors.As(err, &ue) && len(ue.IDs) == len(g.IDs) {
-		return nothingSelected{fmt.Sprintf("no message of `%s` is in group %s (list its groups with `dlq stats %s --group-by reason`)", shown, strings.Join(ue.IDs, " or "), shown)}
+		// One line: what was selected, and what the read changed.
+		return nothingSelected{fmt.Sprintf("no message of `%s` is in group %s (list its groups with `dlq stats %s --group-by reason`)", shown, strings.Join(ue.IDs, " or "), shown), rep.Changed}
+	}
+	if rep.Changed != "" {
+		f.IO.Statusf("%s", rep.Changed)
 	}
 	if errors.As(err, &ue) {
 		noun := "group"
@@ -96,9 +97,15 @@ func (g groupFilter) query() *inspect.Query { return g.q }
 
 // nothingSelected ends a command whose selection matched no message before
 // anything was taken: not an error (exit 0), said on one line.
-type nothingSelected struct{ what string }
+// changed is what reading the queue to select changed, if anything.
+type nothingSelected struct{ what, changed string }
 
-func (e nothingSelected) Error() string { return e.what + "; nothing was changed" }
+func (e nothingSelected) Error() string {
+	if e.changed != "" {
+		return e.what + "; no message was moved or removed, but reading the queue changed it: " + e.changed
+	}
+	return e.what + "; nothing was changed"
+}
 
 // endNothingSelected says that err's selection matched nothing, with an
 // empty summary for -o json, and ends the command with exit 0; other

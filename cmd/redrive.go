@@ -158,10 +158,14 @@ headers of Spring (x-exception-*), MassTransit (MT-Fault-*) and NServiceBus
 x-dlq-redrive header (SQS: attribute) records count, time and source.
 
 On a terminal dlq first shows what the run would do (a dry run: counts per
-destination, a sample of IDs, what stays and why) and asks; --yes skips the
-question; without a terminal --yes is required. "no" exits 2, changing nothing.
+destination, a sample of IDs, what stays and why) and asks; a selective run
+then moves exactly the messages shown (one that arrives meanwhile stays).
+--yes skips the question; without a terminal --yes is required. "no" exits 2,
+moving nothing.
 
---dry-run reads under the peek-safety rules and changes nothing. A journal in
+--dry-run reads under the peek-safety rules and moves nothing; its first line
+says what its read changed, if anything (a rotation republishes each message
+to the back of the queue). A journal in
 $XDG_STATE_HOME/dlq/journal records each message's progress; --resume finishes
 an interrupted run (with its recorded destination and selection) and reports
 what was in flight. --server-side hands the whole move to the broker (SQS
@@ -573,7 +577,7 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	previewed := false
 	if !o.DryRun {
 		previewed = !f.Options.Yes && f.IO.CanPrompt() && resume == nil
-		n, err := confirmRedrive(ctx, f, src, queue, dst, ro, resume != nil)
+		n, ids, err := confirmRedrive(ctx, f, src, queue, dst, ro, resume != nil)
 		if err != nil {
 			if errors.Is(err, errNothingToMove) {
 				return nil
@@ -581,6 +585,11 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 			return err
 		}
 		ro.Selected = n
+		if ids != nil && ro.Selective() {
+			// The preview's read chose: the run moves exactly the
+			// messages it showed, without choosing again.
+			ro.IDs = ids
+		}
 	}
 	bar := newRedriveBar(f, "moved")
 	if !o.DryRun {
@@ -653,24 +662,25 @@ func confirmOnTerminal(f *Factory, what string) error {
 
 // confirmRedrive shows on a terminal what the run would do (a dry run:
 // counts per destination, a sample, what stays and why) and asks, as
-// `terraform apply` does. --yes, or no terminal, skips it.
-func confirmRedrive(ctx context.Context, f *Factory, src broker.Broker, queue string, dst broker.Broker, ro redrive.Options, resume bool) (int64, error) {
+// `terraform apply` does. It returns how many messages would move and
+// their IDs (nil when it did not read). --yes, or no terminal, skips it.
+func confirmRedrive(ctx context.Context, f *Factory, src broker.Broker, queue string, dst broker.Broker, ro redrive.Options, resume bool) (int64, []string, error) {
 	if f.Options.Yes || !f.IO.CanPrompt() {
-		return 0, nil
+		return 0, nil, nil
 	}
 	if resume {
 		// The preview would read the interrupted run's journal as its
 		// own; ask plainly.
-		return 0, confirmOnTerminal(f, fmt.Sprintf("finish the interrupted redrive of `%s` to %s", ro.SourceName, ro.Dest))
+		return 0, nil, confirmOnTerminal(f, fmt.Sprintf("finish the interrupted redrive of `%s` to %s", ro.SourceName, ro.Dest))
 	}
-	f.IO.Statusf("dlq: reading `%s` to preview the redrive (nothing is changed)…", ro.SourceName)
+	f.IO.Statusf("dlq: reading `%s` to preview the redrive (%s)…", ro.SourceName, readingNote(ctx, src, queue))
 	s, err := redrive.Preview(ctx, src, queue, dst, ro)
 	if err != nil {
 		err = suggestQueue(ctx, src, queue, err)
 		if ro.Dest.Kind == broker.ToQueue {
 			err = suggestQueue(ctx, dst, ro.Dest.Queue, err)
 		}
-		return 0, err
+		return 0, nil, err
 	}
 	n := printPreview(f.IO.ErrOut, ro.SourceName, s)
 	if q, ok := ro.Filter.(*inspect.Query); ok {
@@ -680,12 +690,32 @@ func confirmRedrive(ctx context.Context, f *Factory, src broker.Broker, queue st
 	}
 	if n == 0 {
 		if _, err := redriveOutcome(s, nil, true, false); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
-		f.IO.Statusf("nothing to move; nothing was changed")
-		return 0, errNothingToMove
+		f.IO.Statusf("nothing to move; %s", dryRunResult(s, "moved"))
+		return 0, nil, errNothingToMove
 	}
-	return n, confirmOnTerminal(f, fmt.Sprintf("move these %d messages", n))
+	if s.ReadChanged != "" {
+		f.IO.Statusf("dlq: no message was moved yet, but reading `%s` changed it: %s", ro.SourceName, s.ReadChanged)
+	}
+	return n, s.IDs, confirmOnTerminal(f, fmt.Sprintf("move these %d messages", n))
+}
+
+// readingNote says what reading all of queue to look at it does: a
+// rotation republishes each message; other reads move none (what they
+// may change, such as redelivered flags, is reported after the read).
+func readingNote(ctx context.Context, b broker.Broker, queue string) string {
+	// As the dry run chooses its mode (redrive's dryRun).
+	rotate := broker.TraitsOf(b, broker.Queue{Name: queue}).PeekAll == broker.PeekRotate
+	if qi, ok := b.(broker.QueueInspector); ok && rotate {
+		if q, err := qi.Queue(ctx, queue); err == nil && q.Kind == broker.KindStream {
+			rotate = false
+		}
+	}
+	if rotate {
+		return "rotating it: each message is republished to its back, see `dlq help peek-safety`"
+	}
+	return "no message is moved, see `dlq help peek-safety`"
 }
 
 // printPreview writes a dry run's plan for a confirmation and returns how
@@ -695,11 +725,14 @@ func printPreview(w io.Writer, source string, s redrive.Summary) int64 {
 	fmt.Fprintf(w, "redrive will move %d of %d messages in `%s`:\n", n, s.Examined, source)
 	printCounts(w, "", s.Destinations)
 	if len(s.IDs) > 0 {
-		more := ""
-		if s.IDsTruncated || int64(len(s.IDs)) < n {
+		sample, more := s.IDs, ""
+		if len(sample) > redrive.PreviewIDs {
+			sample = sample[:redrive.PreviewIDs]
+		}
+		if s.IDsTruncated || int64(len(sample)) < n {
 			more = " …"
 		}
-		fmt.Fprintf(w, "  sample: %s%s\n", visibleJoin(s.IDs), more)
+		fmt.Fprintf(w, "  sample: %s%s\n", visibleJoin(sample), more)
 	}
 	printDiffs(w, s)
 	if k := s.TotalSkipped(); k > 0 {
@@ -750,7 +783,7 @@ func redriveOutcome(s redrive.Summary, err error, dry, removal bool) (string, er
 		would := sum64(s.Destinations)
 		switch {
 		case errors.Is(err, context.Canceled) || s.Cancelled:
-			return "dry-run", WithExitCode(ExitCancelled, fmt.Errorf("dry run cancelled; nothing was changed"))
+			return "dry-run", WithExitCode(ExitCancelled, fmt.Errorf("dry run cancelled; %s", dryRunResult(s, moved)))
 		case err != nil:
 			return "dry-run", err
 		case failed > 0 && would > 0:
@@ -779,6 +812,16 @@ func redriveOutcome(s redrive.Summary, err error, dry, removal bool) (string, er
 	return "ok", nil
 }
 
+// dryRunResult is what a dry run (or a preview) changed: nothing, or what
+// its read did to the queue (a rotation, redelivered flags, receive
+// counts) while no message was moved (or removed).
+func dryRunResult(s redrive.Summary, moved string) string {
+	if s.ReadChanged == "" {
+		return "nothing was changed"
+	}
+	return fmt.Sprintf("no message was %s, but reading the queue changed it: %s", moved, s.ReadChanged)
+}
+
 func reasons(m map[string]int64) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -804,7 +847,7 @@ func printSummary(f *Factory, format string, s redrive.Summary, auditErr, exitEr
 	}
 	total := sum64(s.Destinations)
 	if s.DryRun {
-		fmt.Fprintf(w, "dry run: nothing was changed\n")
+		fmt.Fprintf(w, "dry run: %s\n", dryRunResult(s, "moved"))
 		fmt.Fprintf(w, "%s %d of %d messages examined in `%s`\n", verb, total, s.Examined, s.Source)
 	} else {
 		rate := ""

@@ -454,6 +454,13 @@ func TestRedriveIntegrationRabbitDryRun(t *testing.T) {
 			if code != ExitOK || !strings.Contains(stdout, "would move 5 of 20") || !strings.Contains(stdout, `"retry"`) {
 				t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 			}
+			// The whole queue is read by rotation: the first line says
+			// so, and nothing says "nothing was changed" beside it.
+			first, _, _ := strings.Cut(stdout, "\n")
+			if !strings.HasPrefix(first, "dry run: no message was moved, but reading the queue changed it: rotated 20 messages") ||
+				strings.Contains(stdout+stderr, "nothing was changed") {
+				t.Errorf("the dry run does not say what its read changed; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			}
 			if d := r.depth(work); d != 0 {
 				t.Errorf("dry run published %d messages", d)
 			}
@@ -1261,4 +1268,28 @@ func TestRedriveIntegrationRabbitArchiveTwice(t *testing.T) {
 		t.Fatalf("--again: exit %d: %s %s", code, stdout, stderr)
 	}
 	r.waitDepth(dest, 118)
+}
+
+// On a terminal the preview's read (a rotation) chooses, and the run moves
+// exactly the messages it showed: the IDs the preview took survive the
+// rotation.
+func TestRedriveIntegrationRabbitTerminalMovesWhatItShowed(t *testing.T) {
+	for _, kind := range []string{"quorum", "classic"} {
+		t.Run(kind, func(t *testing.T) {
+			r := newRIRabbit(t)
+			work, dlq := riDeadLetters(t, r, kind, 20)
+			stdout, stderr, code := runDLQWith(t, runOpts{TTY: true, Stdin: "y\n"}, append(r.args, "redrive", dlq, "--filter", ".body.n < 5", "--no-journal")...)
+			if code != ExitOK || !strings.Contains(stdout, "moved 5 of 20") {
+				t.Fatalf("exit %d: %s %s", code, stdout, stderr)
+			}
+			if !strings.Contains(stderr, "to preview the redrive (rotating it: each message is republished to its back") ||
+				!strings.Contains(stderr, "no message was moved yet, but reading `"+dlq+"` changed it: rotated 20 messages") ||
+				strings.Contains(stderr, "nothing is changed") {
+				t.Errorf("the preview does not say what its read does and did; stderr:\n%s", stderr)
+			}
+			if d, l := r.depth(work), r.depth(dlq); d != 5 || l != 15 {
+				t.Errorf("origin holds %d and the DLQ %d, want 5 and 15; stderr:\n%s", d, l, stderr)
+			}
+		})
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/brokertest"
 	dlqsqs "github.com/dlq-tools/dlq/broker/sqs"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 	"github.com/dlq-tools/dlq/redrive"
 )
 
@@ -121,6 +122,10 @@ type moveFake struct {
 	dlq, dest []*broker.Message
 	consumed  bool
 	peeked    bool
+	// peeks counts the reads (Peek calls); changed is what each says it
+	// changed (PeekReport.Changed).
+	peeks     int
+	changed   string
 	closed    bool
 	unackable bool
 	// noOrigin: no message has a recorded origin.
@@ -161,12 +166,13 @@ func (b *moveFake) Publish(ctx context.Context, outs []broker.Outgoing) ([]error
 }
 func (b *moveFake) Peek(ctx context.Context, q string, o broker.PeekOptions, visit func(*broker.Message) error) (broker.PeekReport, error) {
 	b.peeked = true
+	b.peeks++
 	for _, m := range b.dlq {
 		if err := visit(m.Clone()); err != nil {
 			break
 		}
 	}
-	return broker.PeekReport{Read: int64(len(b.dlq))}, nil
+	return broker.PeekReport{Read: int64(len(b.dlq)), Changed: b.changed}, nil
 }
 func (b *moveFake) Consume(ctx context.Context, q string, o broker.ConsumeOptions) (broker.Subscription, error) {
 	b.consumed = true
@@ -523,5 +529,135 @@ func TestOneProcessorWhileMoving(t *testing.T) {
 	oneProcessor(&moveFake{})()
 	if n := runtime.GOMAXPROCS(0); n != before {
 		t.Fatalf("GOMAXPROCS %d with GOMAXPROCS set, want %d", n, before)
+	}
+}
+
+// A dry run's last word is true: when its read changed the queue (a
+// rotation), it says what changed, and never "nothing was changed" beside
+// it.
+func TestRedriveDryRunSaysWhatItsReadChanged(t *testing.T) {
+	for _, tc := range []struct {
+		name, changed, first string
+	}{
+		{"read changed nothing", "", "dry run: nothing was changed"},
+		{"read rotated", "rotated 3 messages to the back of the queue; order kept",
+			"dry run: no message was moved, but reading the queue changed it: rotated 3 messages to the back of the queue; order kept"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &moveFake{dlq: fakeDead(3), changed: tc.changed}
+			f, outs := moveFactory(t, b, false)
+			o := &redriveOptions{f: f, Source: "orders.dlq", To: "origin", DryRun: true, changed: func(string) bool { return false }}
+			if err := o.validate(); err != nil {
+				t.Fatal(err)
+			}
+			if err := redriveRun(context.Background(), o); err != nil {
+				t.Fatal(err)
+			}
+			stdout, stderr := outs()
+			want := []string{tc.first, "would move 3 of 3 messages examined in `orders.dlq`", "         3  queue:orders"}
+			if d := testdiff.Lines(want, strings.Split(strings.TrimSpace(stdout), "\n")); d != "" {
+				t.Errorf("stdout:\n%s", d)
+			}
+			if tc.changed != "" && (strings.Contains(stdout+stderr, "nothing was changed") || strings.Count(stdout+stderr, tc.changed) != 1) {
+				t.Errorf("the change said once, and never \"nothing was changed\"; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			}
+		})
+	}
+}
+
+// answerReader answers a question and notes what had happened when it was
+// asked.
+type answerReader struct {
+	answer string
+	asked  func()
+	done   bool
+}
+
+func (r *answerReader) Read(p []byte) (int, error) {
+	if r.done {
+		return 0, io.EOF
+	}
+	r.done = true
+	r.asked()
+	return copy(p, r.answer), nil
+}
+
+// On a terminal a redrive reads its source once before it asks (the
+// preview), says what that read does and did, and the run moves exactly
+// the messages the preview showed: one that arrives meanwhile stays.
+func TestRedriveOnTerminalReadsOnceAndMovesWhatItShowed(t *testing.T) {
+	rotated := "rotated 6 messages to the back of the queue; order kept"
+	b := &moveFake{dlq: fakeDead(6), changed: rotated}
+	f, outs := moveFactory(t, b, true)
+	peeksAsked := -1
+	f.IO.In = &answerReader{answer: "y\n", asked: func() {
+		peeksAsked = b.peeks
+		// Arrives after the preview: it matches the filter, but was not
+		// shown.
+		late := fakeDead(7)[6]
+		b.dlq = append(b.dlq, late)
+	}}
+	o := &redriveOptions{f: f, Source: "orders.dlq", To: "origin", Select: selectFlags{Filter: ".body.n % 2 == 0"}, changed: func(string) bool { return false }}
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := redriveRun(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr := outs()
+	if peeksAsked != 1 || b.peeks != 1 {
+		t.Errorf("%d reads before the question, %d in all; want 1 and 1", peeksAsked, b.peeks)
+	}
+	var moved []string
+	for _, m := range b.dest {
+		moved = append(moved, m.ID)
+	}
+	if d := testdiff.Lines([]string{"m00", "m02", "m04"}, moved); d != "" {
+		t.Errorf("moved:\n%s", d)
+	}
+	lines := strings.Split(stderr, "\n")
+	want := []string{
+		"dlq: reading `orders.dlq` to preview the redrive (rotating it: each message is republished to its back, see `dlq help peek-safety`)…",
+		"redrive will move 3 of 6 messages in `orders.dlq`:",
+		"         3  queue:orders",
+		"  sample: m00 m02 m04",
+		"left in `orders.dlq` 3:",
+		"         3  filtered",
+		"dlq: no message was moved yet, but reading `orders.dlq` changed it: " + rotated,
+	}
+	if len(lines) < len(want) {
+		t.Fatalf("stderr:\n%s", stderr)
+	}
+	if d := testdiff.Lines(want, lines[:len(want)]); d != "" {
+		t.Errorf("stderr before the question:\n%s\nall of it:\n%s", d, stderr)
+	}
+	if strings.Contains(stderr, "nothing is changed") || strings.Contains(stderr, "nothing was changed") {
+		t.Errorf("stderr says nothing changed beside a change:\n%s", stderr)
+	}
+}
+
+// A --group that no message is in ends on one line that says what the
+// read that looked for it changed, never "nothing was changed" beside it.
+func TestRedriveUnknownGroupSaysWhatItsReadChanged(t *testing.T) {
+	rotated := "rotated 6 messages to the back of the queue; order kept"
+	b := &moveFake{dlq: fakeDead(6), changed: rotated}
+	f, outs := moveFactory(t, b, true)
+	o := &redriveOptions{f: f, Source: "orders.dlq", To: "origin", Select: selectFlags{Groups: groupFlag{IDs: []string{"0123456789"}}}, changed: func(string) bool { return false }}
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := redriveRun(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr := outs()
+	want := []string{
+		"dlq: reading `orders.dlq` to find its failure groups (rotating it: each message is republished to its back, see `dlq help peek-safety`)…",
+		"no message of `orders.dlq` is in group 0123456789 (list its groups with `dlq stats orders.dlq --group-by reason`); no message was moved or removed, but reading the queue changed it: " + rotated,
+	}
+	if d := testdiff.Lines(want, strings.Split(strings.TrimSpace(stderr), "\n")); d != "" {
+		t.Errorf("stderr:\n%s", d)
+	}
+	if b.peeks != 1 || b.consumed || len(b.dest) != 0 {
+		t.Errorf("%d reads, consumed %t, moved %d; want 1 read and nothing moved", b.peeks, b.consumed, len(b.dest))
 	}
 }

@@ -98,9 +98,9 @@ func (e *engine) dryRun(ctx context.Context) (Summary, error) {
 		}
 		return e.stopAtLimit()
 	})
-	if rep.Changed != "" {
-		e.tally.notice("the dry run's read changed the queue: " + rep.Changed)
-	}
+	// Said once, at the end, where the front end says what the dry run
+	// changed; never as a notice beside "nothing was changed".
+	e.tally.sum.ReadChanged = rep.Changed
 	for d := range routeErr {
 		e.tally.notice(fmt.Sprintf("could not check the bindings of %s", d))
 	}

@@ -217,9 +217,13 @@ type Summary struct {
 	// with --resume moves them once they are visible again.
 	Hidden int64 `json:"hidden,omitempty"`
 	// Cancelled is true when the context ended the run early.
-	Cancelled bool          `json:"cancelled,omitempty"`
-	Elapsed   time.Duration `json:"elapsed_ns"`
-	Notices   []string      `json:"notices,omitempty"`
+	Cancelled bool `json:"cancelled,omitempty"`
+	// ReadChanged is what a dry run's read changed in the source (the
+	// Peeker's PeekReport.Changed: a rotation, redelivered flags,
+	// receive counts), "" when it changed nothing.
+	ReadChanged string        `json:"read_changed,omitempty"`
+	Elapsed     time.Duration `json:"elapsed_ns"`
+	Notices     []string      `json:"notices,omitempty"`
 }
 
 // Diff is a transformed message before and after, as indented JSON
