@@ -694,6 +694,9 @@ func printPreview(w io.Writer, source string, s redrive.Summary) int64 {
 	n := sum64(s.Destinations)
 	fmt.Fprintf(w, "redrive will move %d of %d messages in `%s`:\n", n, s.Examined, source)
 	printCounts(w, "", s.Destinations)
+	if s.OutOfReach > 0 {
+		fmt.Fprintf(w, "%s\n", outOfReachLine(s.OutOfReach))
+	}
 	if len(s.IDs) > 0 {
 		more := ""
 		if s.IDsTruncated || int64(len(s.IDs)) < n {
@@ -718,6 +721,12 @@ func printPreview(w io.Writer, source string, s redrive.Summary) int64 {
 		}
 	}
 	return n
+}
+
+// outOfReachLine says that a dry run could not see n messages, so that the
+// counts above it are not taken for the whole queue.
+func outOfReachLine(n int64) string {
+	return fmt.Sprintf("%d more in held message groups could not be read, so are in no count above; the real run reaches them as their groups move on", n)
 }
 
 // failedToStart reports a run that failed before it examined a message (a
@@ -808,6 +817,9 @@ func printSummary(f *Factory, format string, s redrive.Summary, auditErr, exitEr
 	if s.DryRun {
 		fmt.Fprintf(w, "dry run: nothing was changed\n")
 		fmt.Fprintf(w, "%s %d of %d messages examined in `%s`\n", verb, total, s.Examined, s.Source)
+		if s.OutOfReach > 0 {
+			fmt.Fprintf(w, "%s\n", outOfReachLine(s.OutOfReach))
+		}
 	} else {
 		rate := ""
 		if secs := s.Elapsed.Seconds(); secs > 0 && s.Moved > 0 {

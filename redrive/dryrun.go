@@ -98,6 +98,7 @@ func (e *engine) dryRun(ctx context.Context) (Summary, error) {
 	if rep.Changed != "" {
 		e.tally.notice("the dry run's read changed the queue: " + rep.Changed)
 	}
+	e.tally.sum.OutOfReach = rep.OutOfReach
 	for d := range routeErr {
 		e.tally.notice(fmt.Sprintf("could not check the bindings of %s", d))
 	}
