@@ -161,7 +161,10 @@ On a terminal dlq first shows what the run would do (a dry run: counts per
 destination, a sample of IDs, what stays and why) and asks; --yes skips the
 question; without a terminal --yes is required. "no" exits 2, changing nothing.
 
---dry-run reads under the peek-safety rules and changes nothing. A journal in
+--dry-run reads under the peek-safety rules and changes nothing. Where a read
+cannot see every message (an SQS FIFO queue shows only the head of each
+message group) it says how many more the queue holds, out_of_reach in JSON:
+the real run reaches them as their groups move on. A journal in
 $XDG_STATE_HOME/dlq/journal records each message's progress; --resume finishes
 an interrupted run (with its recorded destination and selection) and reports
 what was in flight. --server-side hands the whole move to the broker (SQS
