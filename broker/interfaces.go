@@ -85,6 +85,11 @@ type PeekReport struct {
 	// broker ("20 messages now carry the redelivered flag"); empty when
 	// nothing changed.
 	Changed string `json:"changed,omitempty"`
+	// OutOfReach counts messages the queue held when the peek began that
+	// it could not see without taking them (an SQS FIFO queue shows only
+	// the head of each message group, and none of a group with a message
+	// in flight); 0 when the read saw everything it was asked to.
+	OutOfReach int64 `json:"out_of_reach,omitempty"`
 }
 
 // Peeker reads messages without removing them, following the peek-safety

@@ -88,7 +88,10 @@ Amazon SQS FIFO queues
   therefore holds what it read (at most --max-unacked, default 10,000) until
   the walk ends, then makes everything visible again newest first, so every
   group keeps its order. Only the messages at the head of each group can be
-  seen without removing anything; the report says how many were out of reach.
+  seen without removing anything; the report says how many were out of reach
+  (and nothing of a group with a message in flight elsewhere is seen). stats
+  -o json and a dry run's JSON give that number as out_of_reach, stats -o
+  prom as dlq_dead_letter_messages_out_of_reach; their counts leave it out.
 
 Archives (file://… and demo:)
   Read from the first line (--offset N starts at line N). Nothing changes.

@@ -165,7 +165,10 @@ moving nothing.
 
 --dry-run reads under the peek-safety rules and moves nothing; its first line
 says what its read changed, if anything (a rotation republishes each message
-to the back of the queue). A journal in
+to the back of the queue). Where a read cannot see every message (an SQS FIFO
+queue shows only the head of each message group) it says how many more the
+queue holds, out_of_reach in JSON: the real run reaches them as their groups
+move on. A journal in
 $XDG_STATE_HOME/dlq/journal records each message's progress; --resume finishes
 an interrupted run (with its recorded destination and selection) and reports
 what was in flight. --server-side hands the whole move to the broker (SQS
@@ -724,6 +727,9 @@ func printPreview(w io.Writer, source string, s redrive.Summary) int64 {
 	n := sum64(s.Destinations)
 	fmt.Fprintf(w, "redrive will move %d of %d messages in `%s`:\n", n, s.Examined, source)
 	printCounts(w, "", s.Destinations)
+	if s.OutOfReach > 0 {
+		fmt.Fprintf(w, "%s\n", outOfReachLine(s.OutOfReach))
+	}
 	if len(s.IDs) > 0 {
 		sample, more := s.IDs, ""
 		if len(sample) > redrive.PreviewIDs {
@@ -749,6 +755,12 @@ func printPreview(w io.Writer, source string, s redrive.Summary) int64 {
 		}
 	}
 	return n
+}
+
+// outOfReachLine says that a dry run could not see n messages, so that the
+// counts above it are not taken for the whole queue.
+func outOfReachLine(n int64) string {
+	return fmt.Sprintf("%d more in held message groups could not be read, so are in no count above; the real run reaches them as their groups move on", n)
 }
 
 // failedToStart reports a run that failed before it examined a message (a
@@ -849,6 +861,9 @@ func printSummary(f *Factory, format string, s redrive.Summary, auditErr, exitEr
 	if s.DryRun {
 		fmt.Fprintf(w, "dry run: %s\n", dryRunResult(s, "moved"))
 		fmt.Fprintf(w, "%s %d of %d messages examined in `%s`\n", verb, total, s.Examined, s.Source)
+		if s.OutOfReach > 0 {
+			fmt.Fprintf(w, "%s\n", outOfReachLine(s.OutOfReach))
+		}
 	} else {
 		rate := ""
 		if secs := s.Elapsed.Seconds(); secs > 0 && s.Moved > 0 {

@@ -132,6 +132,8 @@ type moveFake struct {
 	noOrigin bool
 	// published, when set, is called after each publish.
 	published func()
+	// outOfReach is what a peek reports it could not see.
+	outOfReach int64
 }
 
 func (b *moveFake) System() broker.System { return broker.RabbitMQ }
@@ -172,7 +174,7 @@ func (b *moveFake) Peek(ctx context.Context, q string, o broker.PeekOptions, vis
 			break
 		}
 	}
-	return broker.PeekReport{Read: int64(len(b.dlq)), Changed: b.changed}, nil
+	return broker.PeekReport{Read: int64(len(b.dlq)), Changed: b.changed, OutOfReach: b.outOfReach}, nil
 }
 func (b *moveFake) Consume(ctx context.Context, q string, o broker.ConsumeOptions) (broker.Subscription, error) {
 	b.consumed = true
@@ -369,6 +371,41 @@ func TestRedriveDryRunUsesPeek(t *testing.T) {
 	stdout, _ := outs()
 	if !strings.Contains(stdout, "would move 3") || !strings.Contains(stdout, `+     "n": 0`) {
 		t.Errorf("%s", stdout)
+	}
+}
+
+// TestRedriveDryRunOutOfReach: a dry run that could not see every message
+// (an SQS FIFO queue shows only each group's head) says how many it missed,
+// in JSON and in words, and does not count them as examined.
+func TestRedriveDryRunOutOfReach(t *testing.T) {
+	for _, format := range []string{"", OutputJSON} {
+		t.Run("output="+format, func(t *testing.T) {
+			b := &moveFake{dlq: fakeDead(2), outOfReach: 5}
+			f, outs := moveFactory(t, b, false)
+			f.Options.Output = format
+			o := &redriveOptions{f: f, Source: "orders.dlq", To: "origin", DryRun: true, format: format, changed: func(string) bool { return false }}
+			if err := o.validate(); err != nil {
+				t.Fatal(err)
+			}
+			if err := redriveRun(context.Background(), o); err != nil {
+				t.Fatal(err)
+			}
+			stdout, _ := outs()
+			if format == OutputJSON {
+				var s redrive.Summary
+				if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+					t.Fatalf("%v: %s", err, stdout)
+				}
+				if s.Examined != 2 || s.OutOfReach != 5 {
+					t.Errorf("examined %d, out_of_reach %d; want 2, 5\n%s", s.Examined, s.OutOfReach, stdout)
+				}
+				return
+			}
+			want := "would move 2 of 2 messages examined in `orders.dlq`\n5 more in held message groups could not be read, so are in no count above; the real run reaches them as their groups move on\n"
+			if !strings.Contains(stdout, want) {
+				t.Errorf("dry run does not give the shortfall:\n%s", testdiff.Text(want, stdout))
+			}
+		})
 	}
 }
 

@@ -82,7 +82,9 @@ so at most a window of messages is ever unacknowledged and no delivery count
 rises; after a full rotation the queue holds the same messages in the same
 order. SQS queues are received and made visible again at once (receive
 counts rise by one; refused when the queue's own redrive policy could move a
-message). --limit N reads only the first N.
+message). An SQS FIFO queue shows only the head of each message group (and
+nothing of a group with a message in flight): the rest are counted nowhere
+but in out_of_reach. --limit N reads only the first N.
 
 Memory stays flat however many messages are read: counters per group (at most
 --max-groups; later groups are counted as "(other)"), --examples IDs per
@@ -91,7 +93,9 @@ a real duplicate; a unique key may be counted as a duplicate with the
 probability printed (about 1 in 2.5 million at 1,000,000 keys, 1 in 450 at
 5,000,000).
 
-JSON has, per group, id, template, last_hour, trend (counts per equal span
+JSON has read (messages read), total (those that matched --filter; both
+count only what was read) and out_of_reach (messages the queue held that
+the read could not see, 0 when it saw them all); per group, id, template, last_hour, trend (counts per equal span
 from trend_start, trend_step_seconds apart) and hot ({placeholder, position,
 values: [{value, count}]}); CSV has the trend as one column of counts
 separated by semicolons.
@@ -101,8 +105,9 @@ collector: dlq_dead_letters{queue,<groups>} (with the reason grouping, a
 group label with the ID and the template cut to 100 characters as reason),
 dlq_dead_letters_last_hour, dlq_dead_letter_bytes,
 dlq_dead_letter_oldest_age_seconds, dlq_dead_letter_newest_age_seconds per
-group, and dlq_dead_letter_messages, dlq_dead_letter_duplicates and
-dlq_dead_letter_stats_timestamp_seconds per queue. Its default --group-by is
+group, and dlq_dead_letter_messages, dlq_dead_letter_messages_out_of_reach,
+dlq_dead_letter_duplicates and dlq_dead_letter_stats_timestamp_seconds per
+queue. Its default --group-by is
 reason,source. Write it atomically: dlq stats … -o prom > f.tmp && mv f.tmp f.prom`,
 		Example: `  dlq stats orders.dlq
   dlq stats orders.dlq --group-by reason,source --output json
@@ -228,6 +233,8 @@ func statsRun(ctx context.Context, opts *statsOptions) error {
 	if res.Total == 0 {
 		if opts.filter != nil {
 			f.IO.Statusf("no message matched `--filter` among %d read from %s", res.Read, queue)
+		} else if res.OutOfReach > 0 {
+			f.IO.Statusf("no message of %s could be read; %d out of reach", queue, res.OutOfReach)
 		} else {
 			f.IO.Statusf("%s has no messages", queue)
 		}
@@ -248,6 +255,9 @@ func statsSummary(r inspect.StatsResult) string {
 	s := fmt.Sprintf("%d messages, %s", r.Total, humanBytes(r.Bytes))
 	if r.Total != r.Read {
 		s += fmt.Sprintf(" (of %d read)", r.Read)
+	}
+	if r.OutOfReach > 0 {
+		s += fmt.Sprintf(", %d more out of reach (not read, not counted)", r.OutOfReach)
 	}
 	if r.Oldest != nil {
 		s += fmt.Sprintf(", oldest %s ago, %d in the last hour", humanAge(r.Now.Sub(*r.Oldest)), r.LastHour)
@@ -449,6 +459,7 @@ func writeProm(w io.Writer, r inspect.StatsResult) error {
 		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n%s{queue=\"%s\"} %s\n", name, help, name, name, q, promFloat(v))
 	}
 	single("dlq_dead_letter_messages", "Dead-lettered messages counted in the queue.", float64(r.Total))
+	single("dlq_dead_letter_messages_out_of_reach", "Messages the queue held that the read could not see (an SQS FIFO queue shows only the head of each message group); not in dlq_dead_letter_messages.", float64(r.OutOfReach))
 	if r.Duplicates != nil {
 		single("dlq_dead_letter_duplicates", "Messages whose duplicate key was seen before in the queue.", float64(r.Duplicates.Messages))
 	}

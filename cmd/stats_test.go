@@ -171,6 +171,53 @@ func TestStatsRunJSONAndCSV(t *testing.T) {
 	}
 }
 
+// TestStatsOutOfReach: messages the peek could not see (an SQS FIFO queue
+// shows only each group's head) are reported in every output, apart from
+// the counts of what was read.
+func TestStatsOutOfReach(t *testing.T) {
+	report := broker.PeekReport{Mode: broker.PeekReceive, OutOfReach: 2}
+	out, _, err := runStats(t, &fakeQueueBroker{msgs: deadLetters(1), report: report}, false, "json", "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res["read"] != 1.0 || res["total"] != 1.0 || res["out_of_reach"] != 2.0 {
+		t.Errorf("json read %v, total %v, out_of_reach %v; want 1, 1, 2\n%s", res["read"], res["total"], res["out_of_reach"], out)
+	}
+	out, _, err = runStats(t, &fakeQueueBroker{msgs: deadLetters(1)}, false, "json", "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `"out_of_reach": 0`) {
+		t.Errorf("json without a shortfall has no out_of_reach 0:\n%s", out)
+	}
+
+	out, _, err = runStats(t, &fakeQueueBroker{msgs: deadLetters(1), report: report}, false, "prom", "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := parseProm(t, out)
+	for k, v := range map[string]float64{`dlq_dead_letter_messages{queue=q}`: 1, `dlq_dead_letter_messages_out_of_reach{queue=q}`: 2} {
+		if got, ok := s[k]; !ok || got != v {
+			t.Errorf("%s = %v (present %v), want %v\n%s", k, got, ok, v, out)
+		}
+	}
+	if !strings.Contains(out, "# TYPE dlq_dead_letter_messages_out_of_reach gauge\n") {
+		t.Errorf("no TYPE line for the out-of-reach gauge:\n%s", out)
+	}
+
+	_, errOut, err := runStats(t, &fakeQueueBroker{msgs: deadLetters(1), report: report}, false, "", "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut, "1 messages, ") || !strings.Contains(errOut, ", 2 more out of reach (not read, not counted)") {
+		t.Errorf("summary does not give the shortfall:\n%s", errOut)
+	}
+}
+
 // promSample matches one sample line of the text exposition format.
 var (
 	promName   = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*`)

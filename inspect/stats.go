@@ -243,11 +243,15 @@ type StatsResult struct {
 	Queue   string   `json:"queue"`
 	GroupBy []string `json:"group_by"`
 	// Read counts every message read; Total those that matched the filter.
-	Read   int64      `json:"read"`
-	Total  int64      `json:"total"`
-	Bytes  int64      `json:"bytes"`
-	Oldest *time.Time `json:"oldest,omitempty"`
-	Newest *time.Time `json:"newest,omitempty"`
+	Read  int64 `json:"read"`
+	Total int64 `json:"total"`
+	// OutOfReach counts messages the queue held that the read could not
+	// see (broker.PeekReport.OutOfReach: an SQS FIFO queue shows only the
+	// head of each message group); they are in neither Read nor Total.
+	OutOfReach int64      `json:"out_of_reach"`
+	Bytes      int64      `json:"bytes"`
+	Oldest     *time.Time `json:"oldest,omitempty"`
+	Newest     *time.Time `json:"newest,omitempty"`
 	// Groups are sorted by count, largest first, then by key.
 	Groups []GroupStats `json:"groups"`
 	// Folded counts the messages of groups beyond MaxGroups, which were
@@ -867,7 +871,7 @@ func (s *Stats) Read(ctx context.Context, p broker.Peeker, queue string, opts br
 	if rp, ok := p.(ReusingPeeker); ok {
 		peek = rp.PeekReused
 	}
-	return peek(ctx, queue, opts, func(m *broker.Message) (err error) {
+	rep, err := peek(ctx, queue, opts, func(m *broker.Message) (err error) {
 		// A panic over this message's values ends the read with an error,
 		// so the Peeker settles what it holds (a rotation completes).
 		defer broker.Recover(m.ID, &err)
@@ -882,6 +886,8 @@ func (s *Stats) Read(ctx context.Context, p broker.Peeker, queue string, opts br
 		}
 		return nil
 	})
+	s.res.OutOfReach += rep.OutOfReach
+	return rep, err
 }
 
 // CollectStats reads queue through p under its peek-safety rules and

@@ -101,6 +101,7 @@ func (e *engine) dryRun(ctx context.Context) (Summary, error) {
 	// Said once, at the end, where the front end says what the dry run
 	// changed; never as a notice beside "nothing was changed".
 	e.tally.sum.ReadChanged = rep.Changed
+	e.tally.sum.OutOfReach = rep.OutOfReach
 	for d := range routeErr {
 		e.tally.notice(fmt.Sprintf("could not check the bindings of %s", d))
 	}

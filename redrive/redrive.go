@@ -169,6 +169,11 @@ type Summary struct {
 	DryRun      bool   `json:"dry_run,omitempty"`
 	// Examined is how many messages were looked at.
 	Examined int64 `json:"examined"`
+	// OutOfReach (a dry run) counts messages the source held that its read
+	// could not see (broker.PeekReport.OutOfReach: an SQS FIFO queue shows
+	// only the head of each message group). They are not in Examined nor in
+	// any count; the real run takes them as their groups move on.
+	OutOfReach int64 `json:"out_of_reach,omitempty"`
 	// Moved is how many were confirmed at the destination and removed from
 	// the source (for a discard or purge: removed).
 	Moved int64 `json:"moved"`

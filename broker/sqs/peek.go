@@ -93,12 +93,14 @@ func (b *Broker) Peek(ctx context.Context, queue string, opts broker.PeekOptions
 	p := &peeker{b: b, url: url, name: name, opts: opts, visit: visit, maxReceives: maxReceives,
 		fifo: attrs[attrFifo] == "true" || strings.HasSuffix(name, ".fifo"), seen: map[uint64]uint8{}}
 	p.depth, _ = strconv.ParseInt(attrs[attrDepth], 10, 64)
+	p.inFlight, _ = strconv.ParseInt(attrs[attrNotVisible], 10, 64)
 	if p.fifo {
 		err = p.walkFIFO(ctx)
 	} else {
 		err = p.walkStandard(ctx)
 	}
 	rep.Read = p.read
+	rep.OutOfReach = p.outOfReach()
 	rep.Changed = p.changed()
 	if errors.Is(err, broker.ErrStop) {
 		err = nil
@@ -113,6 +115,7 @@ type peeker struct {
 	visit       func(*broker.Message) error
 	fifo        bool
 	depth       int64 // visible messages when the peek began
+	inFlight    int64 // messages in flight elsewhere when the peek began
 	maxReceives int64 // 0 without a redrive policy
 
 	seed     maphash.Seed
@@ -309,6 +312,18 @@ func (p *peeker) giveBackHandles(ctx context.Context, handles []string) {
 	}
 }
 
+// outOfReach is how many of the messages a FIFO queue held when the peek
+// began (visible and in flight) a walk that ran until nothing more came
+// could not see: those behind the head of their group, and those of groups
+// locked by a message in flight. 0 for a standard queue or a walk that
+// stopped early (a limit, the hold bound).
+func (p *peeker) outOfReach() int64 {
+	if !p.fifo || !p.drained {
+		return 0
+	}
+	return max(0, p.depth+p.inFlight-p.received)
+}
+
 // changed is the one-line account of what the peek changed.
 func (p *peeker) changed() string {
 	if p.received == 0 {
@@ -324,8 +339,8 @@ func (p *peeker) changed() string {
 	if p.hidden > 0 {
 		s += fmt.Sprintf("; %d stay hidden for up to %s", p.hidden, peekVisibility)
 	}
-	if p.fifo && p.drained && p.depth > p.received {
-		s += fmt.Sprintf("; %d of ~%d messages were out of reach behind the head of their message group (a fifo queue shows only the head of each group without removing messages)", p.depth-p.received, p.depth)
+	if n := p.outOfReach(); n > 0 {
+		s += fmt.Sprintf("; %d of ~%d messages were out of reach behind the head of their message group or in flight (a fifo queue shows only the head of each group without removing messages)", n, p.depth+p.inFlight)
 	}
 	if p.heldMax {
 		s += "; stopped at the bound of messages held at once (max-unacked)"

@@ -136,6 +136,9 @@ func TestPeekFIFO(t *testing.T) {
 	if len(got) < 5 && !strings.Contains(rep.Changed, "head of their message group") {
 		t.Errorf("report does not explain the unread messages: %q", rep.Changed)
 	}
+	if want := int64(5 - len(got)); rep.OutOfReach != want {
+		t.Errorf("report: out of reach %d, want %d (5 sent, %d read)", rep.OutOfReach, want, len(got))
+	}
 	waitDepth(t, b, u, 5)
 
 	// Group order is untouched: consuming now yields each group in order.
