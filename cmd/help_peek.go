@@ -60,8 +60,10 @@ RabbitMQ reads that would write: read-only users and --read-only
   changed"), naming why and the fix (exit code 4): a read that returns its
   messages would raise their counts, and a refused publish would return every
   held delivery with x-delivery-count +1. A read that would rotate a classic
-  queue, or a quorum queue without a delivery limit (RabbitMQ 3.x), holds
-  instead (up to --max-unacked messages; the report says what changed).
+  queue holds instead (up to --max-unacked messages; the redelivered flag is
+  its only trace). For a user without write permission a quorum queue
+  without a delivery limit (RabbitMQ 3.x) is held too, and the report says
+  the counts went up; under --read-only it is refused, as no count may rise.
 
 RabbitMQ streams: --mode stream (the default)
   Streams are read, not consumed: dlq attaches with basic.qos and an

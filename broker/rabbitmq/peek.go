@@ -108,11 +108,13 @@ func (b *Broker) Peek(ctx context.Context, queue string, opts broker.PeekOptions
 			switch {
 			case !errors.As(err, &nw):
 				return broker.PeekReport{Mode: mode}, translateErr("peek queue `"+queue+"`", err)
-			case mode == broker.PeekRotate && !(info.kind == broker.KindQuorum && info.limited):
-				// A classic queue, or a quorum queue without a delivery
-				// limit: a hold read publishes nothing and can drop nothing
-				// (on the quorum queue each count goes up by 1, and the
-				// report says so). Within the hold bound (holdTarget).
+			case mode == broker.PeekRotate && (info.kind == broker.KindClassic || info.kind == broker.KindQuorum && !info.limited && !nw.readOnly):
+				// A classic queue, or (for a user without write
+				// permission, not in read-only mode, which changes no
+				// count) a quorum queue without a delivery limit: a hold
+				// read publishes nothing and can drop nothing (on the
+				// quorum queue each count goes up by 1, and the report says
+				// so). Within the hold bound (holdTarget).
 				mode = broker.PeekHold
 			default:
 				return broker.PeekReport{Mode: mode}, noWriteRefusal(info, mode, nw)

@@ -137,6 +137,8 @@ func noWriteRefusal(info peekInfo, mode broker.PeekMode, why *errNoWrite) error 
 	}
 	var what string
 	switch {
+	case info.kind == broker.KindQuorum && !info.limited:
+		what = fmt.Sprintf("quorum queue `%s` is read by rotating it (republishing each message), which needs to write, and %s; a read that returns its messages would raise their x-delivery-count", info.name, why)
 	case info.kind == broker.KindQuorum && info.limited:
 		what = fmt.Sprintf("quorum queue `%s` has a delivery limit of %d: a read that returns its messages raises their x-delivery-count, and a few reads dead-letter them (or drop them without a dead-letter exchange); dlq reads it by rotating (republishing each message to the same queue), which needs to write, and %s", info.name, info.deliveryLimit, why)
 	default:

@@ -109,6 +109,23 @@ func TestPeekReadOnlyModeNeverPublishes(t *testing.T) {
 	if n, highest := deliveryCounts(t, admin, q); n != 10 || highest != 0 {
 		t.Fatalf("after the read-only peek the queue holds %d messages (want 10) with a highest x-delivery-count of %d (want 0)", n, highest)
 	}
+	// Without a delivery limit (3.x) a hold read would still raise every
+	// count: refused in read-only mode too. A classic queue is held.
+	unlimited := brokertest.Name(t, "ro-unlimited")
+	declareQueue(t, admin, unlimited, amqp.Table{"x-queue-type": "quorum"})
+	publishN(t, admin, unlimited, "u", 3, nil)
+	if _, err = ro.Peek(context.Background(), unlimited, broker.PeekOptions{}, func(*broker.Message) error { return nil }); !errors.Is(err, broker.ErrReadOnly) {
+		t.Errorf("read-only peek of a quorum queue without a limit: err = %v, want a read-only refusal", err)
+	}
+	if n, highest := deliveryCounts(t, admin, unlimited); n != 3 || highest != 0 {
+		t.Errorf("after the read-only peek the unlimited queue holds %d (want 3) with a highest x-delivery-count of %d (want 0)", n, highest)
+	}
+	classic := brokertest.Name(t, "ro-classic")
+	declareQueue(t, admin, classic, nil)
+	publishN(t, admin, classic, "c", 3, nil)
+	if rep, err := ro.Peek(context.Background(), classic, broker.PeekOptions{Mode: broker.PeekRotate}, func(*broker.Message) error { return nil }); err != nil || rep.Mode != broker.PeekHold || rep.Read != 3 {
+		t.Errorf("read-only full read of a classic queue: mode %s, read %d, err %v; want hold, 3, nil", rep.Mode, rep.Read, err)
+	}
 }
 
 // TestPeekWithoutWritePermissionReadsWhatIsSafe: the same monitoring user
