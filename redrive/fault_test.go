@@ -796,7 +796,7 @@ func account(t *testing.T, b backend, src, dst string, want []string) outcome {
 
 // redriveArgs are the arguments of one redrive from src to dst.
 func redriveArgs(b backend, src, dst string, extra ...string) []string {
-	args := append([]string{"redrive", src, "--to", "queue:" + dst, "--output", "json",
+	args := append([]string{"redrive", src, "--to", "queue:" + dst, "--output", "json", "--yes",
 		"--window", strconv.Itoa(faultWindow), "--concurrency", strconv.Itoa(faultConcurrency)}, b.Args()...)
 	return append(args, extra...)
 }

@@ -113,7 +113,8 @@ func (r result) print() {
 var dlqArgs []string
 
 func runDLQ(bin string, args ...string) (time.Duration, error) {
-	args = append(args, dlqArgs...)
+	// Without a terminal a redrive needs --yes.
+	args = append(append(args, "--yes"), dlqArgs...)
 	start := time.Now()
 	c := exec.Command(bin, args...)
 	c.Env = append(os.Environ(), "XDG_STATE_HOME="+os.TempDir()+"/dlq-bench-state")
