@@ -60,6 +60,13 @@ type Traits struct {
 	// FilesOnly: the queue's broker publishes to files only (an archive); a
 	// queue or exchange named without a broker is one on another broker.
 	FilesOnly bool
+	// StableIDs: the broker gives every message an ID no other message has,
+	// and a message delivered again keeps it (SQS's MessageId). A run that
+	// is given a message it already moved (a standard SQS queue may deliver
+	// a deleted message again, and a restarted server may forget a delete)
+	// deletes it again rather than sending it twice. RabbitMQ's IDs are the
+	// publisher's or a fingerprint, which two messages may share.
+	StableIDs bool
 }
 
 // QueueTraits declares the Traits of a queue. q is the queue as inspected;

@@ -67,8 +67,11 @@ type engine struct {
 	pub               broker.Publisher // nil in discard without archive
 	subs              []broker.Subscription
 	limiter           *limiter
-	selected          atomic.Int64
-	seq               atomic.Int64 // publishes: redrive record and deduplication IDs
+	// sent are the IDs of messages this run moved, kept where the source's
+	// IDs are stable (broker.Traits.StableIDs).
+	sent     recentIDs
+	selected atomic.Int64
+	seq      atomic.Int64 // publishes: redrive record and deduplication IDs
 
 	sel     *selector
 	origins origins
@@ -343,6 +346,9 @@ func (e *engine) end(ctx context.Context, rerr error) (Summary, error) {
 	}
 	if err == nil {
 		err = e.sel.filterError()
+	}
+	if s.DeliveredAgain > 0 {
+		e.tally.notice(fmt.Sprintf("`%s` delivered %d already moved messages again (SQS may deliver a deleted message again, and a restarted server may forget a delete): each was deleted again, not sent twice", e.queue, s.DeliveredAgain))
 	}
 	if err == nil {
 		if n := e.hiddenAtEnd(ctx); n > 0 {

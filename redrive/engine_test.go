@@ -433,6 +433,55 @@ func TestSQSFilterHoldsAndReleasesOnce(t *testing.T) {
 	}
 }
 
+// SQS may deliver a message again after it was deleted (and a restarted
+// emulator may forget a delete). A run that is given a message it already
+// moved deletes it again instead of sending it a second time, and says so.
+func TestSQSMessageDeliveredAgainAfterItsDeleteIsNotSentTwice(t *testing.T) {
+	f := newFake(t, broker.SQS)
+	f.declare("dlq", broker.KindSQSStandard)
+	f.declare("src", broker.KindSQSStandard)
+	for i := 0; i < 50; i++ {
+		f.put("dlq", &broker.Message{ID: fmt.Sprintf("id-%02d", i), Body: []byte(fmt.Sprint(i))})
+	}
+	again := map[string]bool{}
+	f.deliverAgain = func(m *broker.Message) bool {
+		if m.ID < "id-05" && !again[m.ID] {
+			again[m.ID] = true
+			return true
+		}
+		return false
+	}
+	var notices []string
+	s, err := Run(context.Background(), f, "dlq", f, Options{
+		Dest:   broker.Destination{Kind: broker.ToQueue, Queue: "src"},
+		Notice: func(n string) { notices = append(notices, n) },
+		// Small windows: the reader is still reading when the first
+		// deletes come back.
+		Window: 10, Concurrency: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, id := range f.readyIDs("src") {
+		seen[id]++
+	}
+	for i := 0; i < 50; i++ {
+		if id := fmt.Sprintf("id-%02d", i); seen[id] != 1 {
+			t.Errorf("%s is at the destination %d times, want once", id, seen[id])
+		}
+	}
+	if left := f.readyIDs("dlq"); len(left) != 0 {
+		t.Errorf("left in the source: %v", left)
+	}
+	if s.Moved != 50 || s.DeliveredAgain != 5 {
+		t.Errorf("moved %d, delivered again %d; want 50 and 5", s.Moved, s.DeliveredAgain)
+	}
+	if !slices.ContainsFunc(notices, func(n string) bool { return strings.Contains(n, "delivered 5 already moved messages again") }) {
+		t.Errorf("no notice of the messages delivered again: %q", notices)
+	}
+}
+
 // A give-back that fails is counted and reported, not passed off as
 // messages that stay in the source.
 func TestFailedGiveBackIsReported(t *testing.T) {

@@ -32,11 +32,15 @@ type fakeBroker struct {
 	// (as an SQS message stays hidden when ChangeMessageVisibility fails).
 	releaseErr error
 	origin     func(m *broker.Message) (broker.Destination, error)
-	flow       []func(bool, string)
-	published  int
-	acked      int
-	calls      map[string]int
-	tag        uint64
+	// deliverAgain, when it returns true for an acknowledged message, puts
+	// the message back at the end of its queue: a delete the broker
+	// forgot (SQS's at-least-once delete, a restarted emulator).
+	deliverAgain func(m *broker.Message) bool
+	flow         []func(bool, string)
+	published    int
+	acked        int
+	calls        map[string]int
+	tag          uint64
 }
 
 type fakeQueue struct {
@@ -75,6 +79,7 @@ func (f *fakeBroker) Traits(q broker.Queue) broker.Traits {
 		fifo := q.Kind == broker.KindSQSFIFO || strings.HasSuffix(q.Name, ".fifo")
 		t.Park, t.ReceiveBatch, t.MaxAttributes = broker.ParkHold, 10, 10
 		t.Ordered, t.ParallelReceivers = fifo, !fifo
+		t.StableIDs = true
 	}
 	return t
 }
@@ -345,9 +350,13 @@ func (s *fakeSub) Ack(ctx context.Context, rs ...broker.Receipt) error {
 			s.f.t.Errorf("ack of unknown tag %d", r.Tag)
 			continue
 		}
+		u := s.q.unacked[r.Tag]
 		delete(s.mine, r.Tag)
 		delete(s.q.unacked, r.Tag)
 		s.f.acked++
+		if s.f.deliverAgain != nil && s.f.deliverAgain(u.m) {
+			s.q.ready = append(s.q.ready, u.m.Clone())
+		}
 	}
 	return nil
 }

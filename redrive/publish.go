@@ -103,6 +103,11 @@ func (e *engine) publish(ctx, wctx context.Context, items []item) (confirmed, ba
 			e.tally.setFatal(err)
 		}
 	}
+	if e.traits.StableIDs {
+		for _, it := range confirmed {
+			e.sent.add(it.id)
+		}
+	}
 	return confirmed, back
 }
 

@@ -216,6 +216,10 @@ type Summary struct {
 	// MaxIDs).
 	Resent    int64    `json:"resent,omitempty"`
 	ResentIDs []string `json:"resent_ids,omitempty"`
+	// DeliveredAgain counts messages the source delivered again after this
+	// run had moved and deleted them (broker.Traits.StableIDs): they were
+	// deleted again, not sent twice, and are not counted in Moved.
+	DeliveredAgain int64 `json:"delivered_again,omitempty"`
 	// Hidden counts messages still hidden in an SQS source when the run
 	// ended: taken by a receive whose answer never arrived (a restart, a cut
 	// connection) or held by another consumer. They are not lost; a run

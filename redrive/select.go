@@ -144,6 +144,10 @@ func (e *engine) decide(ctx context.Context, d *broker.Delivery) item {
 		it.again = true
 		return it
 	}
+	if e.traits.StableIDs && e.sent.has(m.ID) {
+		it.ackNow, it.sentBefore = true, true
+		return it
+	}
 	e.tally.examined()
 	if e.opts.Resume != nil && e.opts.Resume.takeConfirmed(m.ID) {
 		it.ackNow = true

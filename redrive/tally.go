@@ -92,13 +92,21 @@ func (t *tally) moved(items []item, discard bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.onMoved != nil && len(items) > 0 {
-		ids := make([]string, len(items))
-		for i, it := range items {
-			ids[i] = it.id
+		ids := make([]string, 0, len(items))
+		for _, it := range items {
+			if !it.sentBefore {
+				ids = append(ids, it.id)
+			}
 		}
-		t.onMoved(ids)
+		if len(ids) > 0 {
+			t.onMoved(ids)
+		}
 	}
 	for _, it := range items {
+		if it.sentBefore {
+			t.sum.DeliveredAgain++
+			continue
+		}
 		t.sum.Moved++
 		if it.ackNow && it.dest == "" {
 			if t.sum.Resumed != nil {

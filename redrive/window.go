@@ -21,7 +21,10 @@ type item struct {
 	reason string // why parked (counted already)
 	again  bool   // seen again after rotation: park without counting
 	ackNow bool   // confirmed by an interrupted run: ack without publishing
-	failed bool   // reason is a failure, not a skip
+	// sentBefore: this run already moved the message and was given it
+	// again (broker.Traits.StableIDs): ack without publishing or counting.
+	sentBefore bool
+	failed     bool // reason is a failure, not a skip
 	// pos is the delivery order within the run and group the message
 	// group of an ordered source ("" otherwise), for keeping group order.
 	pos   int64

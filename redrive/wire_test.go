@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,8 +46,12 @@ import (
 type wireLedger struct {
 	mu        sync.Mutex
 	confirmed map[string]bool
-	removals  int      // acknowledgements or deletes checked
-	bad       []string // removals with no confirm before them
+	// sent counts the sends of each message ID to each queue, "queue/id"
+	// (every attempt: the SDK's retries pass the proxy too); nil where the
+	// proxy does not count them.
+	sent     map[string]int
+	removals int      // acknowledgements or deletes checked
+	bad      []string // removals with no confirm before them
 }
 
 func newWireLedger() *wireLedger { return &wireLedger{confirmed: map[string]bool{}} }
@@ -55,6 +60,27 @@ func (l *wireLedger) confirm(id string) {
 	l.mu.Lock()
 	l.confirmed[id] = true
 	l.mu.Unlock()
+}
+
+// send counts one send of id to queue.
+func (l *wireLedger) send(queue, id string) {
+	l.mu.Lock()
+	if l.sent == nil {
+		l.sent = map[string]int{}
+	}
+	l.sent[queue+"/"+id]++
+	l.mu.Unlock()
+}
+
+// sends is how many times dlq sent id to queue; ok is false where the
+// proxy does not count sends.
+func (l *wireLedger) sends(queue, id string) (n int, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.sent == nil {
+		return 0, false
+	}
+	return l.sent[queue+"/"+id], true
 }
 
 // remove checks a removal from the source: it must follow a confirm.
@@ -123,6 +149,7 @@ func (w *sqsWire) serve(rw http.ResponseWriter, r *http.Request) {
 	}
 	op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "AmazonSQS.")
 	var req struct {
+		QueueUrl      string
 		MessageBody   string
 		ReceiptHandle string
 		Entries       []sqsEntry
@@ -131,6 +158,12 @@ func (w *sqsWire) serve(rw http.ResponseWriter, r *http.Request) {
 	// A delete is checked when it is sent: its send must have been
 	// answered with success already.
 	switch op {
+	case "SendMessage":
+		w.send(path.Base(req.QueueUrl), req.MessageBody)
+	case "SendMessageBatch":
+		for _, e := range req.Entries {
+			w.send(path.Base(req.QueueUrl), e.MessageBody)
+		}
 	case "DeleteMessage":
 		w.remove(w.idOf(req.ReceiptHandle), "DeleteMessage of")
 	case "DeleteMessageBatch":

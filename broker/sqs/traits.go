@@ -15,7 +15,8 @@ const maxReceive = 10
 // receive raises ApproximateReceiveCount). A receive returns at most 10
 // messages, so a standard queue is read by several receivers; a FIFO queue
 // (by its kind, or its name when it could not be inspected) by one, group
-// order kept. Messages keep their metadata as message attributes.
+// order kept. Messages keep their metadata as message attributes, and their
+// MessageId for good.
 func (b *Broker) Traits(q broker.Queue) broker.Traits {
 	fifo := q.Kind == broker.KindSQSFIFO || strings.HasSuffix(q.Name, ".fifo")
 	return broker.Traits{
@@ -25,5 +26,6 @@ func (b *Broker) Traits(q broker.Queue) broker.Traits {
 		Ordered:           fifo,
 		MaxAttributes:     maxAttributes,
 		Attributes:        func(*broker.Message) bool { return true },
+		StableIDs:         true,
 	}
 }
