@@ -1153,8 +1153,9 @@ func newCmdRedriveCancel(f *Factory, runF func(*redriveCancelOptions) error) *co
 		Short: "Stop a server-side move (messages already moved stay moved)",
 		Long: `Stop the running server-side move of SOURCE (or the one HANDLE names, as
 ` + "`dlq redrive status`" + ` shows it). Messages already moved stay at the destination;
-the rest stay in SOURCE.`,
-		Example:           "  dlq redrive cancel https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq\n  dlq redrive cancel orders.dlq dlq-move-orders.dlq-1a2b",
+the rest stay in SOURCE. On a terminal dlq asks first; without one it needs
+--yes.`,
+		Example:           "  dlq redrive cancel https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq\n  dlq redrive cancel orders.dlq dlq-move-orders.dlq-1a2b --yes -o json",
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: completeQueueArg(f),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -1179,6 +1180,9 @@ the rest stay in SOURCE.`,
 func redriveCancelRun(ctx context.Context, o *redriveCancelOptions) error {
 	f := o.f
 	if err := f.CheckWritable("redrive cancel"); err != nil {
+		return err
+	}
+	if err := needYes(f, "redrive cancel"); err != nil {
 		return err
 	}
 	src, mv, queue, err := openMover(ctx, f, o.Source)
@@ -1206,6 +1210,9 @@ func redriveCancelRun(ctx context.Context, o *redriveCancelOptions) error {
 		default:
 			return flagErrorf("%d server-side moves of `%s` are running: name one (%s)", len(running), queue, strings.Join(running, ", "))
 		}
+	}
+	if err := confirmOnTerminal(f, fmt.Sprintf("stop the server-side move %s of `%s` (messages already moved stay moved)", human.Visible(handle), queue)); err != nil {
+		return err
 	}
 	task, err := mv.CancelMove(ctx, queue, handle)
 	outcome := "ok"

@@ -1110,7 +1110,7 @@ func TestRedriveIntegrationSQSServerSide(t *testing.T) {
 	if !strings.Contains(errOut.String(), "dlq redrive cancel") {
 		t.Errorf("interrupted watch does not say how to stop the move: %s", errOut)
 	}
-	stdout, stderr, code = runDLQ(t, append(s.args, "redrive", "cancel", dlq)...)
+	stdout, stderr, code = runDLQ(t, append(s.args, "redrive", "cancel", dlq, "--yes")...)
 	if code != ExitOK {
 		t.Fatalf("cancel: exit %d: %s %s", code, stdout, stderr)
 	}
@@ -1170,7 +1170,7 @@ func TestRedriveIntegrationRabbitServerSide(t *testing.T) {
 	if code := <-done; code != ExitCancelled {
 		t.Errorf("interrupted watch: exit %d, want %d", code, ExitCancelled)
 	}
-	stdout, stderr, code = runDLQ(t, append(r.args, "redrive", "cancel", dlq, handle)...)
+	stdout, stderr, code = runDLQ(t, append(r.args, "redrive", "cancel", dlq, handle, "--yes")...)
 	if code != ExitOK {
 		t.Fatalf("cancel: exit %d: %s %s", code, stdout, stderr)
 	}
