@@ -28,9 +28,9 @@ type AuditRecord struct {
 	Filter      string           `json:"filter,omitempty"`
 	Groups      []string         `json:"groups,omitempty"` // failure group IDs selected (--group)
 	Transform   string           `json:"transform,omitempty"`
-	Counts      map[string]int64 `json:"counts,omitempty"`
-	IDs         []string         `json:"ids,omitempty"` // message fingerprints
-	Outcome     string           `json:"outcome"`       // ok, partial, failed, cancelled, dry-run
+	Counts      map[string]int64 `json:"counts,omitempty"` // examined, moved (redrive) or discarded (discard, purge), archived, skipped:R, failed:R
+	IDs         []string         `json:"ids,omitempty"`    // message fingerprints
+	Outcome     string           `json:"outcome"`          // ok, partial, failed, cancelled, dry-run
 	Error       string           `json:"error,omitempty"`
 }
 
@@ -168,6 +168,7 @@ func (f *Factory) auditRun(rec AuditRecord, sum redrive.Summary, runErr error, d
 		return exitErr, nil
 	}
 	rec.Counts, rec.Outcome, rec.Error = sum.Counts(), outcome, errString(runErr)
+	rec.wordCounts()
 	if rec.IDs == nil {
 		rec.IDs = sum.IDs
 	}
@@ -176,6 +177,21 @@ func (f *Factory) auditRun(rec AuditRecord, sum redrive.Summary, runErr error, d
 
 // removals are the actions that remove messages rather than move them.
 var removals = map[string]bool{"discard": true, "purge": true}
+
+// wordCounts words the counts of a discard or purge (and their TUI keys)
+// as their JSON summaries do: the messages removed are "discarded", since
+// nothing moved anywhere. Records written before said "moved"; `dlq audit`
+// reads them through this too, so that one query reads old and new.
+func (r *AuditRecord) wordCounts() {
+	n, ok := r.Counts["moved"]
+	if !ok || !removals[strings.TrimPrefix(r.Action, "tui-")] {
+		return
+	}
+	delete(r.Counts, "moved")
+	if _, has := r.Counts["discarded"]; !has {
+		r.Counts["discarded"] = n
+	}
+}
 
 // secretFlags take a value that must never be logged.
 var secretFlags = map[string]bool{"--password": true, "--secret-key": true}

@@ -36,6 +36,10 @@ func newCmdAudit(f *Factory, runF func(*auditOptions) error) *cobra.Command {
 		Long: `Every command that changes a broker appends one JSON record to the audit log:
 time, OS user, host, the command line (secrets redacted), broker, source,
 destination, filter and transform, counts, message fingerprints and outcome.
+The counts are those of the command's JSON summary: examined, moved (a
+redrive) or discarded (a discard or purge), archived, skipped:REASON and
+failed:REASON. Earlier versions of dlq counted what a discard or purge
+removed as moved: those records are listed as discarded too.
 The log is $XDG_STATE_HOME/dlq/audit.jsonl (mode 0600) unless --audit-log,
 DLQ_AUDIT_LOG or the context's audit_log says otherwise. A command that
 changes something refuses to start when the log cannot be opened for
@@ -111,6 +115,7 @@ func auditRun(ctx context.Context, o *auditOptions) error {
 		if !o.since.IsZero() && r.Time.Before(o.since) || !o.matches(r) {
 			continue
 		}
+		r.wordCounts()
 		recs = append(recs, r)
 		if o.Limit > 0 && len(recs) > o.Limit {
 			recs = recs[1:]

@@ -209,7 +209,8 @@ Ctrl-C
 
 Audit and read-only
   Every redrive, discard, purge and cancel appends a record to the audit
-  log (` + "`dlq audit`" + `). --read-only, or a context with read_only: true,
+  log (` + "`dlq audit`" + `), with the counts of the command's JSON summary:
+  a redrive's messages are moved, a discard's or purge's discarded. --read-only, or a context with read_only: true,
   refuses them before anything is touched (exit code 4); --dry-run is
   allowed. The audit log, and the archive of --archive-to, are opened
   before anything is touched too: one that cannot be written refuses the

@@ -3,6 +3,8 @@ package cmd
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -179,6 +181,14 @@ func TestRemovalSummariesSayDiscarded(t *testing.T) {
 	if d := testdiff.JSON(t, want, counts); d != "" {
 		t.Errorf("summary counts differ:\n%s", d)
 	}
+	// The audit record counts as the summary does.
+	recs := readAudit(t, f.AuditPath())
+	if len(recs) != 1 {
+		t.Fatalf("%d audit records, want 1", len(recs))
+	}
+	if d := testdiff.JSON(t, map[string]int64{"examined": 3, "discarded": 2, "skipped:filtered": 1}, recs[0].Counts); d != "" {
+		t.Errorf("the discard's audit counts differ:\n%s", d)
+	}
 
 	b = &moveFake{dlq: fakeDead(1000)}
 	f, outs = moveFactory(t, b, false)
@@ -189,5 +199,42 @@ func TestRemovalSummariesSayDiscarded(t *testing.T) {
 	_, stderr = outs()
 	if code != ExitPartial || !strings.Contains(stderr, "stopped after removing ") {
 		t.Errorf("exit %d, stderr %q: want %d and how many were removed", code, stderr, ExitPartial)
+	}
+	recs = readAudit(t, f.AuditPath())
+	if len(recs) != 1 || recs[0].Action != "purge" {
+		t.Fatalf("audit records %+v, want one purge", recs)
+	}
+	if _, moved := recs[0].Counts["moved"]; moved || recs[0].Counts["discarded"] == 0 || recs[0].Counts["discarded"] != recs[0].Counts["archived"] {
+		t.Errorf("the purge's audit counts %v: want discarded (as many as archived) and no moved", recs[0].Counts)
+	}
+}
+
+// `dlq audit` lists a discard's and a purge's counts as discarded, those
+// earlier versions recorded as moved too, and a redrive's as moved.
+func TestAuditListsRemovalsAsDiscarded(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "audit.jsonl")
+	old := `{"time":"2026-11-01T10:00:00Z","user":"ana","host":"h","command":"dlq discard q","action":"discard","source":"q","counts":{"examined":5,"moved":4},"outcome":"ok"}
+{"time":"2026-11-01T10:01:00Z","user":"ana","host":"h","command":"dlq tui","action":"tui-purge","source":"q","counts":{"moved":2},"outcome":"ok"}
+{"time":"2026-11-01T10:02:00Z","user":"ana","host":"h","command":"dlq redrive q","action":"redrive","source":"q","counts":{"examined":3,"moved":3},"outcome":"ok"}
+`
+	if err := os.WriteFile(log, []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runDLQ(t, "audit", "--audit-log", log, "-o", "json")
+	var recs []AuditRecord
+	if err := json.Unmarshal([]byte(stdout), &recs); err != nil || code != ExitOK {
+		t.Fatalf("exit %d (%v): %s %s", code, err, stdout, stderr)
+	}
+	var got []map[string]int64
+	for _, r := range recs {
+		got = append(got, r.Counts)
+	}
+	want := []map[string]int64{{"examined": 5, "discarded": 4}, {"discarded": 2}, {"examined": 3, "moved": 3}}
+	if d := testdiff.JSON(t, want, got); d != "" {
+		t.Errorf("counts differ:\n%s", d)
+	}
+	stdout, _, _ = runDLQ(t, "audit", "--audit-log", log)
+	if !strings.Contains(stdout, "discarded=4 examined=5") || !strings.Contains(stdout, "examined=3 moved=3") {
+		t.Errorf("the table does not word the counts so:\n%s", stdout)
 	}
 }

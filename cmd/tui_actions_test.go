@@ -87,7 +87,7 @@ func TestTUIActionsAreAudited(t *testing.T) {
 		{Action: "tui-redrive", Source: "orders.dlq", Destination: "file://" + moved, Outcome: "ok",
 			Counts: map[string]int64{"examined": n, "moved": 2, "skipped:not-selected": n - 2}, IDs: []string{msgs[0].ID, msgs[1].ID}},
 		{Action: "tui-discard", Source: "orders.dlq", Destination: "file://" + kept, Outcome: "ok",
-			Counts: map[string]int64{"examined": n, "moved": 1, "archived": 1, "skipped:not-selected": n - 1}, IDs: []string{msgs[2].ID}},
+			Counts: map[string]int64{"examined": n, "discarded": 1, "archived": 1, "skipped:not-selected": n - 1}, IDs: []string{msgs[2].ID}},
 	}
 	if d := testdiff.JSON(t, want, shapes(readAudit(t, f.Options.AuditLog))); d != "" {
 		t.Errorf("audit records differ:\n%s", d)
