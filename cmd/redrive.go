@@ -960,7 +960,7 @@ func (b *redriveBar) update(p redrive.Progress) {
 		b.last = now
 	}
 	b.shown = true
-	line := fmt.Sprintf("%s %d", b.verb, p.Moved)
+	line := progressCount(b.verb, p)
 	if p.Total > 0 {
 		const width = 24
 		frac := float64(p.Behind()) / float64(p.Total)
@@ -968,12 +968,7 @@ func (b *redriveBar) update(p redrive.Progress) {
 			frac = 1
 		}
 		n := int(frac * width)
-		bar := "[" + strings.Repeat("=", n) + strings.Repeat(" ", width-n) + "] "
-		if p.Selected {
-			line = fmt.Sprintf("%s%s %d/%d", bar, b.verb, p.Moved, p.Total)
-		} else {
-			line = fmt.Sprintf("%s%s %d, examined %d of ~%d in the queue", bar, b.verb, p.Moved, p.Examined, p.Total)
-		}
+		line = "[" + strings.Repeat("=", n) + strings.Repeat(" ", width-n) + "] " + line
 	}
 	line += fmt.Sprintf("  %.0f msg/s", p.Rate)
 	if eta := p.ETA(); eta > 0 {
@@ -986,6 +981,20 @@ func (b *redriveBar) update(p redrive.Progress) {
 		line += "  (paused: broker blocked)"
 	}
 	fmt.Fprintf(b.f.IO.ErrOut, "\r\x1b[K%s", line)
+}
+
+// progressCount words what a progress report measures: moves against the
+// selection when it is known ("moved 24/60"), otherwise the messages
+// examined against the queue's depth at the start ("moved 24, examined 84
+// of ~200 in the queue"), or the moves alone when neither is known.
+func progressCount(verb string, p redrive.Progress) string {
+	switch {
+	case p.Total > 0 && p.Selected:
+		return fmt.Sprintf("%s %d/%d", verb, p.Moved, p.Total)
+	case p.Total > 0:
+		return fmt.Sprintf("%s %d, examined %d of ~%d in the queue", verb, p.Moved, p.Examined, p.Total)
+	}
+	return fmt.Sprintf("%s %d", verb, p.Moved)
 }
 
 func (b *redriveBar) finish() {

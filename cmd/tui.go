@@ -253,9 +253,12 @@ func tuiGrouping(ctx context.Context, spec string, msgs []*broker.Message, now t
 	return out, nil
 }
 
-func tuiProgress(progress func(tui.Progress)) func(redrive.Progress) {
+// tuiProgress reports a run's progress as the command's progress line
+// words it: against the selection when it is known, otherwise as the
+// messages examined of the queue's depth.
+func tuiProgress(verb string, progress func(tui.Progress)) func(redrive.Progress) {
 	return func(p redrive.Progress) {
-		progress(tui.Progress{Done: p.Moved, Failed: p.Failed, Total: p.Total})
+		progress(tui.Progress{Done: p.Behind(), Failed: p.Failed, Total: p.Total, Note: progressCount(verb, p)})
 	}
 }
 
@@ -321,7 +324,12 @@ func tuiRedrive(ctx context.Context, f *Factory, b broker.Broker, req tui.Action
 		return tui.Result{}, err
 	}
 	ro.Dest = req.Dest
-	ro.Progress = tuiProgress(progress)
+	if len(req.IDs) == 0 && req.Filter != "" && req.Expected > 0 {
+		// The user confirmed the messages the list's whole read found
+		// matching: the selection, as a preview counts it.
+		ro.Selected = req.Expected
+	}
+	ro.Progress = tuiProgress("moved", progress)
 	dst, closeDst, err := tuiDestination(ctx, f, b, req.Dest)
 	if err != nil {
 		return tui.Result{}, err
@@ -345,7 +353,7 @@ func tuiDiscard(ctx context.Context, f *Factory, b broker.Broker, req tui.Action
 	if err != nil {
 		return tui.Result{}, err
 	}
-	ro.Progress = tuiProgress(progress)
+	ro.Progress = tuiProgress("discarded", progress)
 	ab, pub, _, err := openArchive(ctx, f, req.Archive, "file://"+req.Archive, b, req.Queue)
 	if err != nil {
 		return tui.Result{}, err

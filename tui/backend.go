@@ -128,10 +128,15 @@ type ReplaceRequest struct {
 
 // Progress is reported by long actions while they run.
 type Progress struct {
-	Done   int64 // messages finished (moved, discarded, exported)
+	// Done is how much of Total is behind: messages finished (moved,
+	// discarded, exported), or, where Note says so, messages examined of a
+	// queue's depth.
+	Done   int64
 	Failed int64
 	Total  int64 // 0 when unknown
-	Note   string
+	// Note, when set, words the count in place of Done/Total ("moved
+	// 24/60", "moved 24, examined 84 of ~200 in the queue").
+	Note string
 }
 
 // Result is what an action did.

@@ -150,6 +150,9 @@ func (j *job) view(st styles, cancel key.Binding, width int) string {
 		count += "/" + strconv.FormatInt(p.Total, 10)
 		frac = float64(p.Done) / float64(p.Total)
 	}
+	if p.Note != "" {
+		count = p.Note
+	}
 	if p.Failed > 0 {
 		count += " (" + strconv.FormatInt(p.Failed, 10) + " failed)"
 	}
