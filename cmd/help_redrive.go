@@ -67,7 +67,10 @@ Journal and --resume
   removes its journal: there is nothing to resume.
   --resume finishes only the interrupted runs whose destination and
   selection (--to, --filter, --group, --id, --limit, …) are those given
-  now; settings not given are taken from the journal. When none matches,
+  now; settings not given are taken from the journal. A run confirmed on
+  a terminal moves the messages its preview showed, and its journal lists
+  them: --resume moves only those, never a message that arrived since,
+  even one the selection matches. When none matches,
   or the matching ones differ, it lists them (id, start, source →
   destination, selection) and moves nothing. A run that completes the
   same redrive as an interrupted one (same source, destination and

@@ -569,6 +569,15 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	ro := redrive.Options{Dest: dest, SourceName: srcName, Words: flagSetting}
 	o.libOptions(&ro)
 	ro.Resume = resume
+	// chosen are the messages a confirmed preview chose: the run moves
+	// only those, and its journal records them, so that a resumed run
+	// does too.
+	var chosen []string
+	if resume != nil {
+		if chosen = resume.Chosen(); chosen != nil {
+			ro.IDs = chosen
+		}
+	}
 	ro.Notice = func(s string) { f.IO.Statusf("dlq: %s", s) }
 	ledger, err := openArchiveLedger(ctx, o, src, queue, dst, ro)
 	if err != nil {
@@ -591,7 +600,7 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 		if ids != nil && ro.Selective() {
 			// The preview's read chose: the run moves exactly the
 			// messages it showed, without choosing again.
-			ro.IDs = ids
+			ro.IDs, chosen = ids, ids
 		}
 	}
 	bar := newRedriveBar(f, "moved")
@@ -599,7 +608,7 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 		ro.Progress = bar.update
 	}
 	if !o.DryRun && !o.NoJournal {
-		j, err := redrive.CreateJournal(jdir, redrive.JournalHeader{Key: jkey, Broker: broker.Redact(src.String()), Source: srcName, Destination: broker.Redact(o.To), Plan: o.plan()})
+		j, err := redrive.CreateJournal(jdir, redrive.JournalHeader{Key: jkey, Broker: broker.Redact(src.String()), Source: srcName, Destination: broker.Redact(o.To), Plan: o.plan(), ChosenIDs: chosen})
 		if err != nil {
 			return fmt.Errorf("%w: pass `--no-journal` to run without one (an interrupted run then cannot be resumed)", err)
 		}

@@ -65,6 +65,9 @@ func describeJournal(j redrive.JournalInfo) string {
 	if len(sel) > 0 {
 		what = strings.Join(sel, " ")
 	}
+	if h.Chosen > 0 {
+		what += fmt.Sprintf(" (only the %d messages its preview chose)", h.Chosen)
+	}
 	return fmt.Sprintf("  %s  %s  %s → %s  %s", h.RunID, h.Started.UTC().Format("2006-01-02 15:04 MST"), h.Source, h.Destination, what)
 }
 

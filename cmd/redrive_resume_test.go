@@ -1,13 +1,16 @@
 package cmd
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/dlq-tools/dlq/internal/testdiff"
 	"github.com/dlq-tools/dlq/redrive"
 )
 
@@ -102,5 +105,48 @@ func TestRedriveCompletedRunClosesInterruptedJournal(t *testing.T) {
 	}
 	if stderr := run("--to", a, "--again", "--limit", "1"); strings.Contains(stderr, "interrupted") {
 		t.Errorf("a later run still notes an interrupted redrive:\n%s", stderr)
+	}
+}
+
+// A confirmed run moves the messages its preview chose, and its journal
+// records them: --resume of the interrupted run moves only those, not a
+// message that arrived since, though the run's filter matches it.
+func TestRedriveResumeMovesWhatThePreviewChose(t *testing.T) {
+	b := &moveFake{dlq: fakeDead(6)}
+	f, outs := moveFactory(t, b, true)
+	state := os.Getenv("XDG_STATE_HOME")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.published = cancel // interrupted at its first publish
+	code := execute(ctx, f, []string{"redrive", "orders.dlq", "--filter", ".body.n % 2 == 0", "--window", "1", "--concurrency", "1"})
+	_, stderr := outs()
+	if code != ExitPartial || len(b.dest) == 0 || len(b.dest) == 3 {
+		t.Fatalf("the interrupted run: exit %d with %d moved, want %d after some; stderr:\n%s", code, len(b.dest), ExitPartial, stderr)
+	}
+	b.published = nil
+	late := fakeDead(7)[6] // {"n":6}: the filter matches it
+	b.dlq = append(b.dlq, late)
+
+	f, outs = moveFactory(t, b, false)
+	t.Setenv("XDG_STATE_HOME", state)
+	code = execute(context.Background(), f, []string{"redrive", "orders.dlq", "--resume", "--yes"})
+	stdout, stderr := outs()
+	if code != ExitOK {
+		t.Fatalf("--resume: exit %d:\n%s%s", code, stdout, stderr)
+	}
+	var moved, left []string
+	for _, m := range b.dest {
+		moved = append(moved, m.ID)
+	}
+	for _, m := range b.dlq {
+		left = append(left, m.ID)
+	}
+	slices.Sort(moved)
+	slices.Sort(left)
+	if d := testdiff.Lines([]string{"m00", "m02", "m04"}, moved); d != "" {
+		t.Errorf("moved:\n%s", d)
+	}
+	if d := testdiff.Lines([]string{"m01", "m03", "m05", "m06"}, left); d != "" {
+		t.Errorf("left in the source:\n%s", d)
 	}
 }

@@ -24,6 +24,8 @@ import (
 // run, message by message (by fingerprint):
 //
 //	H {header JSON}      the run: source, destination, selection
+//	S id id …            the only messages the run may move (chosen by a
+//	                     confirmed preview; the header's "chosen" counts them)
 //	P id id …            about to publish (sent, not yet confirmed)
 //	C id id …            confirmed by the destination
 //	B {"ack_hold":N}     acknowledgements the source may hold back
@@ -61,6 +63,13 @@ type JournalHeader struct {
 	// where the first run took them, never from the journal.
 	Plan map[string]string `json:"plan,omitempty"`
 	PID  int               `json:"pid"`
+	// Chosen counts the message IDs of the journal's S lines: the run
+	// moves only those (a confirmed preview chose them), and so does a
+	// resumed run, whatever its selection matches now. 0: the run selects
+	// by its plan.
+	Chosen int `json:"chosen,omitempty"`
+	// ChosenIDs are written as the S lines by CreateJournal.
+	ChosenIDs []string `json:"-"`
 }
 
 // Journal is an open journal of a running redrive.
@@ -128,9 +137,30 @@ func CreateJournal(dir string, hdr JournalHeader) (*Journal, error) {
 		f.Close()
 		return nil, fmt.Errorf("journal %s: lock: %w", path, err)
 	}
+	chosen := hdr.ChosenIDs
+	hdr.ChosenIDs, hdr.Chosen = nil, len(chosen)
 	j := &Journal{path: path, f: f, hdr: hdr}
 	line, _ := json.Marshal(hdr)
-	if _, err := f.Write(append(append([]byte("H "), line...), '\n')); err != nil {
+	var buf bytes.Buffer
+	buf.WriteString("H ")
+	buf.Write(line)
+	buf.WriteByte('\n')
+	// The chosen IDs go out with the header, in one write: a journal
+	// never holds a header without them.
+	for i, id := range chosen {
+		if i%1000 == 0 {
+			if i > 0 {
+				buf.WriteByte('\n')
+			}
+			buf.WriteByte('S')
+		}
+		buf.WriteByte(' ')
+		buf.WriteString(escapeID(id))
+	}
+	if len(chosen) > 0 {
+		buf.WriteByte('\n')
+	}
+	if _, err := f.Write(buf.Bytes()); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("journal %s: %w", path, err)
 	}
@@ -363,6 +393,10 @@ type ResumeState struct {
 	// counted from about then, ends.
 	LastActive   time.Time
 	hiddenNotice bool
+	// chosen are the messages the interrupted runs may move, when every
+	// one of them recorded its choice (JournalHeader.Chosen); nil when
+	// one selected by its plan.
+	chosen map[string]bool
 }
 
 // ResumeReport tells what the interrupted runs left behind.
@@ -452,6 +486,7 @@ func LoadJournals(paths []string) (*ResumeState, error) {
 	}
 	r := &ResumeState{confirmed: map[string]int{}}
 	unconfirmed := map[string]int{}
+	chosen, allChose := map[string]bool{}, true
 	for _, p := range paths {
 		if err := scrubJournal(p); err != nil {
 			return nil, err
@@ -473,6 +508,7 @@ func LoadJournals(paths []string) (*ResumeState, error) {
 		// The acknowledgements this journal recorded last, up to its hold.
 		var lastAcked []string
 		ackHold := 0
+		chose := false
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 1<<20), 1<<26)
 		for sc.Scan() {
@@ -486,6 +522,11 @@ func LoadJournals(paths []string) (*ResumeState, error) {
 				var h JournalHeader
 				if json.Unmarshal([]byte(rest), &h) == nil {
 					r.Headers = append(r.Headers, h.redacted())
+					chose = h.Chosen > 0
+				}
+			case 'S':
+				for _, id := range strings.Fields(rest) {
+					chosen[unescapeID(id)] = true
 				}
 			case 'B':
 				var b journalBegin
@@ -524,6 +565,7 @@ func LoadJournals(paths []string) (*ResumeState, error) {
 				}
 			}
 		}
+		allChose = allChose && chose
 		if len(lastAcked) > ackHold {
 			lastAcked = lastAcked[len(lastAcked)-ackHold:]
 		}
@@ -532,6 +574,9 @@ func LoadJournals(paths []string) (*ResumeState, error) {
 	}
 	if len(r.Paths) == 0 {
 		return nil, ErrNoJournal
+	}
+	if allChose {
+		r.chosen = chosen
 	}
 	for id, n := range r.confirmed {
 		if n <= 0 {
@@ -556,6 +601,23 @@ func LoadJournals(paths []string) (*ResumeState, error) {
 		r.report0.MaybeNotAckedIDs = r.report0.MaybeNotAckedIDs[:100]
 	}
 	return r, nil
+}
+
+// Chosen are the only messages the interrupted runs may move, sorted:
+// those their confirmed previews chose (JournalHeader.Chosen). A resumed
+// run moves only these (Options.IDs), so that a message that arrived
+// since, even one its selection matches, stays. Nil when a run selected
+// by its plan alone.
+func (r *ResumeState) Chosen() []string {
+	if r.chosen == nil {
+		return nil
+	}
+	ids := make([]string, 0, len(r.chosen))
+	for id := range r.chosen {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
 }
 
 // Plan is the plan of the most recent interrupted run.

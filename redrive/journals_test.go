@@ -1,6 +1,7 @@
 package redrive
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,5 +131,49 @@ func TestOldJournalScrubbedOnRead(t *testing.T) {
 				t.Errorf("files left: %v", left)
 			}
 		})
+	}
+}
+
+// A journal keeps the messages a confirmed preview chose; a resume of
+// journals that all chose moves only their union, and of any journal that
+// selected by its plan, by the plan.
+func TestJournalChosen(t *testing.T) {
+	dir := t.TempDir()
+	write := func(chosen []string) {
+		t.Helper()
+		j, err := CreateJournal(dir, JournalHeader{Key: "k", Source: "q", ChosenIDs: chosen})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := j.record('P', []string{"a"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := make([]string, 2500)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("id %04d", i) // a space: escaped
+	}
+	write(ids[:2000])
+	write(ids[1500:])
+	r, err := LoadInterrupted(dir, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := r.Chosen()
+	r.Release()
+	if d := testdiff.Lines(ids, got); d != "" {
+		t.Errorf("chosen:\n%s", d)
+	}
+	write(nil)
+	r, err = LoadInterrupted(dir, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release()
+	if got := r.Chosen(); got != nil {
+		t.Errorf("with a journal that selected by its plan, chosen %d IDs, want none", len(got))
 	}
 }
