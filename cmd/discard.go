@@ -107,7 +107,8 @@ func newCmdDiscard(f *Factory, runF func(*discardOptions) error) *cobra.Command 
 		Short: "Remove selected dead letters, archiving them first",
 		Long: `Remove the messages of QUEUE that --filter, --group, --id, --older-than or
 --newer-than select (at most --limit); --group takes a failure group ID from
-` + "`dlq stats QUEUE`" + ` (the queue is read once first to find the group's messages). With --archive-to each batch is written to the
+` + "`dlq stats QUEUE`" + ` (the queue is read once first to find the group's messages; that
+read serves --dry-run and the check of --filter too). With --archive-to each batch is written to the
 archive and fsynced before any of its messages is removed from the queue; a
 crash leaves a message in the archive and the queue, never in neither.
 Without an archive you must say --no-archive. Messages that are not selected
@@ -156,12 +157,18 @@ func discardRun(ctx context.Context, o *discardOptions) error {
 			return err
 		}
 	}
-	if err := o.Select.Groups.resolve(ctx, f, src, queue, name, broker.PeekOptions{}); err != nil {
+	// The groups' read serves the look that follows (the filter's check, a
+	// dry run): the queue is read once.
+	kept, err := o.Select.Groups.resolve(ctx, f, src, queue, name, broker.PeekOptions{}, o.DryRun || (!o.Force && o.Select.filter != nil))
+	if err != nil {
 		return endNothingSelected(f, o.format, err, newRemovalJSON(redrive.Summary{Source: name, Destination: "discard", DryRun: o.DryRun}, nil, nil))
+	}
+	if kept != nil && !o.DryRun && kept.rep.Changed != "" {
+		f.IO.Statusf("%s", kept.rep.Changed)
 	}
 	var selected int64
 	if !o.DryRun && !o.Force {
-		if selected, err = checkFilterPaths(ctx, f, src, queue, o.Select); err != nil {
+		if selected, err = checkFilterPaths(ctx, f, src, queue, o.Select, kept.readFrom()); err != nil {
 			return err
 		}
 	}
@@ -185,6 +192,10 @@ func discardRun(ctx context.Context, o *discardOptions) error {
 	}
 	ro := redrive.Options{DryRun: o.DryRun, Notice: func(s string) { f.IO.Statusf("dlq: %s", s) }, Words: flagSetting}
 	o.Select.apply(&ro)
+	if o.DryRun {
+		ro.Read = kept.readFrom()
+	}
+	kept = nil
 	ro.Selected = selected
 	bar := newRedriveBar(f, "discarded")
 	ro.Progress = bar.update
@@ -209,12 +220,13 @@ func discardRun(ctx context.Context, o *discardOptions) error {
 // refuses a filter that reads a path null in every message: `.body.ammount
 // == null` would select them all, `.body.ammount > 1` none, and either is
 // most likely a typo. It returns how many messages the selection holds (0
-// without a filter: not read).
-func checkFilterPaths(ctx context.Context, f *Factory, src broker.Broker, queue string, s selectFlags) (int64, error) {
+// without a filter: not read). read, when set, is a read of the queue
+// already made (nil: read it).
+func checkFilterPaths(ctx context.Context, f *Factory, src broker.Broker, queue string, s selectFlags, read broker.Peeker) (int64, error) {
 	if s.filter == nil {
 		return 0, nil
 	}
-	ro := redrive.Options{DryRun: true, MaxIDs: 1}
+	ro := redrive.Options{DryRun: true, MaxIDs: 1, Read: read}
 	s.apply(&ro)
 	sum, err := redrive.Discard(ctx, src, queue, nil, broker.Destination{}, ro)
 	if err != nil {

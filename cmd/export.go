@@ -133,7 +133,7 @@ func exportRun(ctx context.Context, opts *exportOptions) error {
 		return err
 	}
 	defer b.Close()
-	if err := opts.Groups.resolve(ctx, f, b, queue, queue, opts.Peek.options(f.Now(), 0)); err != nil {
+	if _, err := opts.Groups.resolve(ctx, f, b, queue, queue, opts.Peek.options(f.Now(), 0), false); err != nil {
 		return err
 	}
 	db, pub, _, err := openArchive(ctx, f, "`--to "+opts.To+"`", opts.To, b, queue)

@@ -42,38 +42,123 @@ func (g *groupFlag) validate(reason inspect.ReasonFunc) error {
 
 // resolve reads queue once without removing anything (a peek, as stats
 // reads) to learn which templates the IDs name, and fails with a one-line
-// error for an ID that no message has.
-func (g *groupFlag) resolve(ctx context.Context, f *Factory, b broker.Broker, queue, shown string, po broker.PeekOptions) error {
+// error for an ID that no message has. With keep it keeps what it read and
+// returns it (nil when the queue is too large to keep), for the command's
+// next look at the queue (a preview, a dry run), which then says what the
+// read changed.
+func (g *groupFlag) resolve(ctx context.Context, f *Factory, b broker.Broker, queue, shown string, po broker.PeekOptions, keep bool) (*keptRead, error) {
 	if g.sel == nil {
-		return nil
+		return nil, nil
 	}
 	p, ok := b.(broker.Peeker)
 	if !ok {
-		return flagErrorf("`--group` needs to read `%s` first, and %s cannot read messages without removing them: select with `--filter '.group == \"ID\"'` instead", shown, broker.Redact(b.String()))
+		return nil, flagErrorf("`--group` needs to read `%s` first, and %s cannot read messages without removing them: select with `--filter '.group == \"ID\"'` instead", shown, broker.Redact(b.String()))
+	}
+	var kept *keptRead
+	if keep {
+		kept = &keptRead{}
+		p = keepingPeeker{p, kept}
 	}
 	if f.IO.IsStderrTTY() {
-		f.IO.Statusf("dlq: reading `%s` to find its failure groups (%s)…", shown, readingNote(ctx, b, queue))
+		what := "to find its failure groups"
+		if keep {
+			what = "once to find its failure groups and the messages they hold"
+		}
+		f.IO.Statusf("dlq: reading `%s` %s (%s)…", shown, what, readingNote(ctx, b, queue))
 	}
 	rep, err := g.sel.Resolve(ctx, p, queue, fullRead(ctx, b, queue, po), 0)
 	var ue *inspect.UnknownGroupError
 	if errors.As(err, &ue) && len(ue.IDs) == len(g.IDs) {
 		// One line: what was selected, and what the read changed.
-		return nothingSelected{fmt.Sprintf("no message of `%s` is in group %s (list its groups with `dlq stats %s --group-by reason`)", shown, strings.Join(ue.IDs, " or "), shown), rep.Changed}
+		return nil, nothingSelected{fmt.Sprintf("no message of `%s` is in group %s (list its groups with `dlq stats %s --group-by reason`)", shown, strings.Join(ue.IDs, " or "), shown), rep.Changed}
 	}
-	if rep.Changed != "" {
+	if kept != nil && kept.full {
+		f.IO.Statusf("dlq: `%s` holds more than %d MiB, too much to keep: it is read a second time to look at the groups' messages", shown, keepMax>>20)
+		kept = nil
+	}
+	if kept != nil {
+		kept.rep = rep
+	} else if rep.Changed != "" {
 		f.IO.Statusf("%s", rep.Changed)
+	}
+	if err != nil {
+		kept = nil
 	}
 	if errors.As(err, &ue) {
 		noun := "group"
 		if len(ue.IDs) > 1 {
 			noun = "groups"
 		}
-		return flagErrorf("no message of `%s` is in %s %s: list its groups with `dlq stats %s --group-by reason`", shown, noun, strings.Join(ue.IDs, ", "), shown)
+		return nil, flagErrorf("no message of `%s` is in %s %s: list its groups with `dlq stats %s --group-by reason`", shown, noun, strings.Join(ue.IDs, ", "), shown)
 	}
 	if err != nil {
-		return suggestQueue(ctx, b, queue, fmt.Errorf("find failure groups: %w", err))
+		return nil, suggestQueue(ctx, b, queue, fmt.Errorf("find failure groups: %w", err))
 	}
-	return nil
+	return kept, nil
+}
+
+// keepMax bounds the bytes a keptRead holds (bodies, and an allowance for
+// each message's headers and properties); a variable for the tests.
+var keepMax = 256 << 20
+
+// keptRead is a read of a queue kept in memory, so that a command's next
+// look at the queue is not a second read: on RabbitMQ each whole read
+// rotates every message, and on SQS it raises every receive count.
+type keptRead struct {
+	msgs []*broker.Message
+	rep  broker.PeekReport
+	size int
+	// full: the read held more than keepMax; nothing is kept.
+	full bool
+}
+
+func (k *keptRead) keep(m *broker.Message) {
+	if k.full {
+		return
+	}
+	if k.size += m.Size() + 512; k.size > keepMax {
+		k.full, k.msgs = true, nil
+		return
+	}
+	k.msgs = append(k.msgs, m.Clone())
+}
+
+// Peek visits the kept messages in the order they were read, and reports
+// what the read reported; opts are those of the read.
+func (k *keptRead) Peek(ctx context.Context, queue string, opts broker.PeekOptions, visit func(*broker.Message) error) (broker.PeekReport, error) {
+	for _, m := range k.msgs {
+		if err := ctx.Err(); err != nil {
+			return k.rep, err
+		}
+		if err := visit(m); err != nil {
+			return k.rep, err
+		}
+	}
+	return k.rep, nil
+}
+
+// keepingPeeker keeps a copy of each message its Peeker visits.
+type keepingPeeker struct {
+	p    broker.Peeker
+	kept *keptRead
+}
+
+func (k keepingPeeker) Peek(ctx context.Context, queue string, opts broker.PeekOptions, visit func(*broker.Message) error) (broker.PeekReport, error) {
+	return k.p.Peek(ctx, queue, opts, func(m *broker.Message) error {
+		if err := visit(m); err != nil {
+			return err
+		}
+		k.kept.keep(m)
+		return nil
+	})
+}
+
+// readFrom is what a dry run reads: the kept read, or the source (nil).
+func (k *keptRead) readFrom() broker.Peeker {
+	if k == nil {
+		return nil
+	}
+	return k
 }
 
 // groupFilter is a redrive filter: the jq filter (if any) and the groups.

@@ -306,7 +306,7 @@ func peekRun(ctx context.Context, opts *peekOptions) error {
 	defer b.Close()
 
 	now := f.Now()
-	if err := opts.Groups.resolve(ctx, f, b, queue, queue, opts.Peek.options(now, 0)); err != nil {
+	if _, err := opts.Groups.resolve(ctx, f, b, queue, queue, opts.Peek.options(now, 0), false); err != nil {
 		return err
 	}
 	w := newPeekWriter(f, opts, now)

@@ -149,7 +149,8 @@ flag out for no limit). Redrives that left no record (--no-redrive-header,
 
 Select with --filter, --group, --id, --limit, --older-than, --newer-than
 (--group takes a failure group ID from ` + "`dlq stats`" + `; the source is read once
-first, without removing anything, to find the group's messages); rewrite with
+first, without removing anything, to find the group's messages, and that
+read serves the preview and --dry-run too); rewrite with
 --transform (jq over the same document as --filter, e.g. '.body.retry = 0')
 and --set-header. Death headers (x-death, x-first-death-*, x-last-death-*,
 x-delivery-count) are stripped unless --keep-death-headers, and the failure
@@ -563,11 +564,16 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 		return redriveServerSide(ctx, o, src, srcName, dest)
 	}
 
-	if err := o.Select.Groups.resolve(ctx, f, src, queue, srcName, broker.PeekOptions{}); err != nil {
+	// A preview (or a dry run) follows the groups' read: that read serves
+	// it too, so that the queue is read once before the question.
+	previewing := !o.DryRun && !f.Options.Yes && f.IO.CanPrompt() && resume == nil
+	kept, err := o.Select.Groups.resolve(ctx, f, src, queue, srcName, broker.PeekOptions{}, previewing || o.DryRun)
+	if err != nil {
 		return endNothingSelected(f, o.format, err, summaryJSON{Summary: redrive.Summary{Source: srcName, Destination: broker.Redact(o.To), DryRun: o.DryRun}})
 	}
 	ro := redrive.Options{Dest: dest, SourceName: srcName, Words: flagSetting}
 	o.libOptions(&ro)
+	ro.Read = kept.readFrom()
 	ro.Resume = resume
 	// chosen are the messages a confirmed preview chose: the run moves
 	// only those, and its journal records them, so that a resumed run
@@ -586,10 +592,9 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	if ledger != nil && !o.DryRun {
 		ro.Moved = ledger.moved
 	}
-	previewed := false
 	if !o.DryRun {
-		previewed = !f.Options.Yes && f.IO.CanPrompt() && resume == nil
 		n, ids, err := confirmRedrive(ctx, f, src, queue, dst, ro, resume != nil)
+		ro.Read, kept = nil, nil
 		if err != nil {
 			if errors.Is(err, errNothingToMove) {
 				return nil
@@ -636,7 +641,7 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 		o.supersede(jdir, jkey, srcName, f.Now())
 	}
 	sum.Source, sum.Destination = srcName, broker.Redact(o.To)
-	if !previewed {
+	if !previewing {
 		warnMissingPaths(f, "--filter", o.Select.filter)
 	}
 	saySelectedNone(f, o.Select, sum, runErr)
@@ -685,7 +690,9 @@ func confirmRedrive(ctx context.Context, f *Factory, src broker.Broker, queue st
 		// own; ask plainly.
 		return 0, nil, confirmOnTerminal(f, fmt.Sprintf("finish the interrupted redrive of `%s` to %s", ro.SourceName, ro.Dest))
 	}
-	f.IO.Statusf("dlq: reading `%s` to preview the redrive (%s)…", ro.SourceName, readingNote(ctx, src, queue))
+	if ro.Read == nil {
+		f.IO.Statusf("dlq: reading `%s` to preview the redrive (%s)…", ro.SourceName, readingNote(ctx, src, queue))
+	}
 	s, err := redrive.Preview(ctx, src, queue, dst, ro)
 	if err != nil {
 		err = suggestQueue(ctx, src, queue, err)

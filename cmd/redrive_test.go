@@ -688,7 +688,7 @@ func TestRedriveUnknownGroupSaysWhatItsReadChanged(t *testing.T) {
 	}
 	_, stderr := outs()
 	want := []string{
-		"dlq: reading `orders.dlq` to find its failure groups (rotating it: each message is republished to its back, see `dlq help peek-safety`)…",
+		"dlq: reading `orders.dlq` once to find its failure groups and the messages they hold (rotating it: each message is republished to its back, see `dlq help peek-safety`)…",
 		"no message of `orders.dlq` is in group 0123456789 (list its groups with `dlq stats orders.dlq --group-by reason`); no message was moved or removed, but reading the queue changed it: " + rotated,
 	}
 	if d := testdiff.Lines(want, strings.Split(strings.TrimSpace(stderr), "\n")); d != "" {

@@ -192,7 +192,7 @@ func statsRun(ctx context.Context, opts *statsOptions) error {
 	}
 	defer b.Close()
 	now := f.Now()
-	if err := opts.Groups.resolve(ctx, f, b, queue, queue, opts.Peek.options(now, opts.Limit)); err != nil {
+	if _, err := opts.Groups.resolve(ctx, f, b, queue, queue, opts.Peek.options(now, opts.Limit), false); err != nil {
 		return err
 	}
 	so := inspect.StatsOptions{

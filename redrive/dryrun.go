@@ -18,6 +18,9 @@ import (
 // skipped and why, and diffs of the first transformed messages.
 func (e *engine) dryRun(ctx context.Context) (Summary, error) {
 	p, ok := e.src.(broker.Peeker)
+	if e.opts.Read != nil {
+		p, ok = e.opts.Read, true
+	}
 	if !ok {
 		return e.tally.sum, broker.Errorf(broker.ErrUnsupported, "dry run", "%s cannot be read without taking messages", e.src)
 	}

@@ -83,6 +83,11 @@ type Options struct {
 	DryRun bool
 	// DiffLimit is how many before/after diffs a dry run keeps (default 3).
 	DiffLimit int
+	// Read, when set, is what a dry run (and Preview) reads in place of the
+	// source: a read of it already made (a front end read the queue to
+	// resolve its selection), so that the queue is read once. Its report's
+	// Changed is what that read changed.
+	Read broker.Peeker
 
 	// Rate caps messages per second (0 = unlimited). Ramp raises the rate
 	// linearly from a tenth of Rate to Rate over this long.
