@@ -1372,3 +1372,22 @@ func TestStatsIntegrationSQSFIFOOutOfReach(t *testing.T) {
 		})
 	}
 }
+
+// With --group on a terminal the read that finds the group serves the
+// preview: a quorum DLQ is rotated once before the question, not twice.
+func TestRedriveIntegrationRabbitGroupReadsOnce(t *testing.T) {
+	r := newRIRabbit(t)
+	work, dlq := riDeadLetters(t, r, "quorum", 20)
+	group := inspect.GroupID(inspect.ShapeOf("rejected"))
+	stdout, stderr, code := runDLQWith(t, runOpts{TTY: true, Stdin: "y\n"}, append(r.args, "redrive", dlq, "--group", group, "--filter", ".body.n < 5", "--no-journal")...)
+	if code != ExitOK || !strings.Contains(stdout, "moved 5 of 20") {
+		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "reading `"+dlq+"` once to find its failure groups and the messages they hold (rotating it") ||
+		strings.Count(stderr, "rotated 20 messages") != 1 {
+		t.Errorf("want one read, and its rotation said once; stderr:\n%s", stderr)
+	}
+	if d, l := r.depth(work), r.depth(dlq); d != 5 || l != 15 {
+		t.Errorf("origin holds %d and the DLQ %d, want 5 and 15; stderr:\n%s", d, l, stderr)
+	}
+}
