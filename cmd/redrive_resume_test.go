@@ -150,3 +150,57 @@ func TestRedriveResumeMovesWhatThePreviewChose(t *testing.T) {
 		t.Errorf("left in the source:\n%s", d)
 	}
 }
+
+// The built binary resumes an interrupted confirmed run (its journal, as
+// the run wrote it, lists the three messages its preview chose) and moves
+// only those three, though the run's --group matches 35 now.
+func TestRedriveResumeMovesWhatThePreviewChoseBinary(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	src := filepath.Join(t.TempDir(), "dlq.jsonl")
+	dest := filepath.Join(t.TempDir(), "moved.jsonl")
+	if _, stderr, code := runDLQ(t, "export", "--broker", "demo:", "orders.dlq", "--to", "file://"+src); code != ExitOK {
+		t.Fatalf("export: exit %d: %s", code, stderr)
+	}
+	const group = "e4159da373"
+	stdout, stderr, code := runDLQ(t, "peek", "--broker", "file://"+src, "orders.dlq", "--group", group, "-n", "0", "-o", "json")
+	var msgs []struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &msgs); code != ExitOK || err != nil || len(msgs) != 35 {
+		t.Fatalf("peek: exit %d, %d messages (%v): %s", code, len(msgs), err, stderr)
+	}
+	chosen := []string{msgs[3].ID, msgs[10].ID, msgs[20].ID}
+	// Interrupted before it moved one: a header, its S line, a publish,
+	// and no end line.
+	dir := redrive.JournalDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	key := redrive.JournalKey("file://"+src, "orders.dlq")
+	hdr := fmt.Sprintf(`H {"v":1,"run_id":"old1","key":%q,"started":"2026-11-25T21:03:00Z","broker":%q,"source":"orders.dlq","destination":%q,"plan":{"to":%q,"group":%q},"chosen":3}`,
+		key, "file://"+src, "file://"+dest, "file://"+dest, group)
+	journal := hdr + "\nS " + strings.Join(chosen, " ") + "\nP nothing-real\n"
+	if err := os.WriteFile(filepath.Join(dir, key+"-old1.journal"), []byte(journal), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	stdout, stderr, code, _ = runBinary(t, []string{"XDG_STATE_HOME=" + state}, "redrive", "--broker", "file://"+src, "orders.dlq", "--resume", "--yes", "-o", "json")
+	if code != ExitOK {
+		t.Fatalf("--resume: exit %d:\n%s%s", code, stdout, stderr)
+	}
+	stdout, stderr, code = runDLQ(t, "peek", "file://"+dest, "-n", "0", "-o", "json")
+	msgs = nil
+	if err := json.Unmarshal([]byte(stdout), &msgs); code != ExitOK || err != nil {
+		t.Fatalf("peek the destination: exit %d (%v): %s", code, err, stderr)
+	}
+	var got []string
+	for _, m := range msgs {
+		got = append(got, m.ID)
+	}
+	slices.Sort(got)
+	slices.Sort(chosen)
+	if d := testdiff.Lines(chosen, got); d != "" {
+		t.Errorf("moved:\n%s", d)
+	}
+}
