@@ -122,7 +122,7 @@ func TestGroupReadsOnceBeforeTheQuestion(t *testing.T) {
 // preview, and the command says so.
 func TestGroupReadTooLargeToKeep(t *testing.T) {
 	defer func(n int) { keepMax = n }(keepMax)
-	keepMax = 2000 // three messages and their allowance
+	keepMax = 3000 // two messages and their allowance
 	ms, id := groupedDead(6)
 	b := &moveFake{dlq: ms}
 	f, outs := moveFactory(t, b, true)

@@ -116,7 +116,7 @@ func (k *keptRead) keep(m *broker.Message) {
 	if k.full {
 		return
 	}
-	if k.size += m.Size() + 512; k.size > keepMax {
+	if k.size += m.Size() + 1024; k.size > keepMax {
 		k.full, k.msgs = true, nil
 		return
 	}
