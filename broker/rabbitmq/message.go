@@ -54,6 +54,9 @@ func fromDelivery(queue string, d *amqp.Delivery) *broker.Message {
 	if n, ok := toInt64(m.Headers["x-delivery-count"]); ok {
 		m.DeliveryCount = n
 	}
+	if n, ok := toInt64(m.Headers["x-acquired-count"]); ok && n > 0 {
+		m.AcquiredCount = n
+	}
 	if off, ok := toInt64(m.Headers["x-stream-offset"]); ok {
 		m.Position = strconv.FormatInt(off, 10)
 	}

@@ -186,7 +186,11 @@ func TestFromDelivery(t *testing.T) {
 		Body:            []byte(`{"id":1}`),
 	}
 	d.Headers["x-delivery-count"] = int64(2)
+	d.Headers["x-acquired-count"] = int32(9)
 	m := fromDelivery("orders.dlq", d)
+	if m.AcquiredCount != 9 {
+		t.Errorf("acquired count %d, want 9 (x-acquired-count)", m.AcquiredCount)
+	}
 	if m.System != broker.RabbitMQ || m.Queue != "orders.dlq" || string(m.Body) != `{"id":1}` {
 		t.Errorf("message system %q, queue %q, body %s; want rabbitmq, orders.dlq, {\"id\":1}", m.System, m.Queue, m.Body)
 	}
