@@ -47,8 +47,8 @@ func peekStates(t *testing.T, args []string, q string) []peekState {
 // been rotated or counted; TestPeekQuorumNeverDeadLetters covers those.)
 func TestPeekQuorum43ChangesNothing(t *testing.T) {
 	r := newRIRabbit(t)
-	if v := brokertest.RabbitMQ(t).Version; !rabbitRequeueFree(v) {
-		t.Skipf("RabbitMQ %s counts a requeue: the default peek of a quorum queue rotates there", v)
+	if env := brokertest.RabbitMQ(t); !env.RequeueFree() {
+		t.Skipf("RabbitMQ %s counts a requeue: the default peek of a quorum queue rotates there", env.Version)
 	}
 	name := brokertest.Name(t, "qq43")
 	q := r.queue(name, amqp.Table{"x-queue-type": "quorum"})
@@ -101,14 +101,4 @@ func TestPeekQuorum43ChangesNothing(t *testing.T) {
 	if n := r.depth(q); n != 5 {
 		t.Errorf("queue holds %d messages after the peeks, want 5", n)
 	}
-}
-
-// rabbitRequeueFree: RabbitMQ 4.3 and later do not count a requeue as a
-// delivery of a quorum queue's message.
-func rabbitRequeueFree(version string) bool {
-	var major, minor int
-	if _, err := fmt.Sscanf(version, "%d.%d", &major, &minor); err != nil {
-		return false
-	}
-	return major > 4 || major == 4 && minor >= 3
 }

@@ -371,3 +371,14 @@ func (e RabbitEnv) User(t testing.TB, prefix, tags, configure, write, read strin
 	u.User = url.UserPassword(name, e.Password)
 	return u.String()
 }
+
+// RequeueFree reports whether the server (Version) does not count a
+// requeue as a delivery of a quorum queue's message: RabbitMQ 4.3 and
+// later, where only failed deliveries count towards the delivery limit.
+func (e RabbitEnv) RequeueFree() bool {
+	var major, minor int
+	if _, err := fmt.Sscanf(e.Version, "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major > 4 || major == 4 && minor >= 3
+}
