@@ -241,11 +241,15 @@ func headerString(v any) string {
 //
 // Reason, Queue, Exchange and RoutingKeys come from the origin entry (see
 // originEntry): x-death[0], the most recent death, unless that is the
-// expiry of a retry delay. Count is the sum of the entries' counts. First is the time of
-// the entry matching x-first-death-queue/-reason (else the earliest entry
-// time); Last is the latest entry time, a lower bound of the last death
-// since RabbitMQ does not record when a repeated death happened. Messages
-// without any death header get nil.
+// expiry of a retry delay. Count is the sum of the entries' counts. The
+// first death (First, FirstQueue, FirstReason) is read from the x-death
+// array: the entry with the earliest time (each keeps the first time its
+// pair happened), else its last entry. x-first-death-* is used only when
+// x-death was stripped: since RabbitMQ 4.1 it can be missing, and its queue
+// overwritten by a later death (rabbitmq-server#15385). Last is the latest
+// entry time, a lower bound of the last death since RabbitMQ does not
+// record when a repeated death happened. Messages without any death header
+// get nil.
 func deathOf(h map[string]any) *broker.Death {
 	if h == nil {
 		return nil
@@ -292,24 +296,20 @@ func deathOf(h map[string]any) *broker.Death {
 		last := d.History[originEntry(d.History)]
 		d.Reason, d.Queue, d.Exchange = last.Reason, last.Queue, last.Exchange
 		d.RoutingKeys = append([]string(nil), last.RoutingKeys...)
-		for _, e := range d.History {
+		first := len(d.History) - 1
+		for i, e := range d.History {
 			if e.Time.IsZero() {
 				continue
 			}
 			if d.Last.IsZero() || e.Time.After(d.Last) {
 				d.Last = e.Time
 			}
-			if e.Queue == firstQueue && e.Reason == firstReason && firstQueue != "" {
-				d.First = e.Time
+			if ft := d.History[first].Time; ft.IsZero() || e.Time.Before(ft) {
+				first = i
 			}
 		}
-		if d.First.IsZero() {
-			for _, e := range d.History {
-				if !e.Time.IsZero() && (d.First.IsZero() || e.Time.Before(d.First)) {
-					d.First = e.Time
-				}
-			}
-		}
+		d.First = d.History[first].Time
+		d.FirstQueue, d.FirstReason = d.History[first].Queue, d.History[first].Reason
 	} else if lastQueue != "" || lastReason != "" {
 		// Only x-last-death-* (RabbitMQ 3.13 and 4.x) and x-first-death-*:
 		// the x-death table was stripped.
@@ -330,10 +330,6 @@ func deathOf(h map[string]any) *broker.Death {
 		d.Reason, d.Queue = firstReason, firstQueue
 		d.Exchange = headerString(h["x-first-death-exchange"])
 		d.Count = 1
-	}
-	if d.FirstQueue == "" && len(d.History) > 0 {
-		oldest := d.History[len(d.History)-1]
-		d.FirstQueue, d.FirstReason = oldest.Queue, oldest.Reason
 	}
 	return d
 }

@@ -582,3 +582,29 @@ func TestDeathHeadersByVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The first death comes from the x-death array, not from x-first-death-*:
+// since RabbitMQ 4.1 those can be missing, and x-first-death-queue can name
+// a later death (rabbitmq-server#15385).
+func TestDeathFirstFromXDeath(t *testing.T) {
+	t1 := time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC)
+	t2 := t1.Add(time.Hour)
+	xdeath := []any{
+		map[string]any{"queue": "orders.retry", "reason": "expired", "count": int64(1), "time": t2, "exchange": ""},
+		map[string]any{"queue": "orders", "reason": "rejected", "count": int64(1), "time": t1, "exchange": "orders-x"},
+	}
+	for name, h := range map[string]map[string]any{
+		"no x-first-death":          {"x-death": xdeath},
+		"x-first-death overwritten": {"x-death": xdeath, "x-first-death-queue": "orders.retry", "x-first-death-reason": "expired"},
+		"entries out of time order": {"x-death": []any{xdeath[1], xdeath[0]}, "x-first-death-queue": "orders.retry", "x-first-death-reason": "expired"},
+	} {
+		d := deathOf(h)
+		if d == nil {
+			t.Fatalf("%s: no death record", name)
+		}
+		got := fmt.Sprintf("first %s in %s at %s, last %s", d.FirstReason, d.FirstQueue, d.First.Format(time.RFC3339), d.Last.Format(time.RFC3339))
+		if want := "first rejected in orders at 2026-03-14T10:00:00Z, last 2026-03-14T11:00:00Z"; got != want {
+			t.Errorf("%s: %s, want %s", name, got, want)
+		}
+	}
+}
