@@ -565,6 +565,23 @@ func TestPeekQuorumRequeueFree(t *testing.T) {
 		if n := depth(t, b, dlq); n != 0 {
 			t.Errorf("limit %d: the peeks dead-lettered %d messages", limit, n)
 		}
+		// An explicit rotation drops x-acquired-count with the other counts,
+		// and says so.
+		rep, err := b.Peek(context.Background(), qq, broker.PeekOptions{Mode: broker.PeekRotate}, func(*broker.Message) error { return nil })
+		if err != nil || !strings.Contains(rep.Changed, "its redelivered flag, x-delivery-count and x-acquired-count cleared") {
+			t.Errorf("limit %d: rotation reported %q, %v", limit, rep.Changed, err)
+		}
+		var acquired []int64
+		if _, err := b.Peek(context.Background(), qq, broker.PeekOptions{}, func(m *broker.Message) error {
+			acquired = append(acquired, m.AcquiredCount)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if d := testdiff.Diff([]int64{0, 0, 0, 0, 0, 0}, acquired); d != "" {
+			t.Errorf("limit %d: x-acquired-count after the rotation (-want +got):\n%s", limit, d)
+		}
+		waitDepth(t, b, qq, 6)
 		if d := testdiff.Lines(seq("m", 0, 6), drainIDs(t, b, qq)); d != "" {
 			t.Errorf("limit %d: the queue after the peeks (-want +got):\n%s", limit, d)
 		}
