@@ -244,8 +244,8 @@ func headerString(v any) string {
 // expiry of a retry delay. Count is the sum of the entries' counts. The
 // first death (First, FirstQueue, FirstReason) is read from the x-death
 // array: the entry with the earliest time (each keeps the first time its
-// pair happened), else its last entry. x-first-death-* is used only when
-// x-death was stripped: since RabbitMQ 4.1 it can be missing, and its queue
+// pair happened; x-first-death-* breaks a tie), else its last entry.
+// x-first-death-* is used alone only when x-death was stripped: since RabbitMQ 4.1 it can be missing, and its queue
 // overwritten by a later death (rabbitmq-server#15385). Last is the latest
 // entry time, a lower bound of the last death since RabbitMQ does not
 // record when a repeated death happened. Messages without any death header
@@ -305,6 +305,14 @@ func deathOf(h map[string]any) *broker.Death {
 				d.Last = e.Time
 			}
 			if ft := d.History[first].Time; ft.IsZero() || e.Time.Before(ft) {
+				first = i
+			}
+		}
+		// Times have a second's resolution: among entries as old as the
+		// first, the one x-first-death-* names (when it names one) breaks
+		// the tie.
+		for i, e := range d.History {
+			if e.Time.Equal(d.History[first].Time) && e.Queue == firstQueue && e.Reason == firstReason && firstQueue != "" {
 				first = i
 			}
 		}

@@ -593,18 +593,29 @@ func TestDeathFirstFromXDeath(t *testing.T) {
 		map[string]any{"queue": "orders.retry", "reason": "expired", "count": int64(1), "time": t2, "exchange": ""},
 		map[string]any{"queue": "orders", "reason": "rejected", "count": int64(1), "time": t1, "exchange": "orders-x"},
 	}
-	for name, h := range map[string]map[string]any{
-		"no x-first-death":          {"x-death": xdeath},
-		"x-first-death overwritten": {"x-death": xdeath, "x-first-death-queue": "orders.retry", "x-first-death-reason": "expired"},
-		"entries out of time order": {"x-death": []any{xdeath[1], xdeath[0]}, "x-first-death-queue": "orders.retry", "x-first-death-reason": "expired"},
+	const want = "first rejected in orders at 2026-03-14T10:00:00Z, last 2026-03-14T11:00:00Z"
+	for name, c := range map[string]struct {
+		h    map[string]any
+		want string
+	}{
+		"no x-first-death":          {map[string]any{"x-death": xdeath}, want},
+		"x-first-death overwritten": {map[string]any{"x-death": xdeath, "x-first-death-queue": "orders.retry", "x-first-death-reason": "expired"}, want},
+		"entries out of time order": {map[string]any{"x-death": []any{xdeath[1], xdeath[0]}, "x-first-death-queue": "orders.retry", "x-first-death-reason": "expired"}, want},
+		// The same second: rejected in orders, expired in orders.retry,
+		// rejected in orders again (its entry moved to the front).
+		"a tie broken by x-first-death": {map[string]any{"x-death": []any{
+			map[string]any{"queue": "orders", "reason": "rejected", "count": int64(2), "time": t1},
+			map[string]any{"queue": "orders.retry", "reason": "expired", "count": int64(1), "time": t1}},
+			"x-first-death-queue": "orders", "x-first-death-reason": "rejected"},
+			"first rejected in orders at 2026-03-14T10:00:00Z, last 2026-03-14T10:00:00Z"},
 	} {
-		d := deathOf(h)
+		d := deathOf(c.h)
 		if d == nil {
 			t.Fatalf("%s: no death record", name)
 		}
 		got := fmt.Sprintf("first %s in %s at %s, last %s", d.FirstReason, d.FirstQueue, d.First.Format(time.RFC3339), d.Last.Format(time.RFC3339))
-		if want := "first rejected in orders at 2026-03-14T10:00:00Z, last 2026-03-14T11:00:00Z"; got != want {
-			t.Errorf("%s: %s, want %s", name, got, want)
+		if got != c.want {
+			t.Errorf("%s: %s, want %s", name, got, c.want)
 		}
 	}
 }
