@@ -9,19 +9,20 @@ RABBITPKGS := ./broker/rabbitmq/ ./cmd/ ./inspect/ ./redrive/ ./topology/
 # The test servers' addresses and the test password, from scripts/brokers:
 # TESTENV is RabbitMQ 3.10 and the SQS emulators (main and fault servers)
 # with the 3.10 TLS node, TEST4ENV RabbitMQ 4.0 alone (where the SQS tests
-# skip) with the 4.0 TLS node and the three-node 4.0 cluster, which only the
-# 4.0 passes get, TEST43ENV RabbitMQ 4.3 alone (its main and fault nodes).
+# skip) with the three-node 4.0 cluster, which only the 4.0 passes get,
+# TEST43ENV RabbitMQ 4.3 alone (its main and fault nodes) with the 4.3 TLS
+# node (tls43; the 4.0 one, tls4, is no longer started).
 RUNENV    = export DLQ_TEST_REQUIRE_BROKERS=1 DLQ_TEST_BIN=$(CURDIR)/$(BIN) AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 &&
 TESTENV   = eval "$$($(BROKERS) env)" && eval "$$(DLQ_BROKERS_INSTANCE=fault $(BROKERS) env)" && \
             eval "$$(DLQ_BROKERS_INSTANCE=tls $(BROKERS) env)" && \
             export DLQ_CLUSTER_SKIP='the cluster tests run in the RabbitMQ 4.0 passes of make test' && $(RUNENV)
 TEST4ENV  = eval "$$(DLQ_BROKERS_INSTANCE=test4 $(BROKERS) env)" && eval "$$(DLQ_BROKERS_INSTANCE=fault4 $(BROKERS) env)" && \
-            eval "$$(DLQ_BROKERS_INSTANCE=tls4 $(BROKERS) env)" && \
+            export DLQ_TLS_SKIP='the TLS tests run in the RabbitMQ 3.10 and 4.3 passes of make test' && \
             eval "$$(DLQ_BROKERS_INSTANCE=cluster $(BROKERS) env)" && $(RUNENV)
 TEST43ENV = eval "$$(DLQ_BROKERS_INSTANCE=test43 $(BROKERS) env)" && eval "$$(DLQ_BROKERS_INSTANCE=fault43 $(BROKERS) env)" && \
-            export DLQ_CLUSTER_SKIP='the cluster tests run in the RabbitMQ 4.0 passes of make test' && \
-            export DLQ_TLS_SKIP='the TLS tests run in the RabbitMQ 3.10 and 4.0 passes of make test' && $(RUNENV)
-INSTANCES = test fault test4 fault4 test43 fault43 cluster tls tls4
+            eval "$$(DLQ_BROKERS_INSTANCE=tls43 $(BROKERS) env)" && \
+            export DLQ_CLUSTER_SKIP='the cluster tests run in the RabbitMQ 4.0 passes of make test' && $(RUNENV)
+INSTANCES = test fault test4 fault4 test43 fault43 cluster tls tls43
 
 .PHONY: build test unit bench lint demo docs release-check release-snapshot brokers-up brokers-down brokers-status fuzz clean
 
@@ -117,7 +118,7 @@ demo: build
 # The main servers, a separate "fault" set that the fault tests kill,
 # restart and block without disturbing the rest of the suite, the same two
 # with RabbitMQ 4.0 (test4, fault4) and with RabbitMQ 4.3 (test43, fault43),
-# a three-node 4.0 cluster, and a TLS node of 3.10 and 4.0 (tls, tls4): all
+# a three-node 4.0 cluster, and a TLS node of 3.10 and 4.3 (tls, tls43): all
 # side by side (installs take turns).
 brokers-up:
 	@start=$$(date +%s); pids=; for i in $(INSTANCES); do DLQ_BROKERS_INSTANCE=$$i $(BROKERS) up & pids="$$pids $$!"; done; \

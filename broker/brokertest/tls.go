@@ -6,7 +6,7 @@ import (
 )
 
 // TLSEnv is the test RabbitMQ node with TLS (scripts/brokers instance tls,
-// 3.10, or tls4, 4.0): AMQP and AMQPS (verify_peer, a client certificate
+// 3.10, or tls43, 4.3): AMQP and AMQPS (verify_peer, a client certificate
 // optional), PLAIN, AMQPLAIN and EXTERNAL (the certificate's CN is the
 // user), and management over HTTP and over HTTPS (a client certificate
 // required). Its CA and certificates are made when the node first starts.
@@ -32,7 +32,7 @@ type TLSEnv struct {
 }
 
 // TLS returns the test TLS node or skips the test. `make test` gives a TLS
-// node to its RabbitMQ 3.10 and 4.0 passes; the 4.3 passes set
+// node to its RabbitMQ 3.10 and 4.3 passes; the 4.0 passes set
 // DLQ_TLS_SKIP to the reason the TLS tests skip there.
 func TLS(t testing.TB) TLSEnv {
 	t.Helper()
