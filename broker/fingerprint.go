@@ -16,8 +16,9 @@ import (
 // Otherwise it is "h-" and 16 hex digits of a SHA-256 over the body and the
 // properties and application headers that identify the message; headers and
 // flags that the broker changes while the message waits (x-death,
-// x-first-death-*, x-last-death-*, x-delivery-count, redelivered) are left
-// out, so that dead-lettering it again or peeking it does not change its ID.
+// x-first-death-*, x-last-death-*, x-delivery-count, x-acquired-count,
+// redelivered) are left out, so that dead-lettering it again or peeking it
+// does not change its ID.
 // A delivery tag is never part of it.
 func Fingerprint(m *Message) string {
 	if m.Properties.MessageID != "" {
@@ -77,7 +78,7 @@ func Fingerprint(m *Message) string {
 // volatileHeader reports headers the broker sets or changes while a message
 // is dead-lettered, requeued or redelivered.
 func volatileHeader(k string) bool {
-	return k == "x-death" || k == "x-delivery-count" ||
+	return k == "x-death" || k == "x-delivery-count" || k == "x-acquired-count" ||
 		strings.HasPrefix(k, "x-first-death-") || strings.HasPrefix(k, "x-last-death-")
 }
 

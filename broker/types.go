@@ -221,6 +221,9 @@ type Message struct {
 	// DeliveryCount is x-delivery-count (quorum) or ApproximateReceiveCount
 	// (SQS) as read, before this read when the backend can tell.
 	DeliveryCount int64 `json:"delivery_count"`
+	// AcquiredCount is x-acquired-count (RabbitMQ 4.3 quorum queues: every
+	// delivery, a requeued one included), 0 when the message carries none.
+	AcquiredCount int64 `json:"acquired_count,omitempty"`
 	Redelivered   bool  `json:"redelivered,omitempty"`
 	// Timestamp is when the message was first published or sent, where known.
 	Timestamp time.Time `json:"timestamp,omitzero"`

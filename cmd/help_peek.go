@@ -21,8 +21,9 @@ RabbitMQ classic queues: --mode hold (the default for peek)
   is refused with the advice to use --mode rotate. The first page arrives in
   the same time whatever the depth.
 
-RabbitMQ --mode rotate (the default for quorum queues, and what stats and
-export use on classic and quorum queues, since they read everything)
+RabbitMQ --mode rotate (the default for quorum queues before RabbitMQ 4.3,
+and what stats and export use on classic queues and on those quorum queues,
+since they read everything)
   Each message is republished to the same queue (default exchange, routing
   key = the queue) with its properties and headers, with publisher confirms,
   and the original is acknowledged only after its copy is confirmed; about
@@ -38,7 +39,7 @@ export use on classic and quorum queues, since they read everything)
   order; when that would be more than 10,000 messages it is refused (with
   --force only the N visited messages are rotated, and so move to the back).
 
-RabbitMQ quorum queues
+RabbitMQ quorum queues, 3.x to 4.2
   Every return of a quorum delivery (nack with requeue, a closed channel, the
   management UI's "get messages") adds 1 to x-delivery-count and moves the
   message to the BACK of the queue; with a delivery limit (x-delivery-limit
@@ -48,6 +49,23 @@ RabbitMQ quorum queues
   counts went up) and refused on one with a limit unless --force; even with
   --force, a message within 2 of its limit is rotated instead of returned, so
   no peek ever pushes a message over its limit.
+
+RabbitMQ quorum queues, 4.3 and later: --mode hold (the default)
+  A quorum queue's delivery limit counts only failed deliveries there: a
+  basic.nack with requeue raises x-acquired-count (every delivery) but not
+  x-delivery-count. dlq tells the version from the connection and reads
+  these queues as it reads classic queues: it holds the messages and returns
+  them with an explicit basic.nack (requeue), never by closing the channel
+  (which would count as a failed delivery). Nothing is republished, no
+  x-delivery-count rises, nothing is dead-lettered or dropped, whatever the
+  delivery limit (0 included), with no --force. Measured on 4.3.6: every
+  message keeps its position, its exchange and routing key; the trace left is
+  the redelivered flag and x-acquired-count +1 ("20 messages now carry the
+  redelivered flag and x-acquired-count +1 (x-delivery-count unchanged, each
+  in its place)"). --mode requeue does the same. A read of more messages
+  than the hold bound (--max-unacked, default 5000; stats, export and a dry
+  run read the whole queue) is a rotation, as before 4.3, and the report
+  says so. Read-only users and --read-only read these queues in hold mode.
 
 RabbitMQ reads that would write: read-only users and --read-only
   Rotating (and rescuing a message near its limit) publishes to the queue's
@@ -61,8 +79,9 @@ RabbitMQ reads that would write: read-only users and --read-only
   messages would raise their counts, and a refused publish would return every
   held delivery with x-delivery-count +1. A read that would rotate a classic
   queue holds instead (up to --max-unacked messages; the redelivered flag is
-  its only trace). For a user without write permission a quorum queue
-  without a delivery limit (RabbitMQ 3.x) is held too, and the report says
+  its only trace), and so does one of a quorum queue on RabbitMQ 4.3. For a
+  user without write permission a quorum queue without a delivery limit
+  (RabbitMQ 3.x) is held too, and the report says
   the counts went up; under --read-only it is refused, as no count may rise.
 
 RabbitMQ streams: --mode stream (the default)

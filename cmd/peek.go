@@ -230,7 +230,10 @@ func newCmdPeek(f *Factory, runF func(*peekOptions) error) *cobra.Command {
 age, size, delivery or receive count, source queue, failure reason (as
 the message carries it; ` + "`dlq stats`" + ` groups reasons by their shape, with ids,
 numbers, times and quoted values masked) and a body preview. DELIVERIES is the broker's delivery or receive count
-(x-delivery-count, ApproximateReceiveCount), DEATHS how often it was
+(x-delivery-count, ApproximateReceiveCount), followed by "(acq N)" when the
+message carries x-acquired-count (RabbitMQ 4.3 quorum queues count every
+delivery there, a requeued one included, and only failed deliveries in
+x-delivery-count), DEATHS how often it was
 dead-lettered (x-death counts). Nothing is removed; what a peek changes on each kind of queue
 (redelivered flags, receive counts) is printed on stderr afterwards and
 explained in ` + "`dlq help peek-safety`" + `. A peek that could push a message over a
@@ -371,13 +374,23 @@ var peekHeader = []string{"ID", "AGE", "SIZE", "DELIVERIES", "DEATHS", "SOURCE",
 // counts, shares of the rest for source and reason, and what remains for
 // the body preview.
 func peekLayout(width, idWidth int) []int {
-	const age, size, deliveries, deaths, gaps = 5, 6, 10, 6, 2 * 7
+	const age, size, deliveries, deaths, gaps = 5, 6, 12, 6, 2 * 7
 	id := max(idWidth, 2)
 	rest := max(width-id-age-size-deliveries-deaths-gaps, 24)
 	src := clamp(rest*20/100, 6, 24)
 	reason := clamp(rest*35/100, 8, 48)
 	body := max(rest-src-reason, 10)
 	return []int{id, age, size, deliveries, deaths, src, reason, body}
+}
+
+// deliveriesCell is the delivery count, with x-acquired-count beside it
+// when the message carries it: "0 (acq 9)".
+func deliveriesCell(m *broker.Message) string {
+	s := strconv.FormatInt(m.DeliveryCount, 10)
+	if m.AcquiredCount > 0 {
+		s += " (acq " + strconv.FormatInt(m.AcquiredCount, 10) + ")"
+	}
+	return s
 }
 
 // deaths is how often a message was dead-lettered (all death records).
@@ -438,7 +451,7 @@ func (w *peekWriter) write(ctx context.Context, m *broker.Message) error {
 		m.ID,
 		humanAge(m.Age(w.now)),
 		humanBytes(int64(m.Size())),
-		strconv.FormatInt(m.DeliveryCount, 10),
+		deliveriesCell(m),
 		strconv.FormatInt(deaths(m), 10),
 		orDash(w.source.Of(ctx, m)),
 		orDash(w.reason(ctx, m)),

@@ -727,8 +727,8 @@ func readingNote(ctx context.Context, b broker.Broker, queue string) string {
 	// As the dry run chooses its mode (redrive's dryRun).
 	rotate := broker.TraitsOf(b, broker.Queue{Name: queue}).PeekAll == broker.PeekRotate
 	if qi, ok := b.(broker.QueueInspector); ok && rotate {
-		if q, err := qi.Queue(ctx, queue); err == nil && q.Kind == broker.KindStream {
-			rotate = false
+		if q, err := qi.Queue(ctx, queue); err == nil {
+			rotate = broker.TraitsOf(b, q).PeekAll == broker.PeekRotate
 		}
 	}
 	if rotate {

@@ -123,6 +123,9 @@ func writeMessage(w io.Writer, m *broker.Message, doc map[string]any) error {
 	line("reason", doc["reason"])
 	line("size", humanBytes(int64(m.Size())))
 	line("deliveries", m.DeliveryCount)
+	if m.AcquiredCount > 0 {
+		line("acquired", m.AcquiredCount)
+	}
 	line("deaths", deaths(m))
 	line("exchange", m.Exchange)
 	line("routing key", m.RoutingKey)

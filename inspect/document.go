@@ -20,6 +20,8 @@ import (
 //	 death, delivery_count, redelivered, timestamp, age_seconds, size,
 //	 reason, shape, group, body}
 //
+// and acquired_count when the message carries x-acquired-count.
+//
 // Values are plain JSON values (map[string]any, []any, string, int,
 // float64, json.Number, bool, nil) that jq can use. body is the parsed JSON
 // when the body (after content-encoding inflation) is JSON, else its text
@@ -48,6 +50,9 @@ func DocumentAt(m *broker.Message, now time.Time) map[string]any {
 	doc["system_attributes"] = sa
 	doc["death"] = deathDoc(m.Death)
 	doc["delivery_count"] = int(m.DeliveryCount)
+	if m.AcquiredCount > 0 {
+		doc["acquired_count"] = int(m.AcquiredCount)
+	}
 	doc["redelivered"] = m.Redelivered
 	doc["exchange"] = m.Exchange
 	doc["routing_key"] = m.RoutingKey

@@ -35,11 +35,13 @@ func (e *engine) dryRun(ctx context.Context) (Summary, error) {
 	if e.traits.PeekAll != broker.PeekAuto && po.Limit == 0 {
 		// A whole queue is read in the mode its traits give (RabbitMQ
 		// classic and quorum: rotation, so at most a window is
-		// unacknowledged and no delivery count goes up); a stream as one.
+		// unacknowledged and no delivery count goes up, except a quorum
+		// queue whose server does not count a requeue, which is held); a
+		// stream as one.
 		po.Mode = e.traits.PeekAll
 		if qi, ok := e.src.(broker.QueueInspector); ok {
-			if q, err := qi.Queue(ctx, e.queue); err == nil && q.Kind == broker.KindStream {
-				po.Mode = broker.PeekStream
+			if q, err := qi.Queue(ctx, e.queue); err == nil {
+				po.Mode = broker.TraitsOf(e.src, q).PeekAll
 			}
 		}
 	}

@@ -130,6 +130,9 @@ func (d *detailView) render() []string {
 	}
 	kv("size", humanBytes(int64(m.Size())))
 	kv("delivery count", itoa64(m.DeliveryCount))
+	if m.AcquiredCount > 0 {
+		kv("acquired count", itoa64(m.AcquiredCount))
+	}
 	if m.Redelivered {
 		kv("redelivered", "yes")
 	}

@@ -59,6 +59,8 @@ RECORDS. Every other line is one message. Fields are left out when empty.
                       first_reason, first_queue, history [newest first:
                       reason, queue, exchange, routing_keys, count, time]
   delivery_count      x-delivery-count or ApproximateReceiveCount when read
+  acquisitions        x-acquired-count when read (RabbitMQ 4.3 quorum queues:
+                      every delivery, a requeued one included)
   redelivered         true when the broker flagged a redelivery
   timestamp           when the message was first published, where known
   position            where it sat (a stream offset, an SQS sequence number)

@@ -716,6 +716,8 @@ func (p *fastParser) record(r *record) bool {
 			ok = p.death(r.Death)
 		case "delivery_count":
 			r.DeliveryCount, ok = p.int64v()
+		case "acquisitions":
+			r.AcquiredCount, ok = p.int64v()
 		case "redelivered":
 			r.Redelivered, ok = p.boolean()
 		case "timestamp":

@@ -76,6 +76,7 @@ type record struct {
 
 	Death         *death    `json:"death,omitempty"`
 	DeliveryCount int64     `json:"delivery_count,omitempty"`
+	AcquiredCount int64     `json:"acquisitions,omitempty"` // x-acquired-count ("acquired_count" would share routing_key's key bit)
 	Redelivered   bool      `json:"redelivered,omitempty"`
 	Timestamp     time.Time `json:"timestamp,omitzero"`
 	Position      string    `json:"position,omitempty"`
@@ -135,6 +136,7 @@ func toRecord(m *broker.Message, brokerAddr string, archived time.Time) (record,
 		Exchange:         m.Exchange,
 		RoutingKey:       m.RoutingKey,
 		DeliveryCount:    m.DeliveryCount,
+		AcquiredCount:    m.AcquiredCount,
 		Redelivered:      m.Redelivered,
 		Timestamp:        utc(m.Timestamp),
 		Position:         m.Position,
@@ -210,6 +212,7 @@ func fromRecordTo(r *record, m *broker.Message, l *lend) error {
 		Exchange:         r.Exchange,
 		RoutingKey:       r.RoutingKey,
 		DeliveryCount:    r.DeliveryCount,
+		AcquiredCount:    r.AcquiredCount,
 		Redelivered:      r.Redelivered,
 		Timestamp:        r.Timestamp,
 		Position:         r.Position,

@@ -43,7 +43,7 @@ func fullMessage() *broker.Message {
 				{Reason: "expired", Queue: "orders.retry", Count: 1, Time: t0.Add(-time.Hour), RoutingKeys: []string{}},
 			},
 		},
-		DeliveryCount: 7, Redelivered: true, Timestamp: t0, Position: "1234",
+		DeliveryCount: 7, AcquiredCount: 9, Redelivered: true, Timestamp: t0, Position: "1234",
 	}
 }
 

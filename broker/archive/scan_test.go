@@ -92,7 +92,7 @@ func FuzzStringStop(f *testing.F) {
 func TestKeyBits(t *testing.T) {
 	for name, keys := range map[string][]string{
 		"record": {"id", "system", "queue", "broker", "archived", "body", "body_encoding", "headers", "properties",
-			"attributes", "system_attributes", "exchange", "routing_key", "death", "delivery_count", "redelivered", "timestamp", "position"},
+			"attributes", "system_attributes", "exchange", "routing_key", "death", "delivery_count", "acquisitions", "redelivered", "timestamp", "position"},
 		"properties": {"content_type", "content_encoding", "delivery_mode", "priority", "correlation_id", "reply_to",
 			"expiration", "message_id", "timestamp", "type", "user_id", "app_id"},
 		"attribute":   {"data_type", "string_value", "binary_value"},

@@ -240,9 +240,9 @@ func (e FaultEnv) MemoryAlarm(t testing.TB) (clear func()) {
 	return clear
 }
 
-// ClusterEnv is a three-node RabbitMQ 4.0 cluster on loopback
-// (scripts/brokers with DLQ_BROKERS_INSTANCE=cluster) that tests may kill,
-// stop and start nodes of. Nodes are numbered 1 to 3; AMQPURLs[n-1] and
+// ClusterEnv is a three-node RabbitMQ cluster on loopback (scripts/brokers
+// with DLQ_BROKERS_INSTANCE=cluster, 4.0, or cluster43, 4.3) that tests may
+// kill, stop and start nodes of. Nodes are numbered 1 to 3; AMQPURLs[n-1] and
 // MgmtURLs[n-1] belong to node n.
 type ClusterEnv struct {
 	AMQPURLs []string // amqp://user:password@127.0.0.1:PORT/, one a node
@@ -250,12 +250,13 @@ type ClusterEnv struct {
 	Password string
 	Nodes    []string // Erlang node names: dlqcluster1@localhost, …
 	Script   string
+	Instance string // the scripts/brokers instance: cluster (4.0) or cluster43
 	Version  string // "4.0.5"
 }
 
 // Cluster returns the test cluster or skips the test. `make test` gives the
-// cluster to its RabbitMQ 4.0 passes only; the 3.10 passes set
-// DLQ_CLUSTER_SKIP to the reason the cluster tests skip there.
+// cluster (RabbitMQ 4.0) to its RabbitMQ 4.0 passes only; the other passes
+// set DLQ_CLUSTER_SKIP to the reason the cluster tests skip there.
 func Cluster(t testing.TB) ClusterEnv {
 	t.Helper()
 	if reason := os.Getenv("DLQ_CLUSTER_SKIP"); reason != "" && os.Getenv("DLQ_CLUSTER_AMQP_URLS") == "" {
@@ -268,7 +269,11 @@ func Cluster(t testing.TB) ClusterEnv {
 		Password: v[2],
 		Nodes:    strings.Split(v[3], ","),
 		Script:   v[4],
+		Instance: os.Getenv("DLQ_CLUSTER_BROKERS_INSTANCE"),
 		Version:  os.Getenv("DLQ_CLUSTER_RABBITMQ_VERSION"),
+	}
+	if e.Instance == "" {
+		e.Instance = "cluster"
 	}
 	if len(e.AMQPURLs) != len(e.Nodes) || len(e.MgmtURLs) != len(e.Nodes) {
 		t.Fatalf("DLQ_CLUSTER_*: %d AMQP URLs, %d management URLs and %d nodes", len(e.AMQPURLs), len(e.MgmtURLs), len(e.Nodes))
@@ -291,7 +296,7 @@ func (e ClusterEnv) node(t testing.TB, n int) string {
 // its combined output.
 func (e ClusterEnv) Brokers(t testing.TB, args ...string) string {
 	t.Helper()
-	return brokers(t, e.Script, "cluster", args...)
+	return brokers(t, e.Script, e.Instance, args...)
 }
 
 // KillNode kills node n's Erlang VM with SIGKILL and returns once it is gone.
@@ -370,4 +375,15 @@ func (e RabbitEnv) User(t testing.TB, prefix, tags, configure, write, read strin
 	u := *admin
 	u.User = url.UserPassword(name, e.Password)
 	return u.String()
+}
+
+// RequeueFree reports whether the server (Version) does not count a
+// requeue as a delivery of a quorum queue's message: RabbitMQ 4.3 and
+// later, where only failed deliveries count towards the delivery limit.
+func (e RabbitEnv) RequeueFree() bool {
+	var major, minor int
+	if _, err := fmt.Sscanf(e.Version, "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major > 4 || major == 4 && minor >= 3
 }

@@ -87,6 +87,20 @@
 // is rotated (republished and confirmed, then acked) instead of being
 // returned, so no peek ever pushes a message over its limit.
 //
+// Quorum queues on RabbitMQ 4.3 and later — hold (the default). There a
+// quorum queue's delivery limit counts only failed deliveries: a nack with
+// requeue raises x-acquired-count (every delivery) but not
+// x-delivery-count, while a closed channel still counts. The server's
+// version comes from the AMQP connection's server properties
+// (requeueCounts). Peek reads these queues in hold mode and returns every
+// delivery by one explicit basic.nack with requeue (returnAll), never by
+// closing the channel: nothing is republished, no x-delivery-count rises,
+// nothing is dead-lettered or dropped, whatever the delivery limit, with no
+// Force and without write permission. Measured on 4.3.6 (hold and requeue
+// mode): every message keeps its position, exchange and routing key; the
+// redelivered flag is set and x-acquired-count goes up by 1. A read larger
+// than the hold bound (MaxUnacked) rotates, as on other versions.
+//
 // Streams — read from an offset (Offset: first (default), last, next, an
 // offset number, an RFC 3339 time, or a duration such as 2h meaning that long
 // ago). Streams need basic.qos and reject basic.get (which closes the whole

@@ -54,6 +54,9 @@ func fromDelivery(queue string, d *amqp.Delivery) *broker.Message {
 	if n, ok := toInt64(m.Headers["x-delivery-count"]); ok {
 		m.DeliveryCount = n
 	}
+	if n, ok := toInt64(m.Headers["x-acquired-count"]); ok && n > 0 {
+		m.AcquiredCount = n
+	}
 	if off, ok := toInt64(m.Headers["x-stream-offset"]); ok {
 		m.Position = strconv.FormatInt(off, 10)
 	}
@@ -238,11 +241,15 @@ func headerString(v any) string {
 //
 // Reason, Queue, Exchange and RoutingKeys come from the origin entry (see
 // originEntry): x-death[0], the most recent death, unless that is the
-// expiry of a retry delay. Count is the sum of the entries' counts. First is the time of
-// the entry matching x-first-death-queue/-reason (else the earliest entry
-// time); Last is the latest entry time, a lower bound of the last death
-// since RabbitMQ does not record when a repeated death happened. Messages
-// without any death header get nil.
+// expiry of a retry delay. Count is the sum of the entries' counts. The
+// first death (First, FirstQueue, FirstReason) is read from the x-death
+// array: the entry with the earliest time (each keeps the first time its
+// pair happened; x-first-death-* breaks a tie), else its last entry.
+// x-first-death-* is used alone only when x-death was stripped: since RabbitMQ 4.1 it can be missing, and its queue
+// overwritten by a later death (rabbitmq-server#15385). Last is the latest
+// entry time, a lower bound of the last death since RabbitMQ does not
+// record when a repeated death happened. Messages without any death header
+// get nil.
 func deathOf(h map[string]any) *broker.Death {
 	if h == nil {
 		return nil
@@ -289,24 +296,28 @@ func deathOf(h map[string]any) *broker.Death {
 		last := d.History[originEntry(d.History)]
 		d.Reason, d.Queue, d.Exchange = last.Reason, last.Queue, last.Exchange
 		d.RoutingKeys = append([]string(nil), last.RoutingKeys...)
-		for _, e := range d.History {
+		first := len(d.History) - 1
+		for i, e := range d.History {
 			if e.Time.IsZero() {
 				continue
 			}
 			if d.Last.IsZero() || e.Time.After(d.Last) {
 				d.Last = e.Time
 			}
-			if e.Queue == firstQueue && e.Reason == firstReason && firstQueue != "" {
-				d.First = e.Time
+			if ft := d.History[first].Time; ft.IsZero() || e.Time.Before(ft) {
+				first = i
 			}
 		}
-		if d.First.IsZero() {
-			for _, e := range d.History {
-				if !e.Time.IsZero() && (d.First.IsZero() || e.Time.Before(d.First)) {
-					d.First = e.Time
-				}
+		// Times have a second's resolution: among entries as old as the
+		// first, the one x-first-death-* names (when it names one) breaks
+		// the tie.
+		for i, e := range d.History {
+			if e.Time.Equal(d.History[first].Time) && e.Queue == firstQueue && e.Reason == firstReason && firstQueue != "" {
+				first = i
 			}
 		}
+		d.First = d.History[first].Time
+		d.FirstQueue, d.FirstReason = d.History[first].Queue, d.History[first].Reason
 	} else if lastQueue != "" || lastReason != "" {
 		// Only x-last-death-* (RabbitMQ 3.13 and 4.x) and x-first-death-*:
 		// the x-death table was stripped.
@@ -327,10 +338,6 @@ func deathOf(h map[string]any) *broker.Death {
 		d.Reason, d.Queue = firstReason, firstQueue
 		d.Exchange = headerString(h["x-first-death-exchange"])
 		d.Count = 1
-	}
-	if d.FirstQueue == "" && len(d.History) > 0 {
-		oldest := d.History[len(d.History)-1]
-		d.FirstQueue, d.FirstReason = oldest.Queue, oldest.Reason
 	}
 	return d
 }

@@ -186,7 +186,11 @@ func TestFromDelivery(t *testing.T) {
 		Body:            []byte(`{"id":1}`),
 	}
 	d.Headers["x-delivery-count"] = int64(2)
+	d.Headers["x-acquired-count"] = int32(9)
 	m := fromDelivery("orders.dlq", d)
+	if m.AcquiredCount != 9 {
+		t.Errorf("acquired count %d, want 9 (x-acquired-count)", m.AcquiredCount)
+	}
 	if m.System != broker.RabbitMQ || m.Queue != "orders.dlq" || string(m.Body) != `{"id":1}` {
 		t.Errorf("message system %q, queue %q, body %s; want rabbitmq, orders.dlq, {\"id\":1}", m.System, m.Queue, m.Body)
 	}
@@ -576,5 +580,42 @@ func TestDeathHeadersByVersion(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The first death comes from the x-death array, not from x-first-death-*:
+// since RabbitMQ 4.1 those can be missing, and x-first-death-queue can name
+// a later death (rabbitmq-server#15385).
+func TestDeathFirstFromXDeath(t *testing.T) {
+	t1 := time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC)
+	t2 := t1.Add(time.Hour)
+	xdeath := []any{
+		map[string]any{"queue": "orders.retry", "reason": "expired", "count": int64(1), "time": t2, "exchange": ""},
+		map[string]any{"queue": "orders", "reason": "rejected", "count": int64(1), "time": t1, "exchange": "orders-x"},
+	}
+	const want = "first rejected in orders at 2026-03-14T10:00:00Z, last 2026-03-14T11:00:00Z"
+	for name, c := range map[string]struct {
+		h    map[string]any
+		want string
+	}{
+		"no x-first-death":          {map[string]any{"x-death": xdeath}, want},
+		"x-first-death overwritten": {map[string]any{"x-death": xdeath, "x-first-death-queue": "orders.retry", "x-first-death-reason": "expired"}, want},
+		"entries out of time order": {map[string]any{"x-death": []any{xdeath[1], xdeath[0]}, "x-first-death-queue": "orders.retry", "x-first-death-reason": "expired"}, want},
+		// The same second: rejected in orders, expired in orders.retry,
+		// rejected in orders again (its entry moved to the front).
+		"a tie broken by x-first-death": {map[string]any{"x-death": []any{
+			map[string]any{"queue": "orders", "reason": "rejected", "count": int64(2), "time": t1},
+			map[string]any{"queue": "orders.retry", "reason": "expired", "count": int64(1), "time": t1}},
+			"x-first-death-queue": "orders", "x-first-death-reason": "rejected"},
+			"first rejected in orders at 2026-03-14T10:00:00Z, last 2026-03-14T10:00:00Z"},
+	} {
+		d := deathOf(c.h)
+		if d == nil {
+			t.Fatalf("%s: no death record", name)
+		}
+		got := fmt.Sprintf("first %s in %s at %s, last %s", d.FirstReason, d.FirstQueue, d.First.Format(time.RFC3339), d.Last.Format(time.RFC3339))
+		if got != c.want {
+			t.Errorf("%s: %s, want %s", name, got, c.want)
+		}
 	}
 }

@@ -143,11 +143,16 @@ func TestConsumeQuorumNoOverDelivery(t *testing.T) {
 		}
 	}
 	// Only released messages were returned: 4 rounds × 3 releases spread
-	// over the queue; the others were never delivered.
+	// over the queue; the others were never delivered. Where a requeue
+	// does not count (4.3) x-acquired-count counts them instead.
 	waitDepth(t, b, qq, 10)
 	var counts []int64
 	_, err := b.Peek(ctx, qq, broker.PeekOptions{}, func(m *broker.Message) error {
-		counts = append(counts, m.DeliveryCount)
+		if b.requeueCounts() {
+			counts = append(counts, m.DeliveryCount)
+		} else {
+			counts = append(counts, m.AcquiredCount)
+		}
 		return nil
 	})
 	if err != nil {
@@ -158,7 +163,7 @@ func TestConsumeQuorumNoOverDelivery(t *testing.T) {
 		total += c
 	}
 	if total != 12 {
-		t.Errorf("delivery counts %v sum to %d, want exactly the 12 releases", counts, total)
+		t.Errorf("delivery (or, on %s, acquired) counts %v sum to %d, want exactly the 12 releases", b.amqpVersion, counts, total)
 	}
 }
 

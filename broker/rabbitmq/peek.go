@@ -43,6 +43,12 @@ type peekInfo struct {
 	// deliveryLimit times (0 included: the first return removes it).
 	limited       bool
 	deliveryLimit int64
+	// requeueFree says the queue is a quorum queue on a server where a
+	// requeue does not count towards the delivery limit (RabbitMQ 4.3 and
+	// later): a hold read that returns its deliveries by an explicit nack
+	// with requeue raises no x-delivery-count, republishes nothing and can
+	// drop nothing.
+	requeueFree bool
 }
 
 func (b *Broker) peekInfo(ctx context.Context, queue string) (peekInfo, error) {
@@ -60,7 +66,8 @@ func (b *Broker) peekInfo(ctx context.Context, queue string) (peekInfo, error) {
 		return peekInfo{}, translateErr(op, err)
 	}
 	q, dl := b.toQueue(&mq, b.serverMajor(ctx))
-	info := peekInfo{name: queue, kind: q.Kind, limited: dl.limited, deliveryLimit: dl.limit}
+	info := peekInfo{name: queue, kind: q.Kind, limited: dl.limited, deliveryLimit: dl.limit,
+		requeueFree: q.Kind == broker.KindQuorum && !b.requeueCounts()}
 	if q.Kind == broker.KindStream {
 		if mq.Messages != nil {
 			info.depth = *mq.Messages
@@ -92,6 +99,11 @@ func (b *Broker) Peek(ctx context.Context, queue string, opts broker.PeekOptions
 		switch info.kind {
 		case broker.KindQuorum:
 			mode = broker.PeekRotate
+			if _, err := holdTarget(info, opts, broker.PeekHold); info.requeueFree && err == nil {
+				// Nothing changes but the redelivered flag and
+				// x-acquired-count. A read beyond the hold bound rotates.
+				mode = broker.PeekHold
+			}
 		case broker.KindStream:
 			mode = broker.PeekStream
 		default:
@@ -108,13 +120,14 @@ func (b *Broker) Peek(ctx context.Context, queue string, opts broker.PeekOptions
 			switch {
 			case !errors.As(err, &nw):
 				return broker.PeekReport{Mode: mode}, translateErr("peek queue `"+queue+"`", err)
-			case mode == broker.PeekRotate && (info.kind == broker.KindClassic || info.kind == broker.KindQuorum && !info.limited && !nw.readOnly):
-				// A classic queue, or (for a user without write
+			case mode == broker.PeekRotate && (info.kind == broker.KindClassic || info.requeueFree || info.kind == broker.KindQuorum && !info.limited && !nw.readOnly):
+				// A classic queue, a quorum queue on a server where a
+				// requeue does not count, or (for a user without write
 				// permission, not in read-only mode, which changes no
 				// count) a quorum queue without a delivery limit: a hold
 				// read publishes nothing and can drop nothing (on the
-				// quorum queue each count goes up by 1, and the report says
-				// so). Within the hold bound (holdTarget).
+				// last, each count goes up by 1, and the report says so).
+				// Within the hold bound (holdTarget).
 				mode = broker.PeekHold
 			default:
 				return broker.PeekReport{Mode: mode}, noWriteRefusal(info, mode, nw)
@@ -181,7 +194,7 @@ func needsWrite(info peekInfo, mode broker.PeekMode, opts broker.PeekOptions) bo
 	case broker.PeekRotate:
 		return info.depth != 0
 	case broker.PeekHold, broker.PeekRequeue:
-		return info.kind == broker.KindQuorum && info.limited && opts.Force
+		return info.kind == broker.KindQuorum && info.limited && !info.requeueFree && opts.Force
 	}
 	return false
 }
@@ -342,7 +355,9 @@ func (b *Broker) peekHold(ctx context.Context, info peekInfo, opts broker.PeekOp
 		mode = broker.PeekRequeue
 	}
 	rep := broker.PeekReport{Mode: mode}
-	quorumLimit := info.kind == broker.KindQuorum && info.limited
+	// A requeue-free quorum queue needs neither: a nack with requeue
+	// brings no message nearer its limit.
+	quorumLimit := info.kind == broker.KindQuorum && info.limited && !info.requeueFree
 	if quorumLimit && !opts.Force {
 		return rep, quorumRefusal(info, mode)
 	}
@@ -476,7 +491,11 @@ func (b *Broker) peekHold(ctx context.Context, info peekInfo, opts broker.PeekOp
 	}
 	var changed []string
 	if returned > 0 {
-		if info.kind == broker.KindQuorum && requeue {
+		if info.requeueFree {
+			// Measured on 4.3.6: each returned message keeps its place,
+			// its x-delivery-count and its exchange and routing key.
+			changed = append(changed, plural(returned, "message now carries", "messages now carry")+" the redelivered flag and x-acquired-count +1 (x-delivery-count unchanged, each in its place)")
+		} else if info.kind == broker.KindQuorum && requeue {
 			changed = append(changed, plural(returned, "message", "messages")+" moved to the back of the queue with x-delivery-count +1 and the redelivered flag")
 		} else if info.kind == broker.KindQuorum {
 			changed = append(changed, plural(returned, "message", "messages")+" returned with x-delivery-count +1 and the redelivered flag (some RabbitMQ versions also move them to the back)")
@@ -541,13 +560,16 @@ func (b *Broker) newRotator(ctx context.Context, queue string, window int) (*rot
 func (r *rotator) close() { _ = r.ch.Close() }
 
 // copyOf is the publishing that puts d back at the end of its queue:
-// everything kept but x-delivery-count.
+// everything kept but the broker's counts, x-delivery-count and
+// x-acquired-count (the copy is a new message, delivered 0 times).
 func (r *rotator) copyOf(d *amqp.Delivery) amqp.Publishing {
 	h := d.Headers
-	if _, ok := h["x-delivery-count"]; ok {
+	_, dc := h["x-delivery-count"]
+	_, ac := h["x-acquired-count"]
+	if dc || ac {
 		h = make(amqp.Table, len(d.Headers))
 		for k, v := range d.Headers {
-			if k != "x-delivery-count" {
+			if k != "x-delivery-count" && k != "x-acquired-count" {
 				h[k] = v
 			}
 		}
@@ -646,13 +668,18 @@ func (r *rotator) waitAll(ctx context.Context) error {
 // peekRotate implements rotate mode (see the package's peek-safety notes).
 // rotatedEnvelope says exactly what a rotation changed on each rotated
 // message (see `dlq help peek-safety`); dead says that some of them carry
-// x-death, which still records where they died.
-func rotatedEnvelope(queue string, dead bool) string {
+// x-death, which still records where they died; acquired that some carried
+// x-acquired-count (RabbitMQ 4.3), which the copy drops.
+func rotatedEnvelope(queue string, dead, acquired bool) string {
 	note := ""
 	if dead {
 		note = " (x-death still records where it died)"
 	}
-	return fmt.Sprintf("each now has exchange \"\" and routing key `%s`%s, its redelivered flag and x-delivery-count cleared, and its per-message TTL started again", queue, note)
+	counts := "its redelivered flag and x-delivery-count cleared"
+	if acquired {
+		counts = "its redelivered flag, x-delivery-count and x-acquired-count cleared"
+	}
+	return fmt.Sprintf("each now has exchange \"\" and routing key `%s`%s, %s, and its per-message TTL started again", queue, note, counts)
 }
 
 func (b *Broker) peekRotate(ctx context.Context, info peekInfo, opts broker.PeekOptions, visit func(*broker.Message) error) (broker.PeekReport, error) {
@@ -681,6 +708,7 @@ func (b *Broker) peekRotate(ctx context.Context, info peekInfo, opts broker.Peek
 		visitErr  error
 		cancelled bool
 		dead      bool // some rotated message carries x-death
+		acquired  bool // some rotated message carries x-acquired-count
 	)
 	// Finishing what was taken must not depend on ctx: the originals are
 	// acked only after their copies are confirmed, whatever happens.
@@ -751,6 +779,9 @@ func (b *Broker) peekRotate(ctx context.Context, info peekInfo, opts broker.Peek
 			if _, ok := d.Headers["x-death"]; ok {
 				dead = true
 			}
+			if _, ok := d.Headers["x-acquired-count"]; ok {
+				acquired = true
+			}
 			tags = append(tags, d.DeliveryTag)
 			if err := rot.drain(work); err != nil {
 				return err
@@ -800,13 +831,13 @@ func (b *Broker) peekRotate(ctx context.Context, info peekInfo, opts broker.Peek
 	})
 	switch {
 	case partial:
-		rep.Changed = fmt.Sprintf("rotated %s to the back of the queue (forced): they now come after the other %d; %s", plural(rotated, "message", "messages"), info.depth-rotated, rotatedEnvelope(info.name, dead))
+		rep.Changed = fmt.Sprintf("rotated %s to the back of the queue (forced): they now come after the other %d; %s", plural(rotated, "message", "messages"), info.depth-rotated, rotatedEnvelope(info.name, dead, acquired))
 	case cancelled || err != nil:
 		if rotated > 0 {
-			rep.Changed = fmt.Sprintf("interrupted: rotated %s to the back of the queue before stopping, so they now come after the rest; none lost; %s", plural(rotated, "message", "messages"), rotatedEnvelope(info.name, dead))
+			rep.Changed = fmt.Sprintf("interrupted: rotated %s to the back of the queue before stopping, so they now come after the rest; none lost; %s", plural(rotated, "message", "messages"), rotatedEnvelope(info.name, dead, acquired))
 		}
 	case rotated > 0:
-		rep.Changed = fmt.Sprintf("rotated %s to the back of the queue; order kept; %s", plural(rotated, "message", "messages"), rotatedEnvelope(info.name, dead))
+		rep.Changed = fmt.Sprintf("rotated %s to the back of the queue; order kept; %s", plural(rotated, "message", "messages"), rotatedEnvelope(info.name, dead, acquired))
 	}
 	if err != nil {
 		return rep, translateErr(op, err)

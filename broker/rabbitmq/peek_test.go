@@ -240,18 +240,35 @@ func quorumWithDLQ(t *testing.T, b *Broker, limit int64) (string, string) {
 	return qq, dlq
 }
 
+// requeueCountsHere skips a test of the rules of servers that count a
+// requeue (3.x-4.2) on one that does not (4.3 and later).
+func requeueCountsHere(t *testing.T, b *Broker) {
+	t.Helper()
+	if !b.requeueCounts() {
+		t.Skipf("RabbitMQ %s does not count a requeue: TestPeekQuorumRequeueFree covers it", b.amqpVersion)
+	}
+}
+
 func TestPeekQuorumNeverDeadLetters(t *testing.T) {
 	b, _ := openTest(t)
 	qq, dlq := quorumWithDLQ(t, b, 3)
 	publishN(t, b, qq, "m", 3, nil)
+	// The default: rotation where a requeue counts, else hold and nack.
+	want := broker.PeekRotate
+	if !b.requeueCounts() {
+		want = broker.PeekHold
+	}
 	const peeks = 1000
 	for i := 0; i < peeks; i++ {
 		ids, rep, err := peekIDs(t, b, qq, broker.PeekOptions{Limit: 20}, 0)
 		if err != nil {
 			t.Fatalf("peek %d: %v", i, err)
 		}
-		if len(ids) != 3 || rep.Mode != broker.PeekRotate {
-			t.Fatalf("peek %d: visited %v, mode %s", i, ids, rep.Mode)
+		if len(ids) != 3 || rep.Mode != want {
+			t.Fatalf("peek %d: visited %v, mode %s, want %s", i, ids, rep.Mode, want)
+		}
+		if want == broker.PeekHold {
+			waitDepth(t, b, qq, 3)
 		}
 		if i == 0 && !reflect.DeepEqual(ids, seq("m", 0, 3)) {
 			t.Fatalf("order %v", ids)
@@ -267,6 +284,7 @@ func TestPeekQuorumNeverDeadLetters(t *testing.T) {
 
 func TestPeekQuorumHoldRefused(t *testing.T) {
 	b, _ := openTest(t)
+	requeueCountsHere(t, b)
 	qq, dlq := quorumWithDLQ(t, b, 3)
 	publishN(t, b, qq, "m", 4, nil)
 	for _, mode := range []broker.PeekMode{broker.PeekHold, broker.PeekRequeue} {
@@ -300,6 +318,7 @@ func TestPeekQuorumHoldRefused(t *testing.T) {
 // first return, so hold and requeue are refused.
 func TestPeekQuorumLimitZero(t *testing.T) {
 	b, _ := openTest(t)
+	requeueCountsHere(t, b)
 	dlq := brokertest.Name(t, "dlq")
 	qq := brokertest.Name(t, "qq")
 	declareQueue(t, b, dlq, nil)
@@ -326,6 +345,7 @@ func TestPeekQuorumDefaultLimit(t *testing.T) {
 	if major := b.serverMajor(context.Background()); major < 4 {
 		t.Skipf("RabbitMQ %d: quorum queues have no default delivery limit before 4.0", major)
 	}
+	requeueCountsHere(t, b)
 	qq := brokertest.Name(t, "qq")
 	declareQueue(t, b, qq, amqp.Table{"x-queue-type": "quorum"})
 	publishN(t, b, qq, "m", 2, nil)
@@ -349,6 +369,7 @@ func TestPeekQuorumDefaultLimit(t *testing.T) {
 
 func TestPeekQuorumNoLimitHold(t *testing.T) {
 	b, _ := openTest(t)
+	requeueCountsHere(t, b)
 	qq, _ := quorumWithDLQ(t, b, 0)
 	publishN(t, b, qq, "m", 3, nil)
 	_, rep, err := peekIDs(t, b, qq, broker.PeekOptions{Mode: broker.PeekHold}, 0)
@@ -484,5 +505,85 @@ func TestPeekRefusals(t *testing.T) {
 	}
 	if d := depth(t, b, q); d != 2 {
 		t.Errorf("depth %d after refusals", d)
+	}
+}
+
+// TestPeekQuorumRequeueFree: on a server where a requeue does not count
+// (4.3 and later), a quorum queue is read by hold and explicit nack, by
+// default and with any delivery limit (0 and 1 included) and without
+// --force: every message stays in its place with its x-delivery-count;
+// only the redelivered flag and x-acquired-count change, and the report
+// says so. Explicit requeue mode does the same.
+func TestPeekQuorumRequeueFree(t *testing.T) {
+	b, _ := openTest(t)
+	if b.requeueCounts() {
+		t.Skipf("RabbitMQ %s counts a requeue: the other quorum peek tests cover it", b.amqpVersion)
+	}
+	for _, limit := range []int64{0, 1, -1, 20} {
+		dlq := brokertest.Name(t, "dlq")
+		qq := brokertest.Name(t, "qq")
+		declareQueue(t, b, dlq, nil)
+		args := amqp.Table{"x-queue-type": "quorum", "x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq}
+		if limit != 20 {
+			args["x-delivery-limit"] = limit // 20: the default
+		}
+		declareQueue(t, b, qq, args)
+		publishN(t, b, qq, "m", 6, nil)
+		for i, mode := range []broker.PeekMode{broker.PeekAuto, broker.PeekAuto, broker.PeekRequeue, broker.PeekHold} {
+			var got []string
+			var acquired []int64
+			rep, err := b.Peek(context.Background(), qq, broker.PeekOptions{Mode: mode, Limit: 3}, func(m *broker.Message) error {
+				got = append(got, m.Properties.MessageID)
+				acquired = append(acquired, m.AcquiredCount)
+				if m.DeliveryCount != 0 {
+					t.Errorf("limit %d, peek %d: %s has x-delivery-count %d", limit, i, m.Properties.MessageID, m.DeliveryCount)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("limit %d, peek %d (%s): %v", limit, i, mode, err)
+			}
+			n := int64(i)
+			wantMode := broker.PeekHold
+			if mode == broker.PeekRequeue {
+				wantMode = mode
+			}
+			if rep.Mode != wantMode {
+				t.Errorf("limit %d, peek %d (%s): mode %s", limit, i, mode, rep.Mode)
+			}
+			if d := testdiff.Lines(seq("m", 0, 3), got); d != "" {
+				t.Errorf("limit %d, peek %d: messages read (-want +got):\n%s", limit, i, d)
+			}
+			if d := testdiff.Diff([]int64{n, n, n}, acquired); d != "" {
+				t.Errorf("limit %d, peek %d: x-acquired-count (-want +got):\n%s", limit, i, d)
+			}
+			if want := "3 messages now carry the redelivered flag and x-acquired-count +1 (x-delivery-count unchanged, each in its place)"; rep.Changed != want {
+				t.Errorf("limit %d, peek %d: report %q, want %q", limit, i, rep.Changed, want)
+			}
+			waitDepth(t, b, qq, 6)
+		}
+		if n := depth(t, b, dlq); n != 0 {
+			t.Errorf("limit %d: the peeks dead-lettered %d messages", limit, n)
+		}
+		// An explicit rotation drops x-acquired-count with the other counts,
+		// and says so.
+		rep, err := b.Peek(context.Background(), qq, broker.PeekOptions{Mode: broker.PeekRotate}, func(*broker.Message) error { return nil })
+		if err != nil || !strings.Contains(rep.Changed, "its redelivered flag, x-delivery-count and x-acquired-count cleared") {
+			t.Errorf("limit %d: rotation reported %q, %v", limit, rep.Changed, err)
+		}
+		var acquired []int64
+		if _, err := b.Peek(context.Background(), qq, broker.PeekOptions{}, func(m *broker.Message) error {
+			acquired = append(acquired, m.AcquiredCount)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if d := testdiff.Diff([]int64{0, 0, 0, 0, 0, 0}, acquired); d != "" {
+			t.Errorf("limit %d: x-acquired-count after the rotation (-want +got):\n%s", limit, d)
+		}
+		waitDepth(t, b, qq, 6)
+		if d := testdiff.Lines(seq("m", 0, 6), drainIDs(t, b, qq)); d != "" {
+			t.Errorf("limit %d: the queue after the peeks (-want +got):\n%s", limit, d)
+		}
 	}
 }

@@ -99,9 +99,12 @@ type Broker struct {
 	closed  bool
 	major   int    // RabbitMQ major version, 0 until known
 	version string // RabbitMQ version ("4.0.5"), "" until known
-	flowFns []func(blocked bool, reason string)
-	blocked bool
-	reason  string
+	// amqpVersion is the version the AMQP connection's server properties
+	// announced ("4.3.6"), "" when they named none.
+	amqpVersion string
+	flowFns     []func(blocked bool, reason string)
+	blocked     bool
+	reason      string
 	// unblocked is closed when the connection is (or becomes) unblocked; a
 	// new one is made each time the broker blocks the connection.
 	unblocked chan struct{}
@@ -551,6 +554,9 @@ func opErrText(oe *net.OpError) string {
 func (b *Broker) setConn(c *amqp.Connection, node int) {
 	b.mu.Lock()
 	b.conn, b.cur = c, node
+	if v := headerString(c.Properties["version"]); v != "" {
+		b.amqpVersion = v
+	}
 	b.mu.Unlock()
 	blocked := c.NotifyBlocked(make(chan amqp.Blocking, 4))
 	go func() {

@@ -13,7 +13,7 @@ import (
 )
 
 // The tests of this file run against the RabbitMQ node with TLS that
-// `make test` starts (scripts/brokers instance tls on 3.10, tls4 on 4.0).
+// `make test` starts (scripts/brokers instance tls on 3.10, tls43 on 4.3).
 
 // tlsURL is raw with its port replaced by the one of other (a URL or
 // host:port), and with the user and password of user (nil: none).

@@ -26,3 +26,28 @@ func TestTraits(t *testing.T) {
 		}
 	}
 }
+
+// A whole quorum queue is read by rotation where a requeue counts, and held
+// where it does not (4.3) when it fits in the hold bound.
+func TestTraitsPeekAllByVersion(t *testing.T) {
+	for _, c := range []struct {
+		version string
+		kind    broker.QueueKind
+		depth   int64
+		want    broker.PeekMode
+	}{
+		{"3.10.8", broker.KindQuorum, 10, broker.PeekRotate},
+		{"4.0.5", broker.KindQuorum, 10, broker.PeekRotate},
+		{"4.3.6", broker.KindQuorum, 10, broker.PeekHold},
+		{"4.3.6", broker.KindQuorum, DefaultMaxUnacked, broker.PeekHold},
+		{"4.3.6", broker.KindQuorum, DefaultMaxUnacked + 1, broker.PeekRotate},
+		{"4.3.6", broker.KindClassic, 10, broker.PeekRotate},
+		{"4.3.6", "", 0, broker.PeekRotate},
+		{"", broker.KindQuorum, 10, broker.PeekRotate},
+	} {
+		b := &Broker{amqpVersion: c.version}
+		if got := b.Traits(broker.Queue{Name: "q", Kind: c.kind, Depth: c.depth}).PeekAll; got != c.want {
+			t.Errorf("RabbitMQ %q, %q queue of %d: whole read %s, want %s", c.version, c.kind, c.depth, got, c.want)
+		}
+	}
+}
