@@ -61,7 +61,10 @@ RabbitMQ reads that would write: read-only users and --read-only
   messages would raise their counts, and a refused publish would return every
   held delivery with x-delivery-count +1. A read that would rotate a classic
   queue holds instead (up to --max-unacked messages; the redelivered flag is
-  its only trace). For a user without write permission a quorum queue
+  its only trace); past that bound the refusal names what works without
+  writing: a smaller --limit, a larger --max-unacked (every message it reads
+  is then held at once, in the broker's memory and dlq's; the refusal gives
+  the size), or a user with write permission. For a user without write permission a quorum queue
   without a delivery limit (RabbitMQ 3.x) is held too, and the report says
   the counts went up; under --read-only it is refused, as no count may rise.
 

@@ -13,6 +13,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/human"
 )
 
 var _ broker.Peeker = (*Broker)(nil)
@@ -43,12 +44,15 @@ type peekInfo struct {
 	// deliveryLimit times (0 included: the first return removes it).
 	limited       bool
 	deliveryLimit int64
+	// bytes is the size of the ready messages' bodies from the management
+	// statistics (they may lag); 0 when unknown.
+	bytes int64
 }
 
 func (b *Broker) peekInfo(ctx context.Context, queue string) (peekInfo, error) {
 	op := "peek queue `" + queue + "`"
 	var mq mgmtQueue
-	err := b.mgmtQueue(ctx, queue, "name,type,arguments,effective_policy_definition,messages,messages_ready", &mq)
+	err := b.mgmtQueue(ctx, queue, "name,type,arguments,effective_policy_definition,messages,messages_ready,message_bytes_ready", &mq)
 	if err != nil {
 		if errors.Is(err, broker.ErrNotFound) && !errors.Is(err, errMgmtMissesQueue) {
 			return peekInfo{}, b.notFoundQueue(op, queue)
@@ -61,6 +65,9 @@ func (b *Broker) peekInfo(ctx context.Context, queue string) (peekInfo, error) {
 	}
 	q, dl := b.toQueue(&mq, b.serverMajor(ctx))
 	info := peekInfo{name: queue, kind: q.Kind, limited: dl.limited, deliveryLimit: dl.limit}
+	if mq.MessageBytesReady != nil {
+		info.bytes = *mq.MessageBytesReady
+	}
 	if q.Kind == broker.KindStream {
 		if mq.Messages != nil {
 			info.depth = *mq.Messages
@@ -299,7 +306,9 @@ func plural(n int64, one, many string) string {
 }
 
 // holdTarget checks the hold bound and returns how many messages to take.
-func holdTarget(info peekInfo, opts broker.PeekOptions, mode broker.PeekMode) (int64, error) {
+// Past the bound it names what the user can do instead; canRotate (asked
+// only then) says whether rotate mode, which needs to write, is one of them.
+func holdTarget(info peekInfo, opts broker.PeekOptions, mode broker.PeekMode, canRotate func() error) (int64, error) {
 	maxUnacked := int64(opts.MaxUnacked)
 	if maxUnacked <= 0 {
 		maxUnacked = DefaultMaxUnacked
@@ -311,15 +320,39 @@ func holdTarget(info peekInfo, opts broker.PeekOptions, mode broker.PeekMode) (i
 	if want == 0 || want > info.depth {
 		want = info.depth
 	}
-	if want > maxUnacked {
-		what := fmt.Sprintf("reading %d messages", want)
-		if opts.Limit == 0 {
-			what = fmt.Sprintf("reading all %d messages", want)
-		}
-		return 0, &broker.Error{Kind: broker.ErrUnsafe, Op: "peek queue `" + info.name + "`",
+	if want <= maxUnacked {
+		return want, nil
+	}
+	what := fmt.Sprintf("reading %d messages", want)
+	if opts.Limit == 0 {
+		what = fmt.Sprintf("reading all %d messages", want)
+	}
+	op := "peek queue `" + info.name + "`"
+	var nw *errNoWrite
+	if err := canRotate(); err != nil && !errors.As(err, &nw) {
+		return 0, translateErr(op, err)
+	}
+	if nw == nil {
+		return 0, &broker.Error{Kind: broker.ErrUnsafe, Op: op,
 			Hint: broker.Hintf("%s in hold mode would keep them all unacknowledged at once (the bound is %d, %s): use %s to read any number with a bounded window, order kept, or a smaller %s", what, maxUnacked, broker.OptMaxUnacked, broker.OptMode.With("rotate"), broker.OptLimit)}
 	}
-	return want, nil
+	// Rotate mode republishes, and this user (or read-only mode) may not:
+	// what is left is a smaller read, a larger bound, or another user.
+	other := broker.Hintf("peek as a user with write permission on `amq.default` in vhost `%s`, who reads any number by rotating (%s)", nw.vhost, broker.OptMode.With("rotate"))
+	if nw.readOnly {
+		other = broker.Hintf("peek without read-only mode, which reads any number by rotating (%s)", broker.OptMode.With("rotate"))
+	}
+	raise := broker.Hintf("")
+	if want <= 65535 {
+		cost := fmt.Sprintf("all %d are then held at once", want)
+		if info.bytes > 0 && info.depth > 0 {
+			cost += fmt.Sprintf(", about %s of message bodies that the broker keeps in memory and sends to dlq", human.Bytes(info.bytes/info.depth*want))
+		}
+		raise = broker.Hintf(", raise the bound with %s (%s)", broker.OptMaxUnacked.With(strconv.FormatInt(want, 10)), cost)
+	}
+	return 0, &broker.Error{Kind: broker.ErrUnsafe, Op: op,
+		Hint: broker.Hintf("nothing was read or changed: %s in hold mode would keep them all unacknowledged at once (the bound is %d, %s), and %s, so it cannot rotate instead: read the first %d with %s%s, or %s",
+			what, maxUnacked, broker.OptMaxUnacked, nw, maxUnacked, broker.OptLimit.With(strconv.FormatInt(maxUnacked, 10)), raise, other)}
 }
 
 // quorumRefusal is the ErrUnsafe for returning messages to a quorum queue
@@ -346,7 +379,7 @@ func (b *Broker) peekHold(ctx context.Context, info peekInfo, opts broker.PeekOp
 	if quorumLimit && !opts.Force {
 		return rep, quorumRefusal(info, mode)
 	}
-	target, err := holdTarget(info, opts, mode)
+	target, err := holdTarget(info, opts, mode, func() error { return b.canWrite(ctx) })
 	if err != nil || target == 0 {
 		return rep, err
 	}
