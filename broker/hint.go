@@ -25,6 +25,7 @@ const (
 	OptExcludeID          Option = "exclude-id"
 	OptFilter             Option = "filter"
 	OptForce              Option = "force"
+	OptGetUnreadable      Option = "get-unreadable"
 	OptID                 Option = "id"
 	OptInsecureSkipVerify Option = "insecure-skip-verify"
 	OptKeyFile            Option = "key-file"

@@ -62,6 +62,10 @@ RECORDS. Every other line is one message. Fields are left out when empty.
   redelivered         true when the broker flagged a redelivery
   timestamp           when the message was first published, where known
   position            where it sat (a stream offset, an SQS sequence number)
+  unreadable          why dlq's AMQP client could not decode the message, which
+                      was read through RabbitMQ's management API instead:
+                      its header types are approximate (integers int64,
+                      fractions float64)
 
 TIMES (archived, timestamp, death's first, last and time, a timestamp
 header) are RFC 3339 strings in UTC with up to nine fractional digits:

@@ -722,6 +722,8 @@ func (p *fastParser) record(r *record) bool {
 			r.Timestamp.Time, ok = p.timeValue()
 		case "position":
 			r.Position, ok = p.unique()
+		case "unreadable":
+			r.Unreadable, ok = p.str()
 		}
 		return ok
 	})

@@ -81,6 +81,7 @@ type record struct {
 	Redelivered   bool   `json:"redelivered,omitempty"`
 	Timestamp     stamp  `json:"timestamp,omitzero"`
 	Position      string `json:"position,omitempty"`
+	Unreadable    string `json:"unreadable,omitempty"`
 }
 
 // properties is the record's "properties" object: broker.Properties, whose
@@ -192,6 +193,7 @@ func toRecord(m *broker.Message, brokerAddr string, archived time.Time) (record,
 		Redelivered:      m.Redelivered,
 		Timestamp:        stamp{utc(m.Timestamp)},
 		Position:         m.Position,
+		Unreadable:       m.Unreadable,
 	}
 	if r.ID == "" {
 		r.ID = broker.Fingerprint(m)
@@ -267,6 +269,7 @@ func fromRecordTo(r *record, m *broker.Message, l *lend) error {
 		Redelivered:      r.Redelivered,
 		Timestamp:        r.Timestamp.Time,
 		Position:         r.Position,
+		Unreadable:       r.Unreadable,
 	}
 	body, err := r.body(l)
 	if err != nil {
