@@ -42,6 +42,7 @@ const (
 	OptNoRedriveHeader    Option = "no-redrive-header"
 	OptOffset             Option = "offset"
 	OptOlderThan          Option = "older-than"
+	OptPosition           Option = "position"
 	OptRate               Option = "rate"
 	OptRegion             Option = "region"
 	OptResume             Option = "resume"

@@ -87,7 +87,14 @@ RabbitMQ messages dlq cannot decode
   limit only counts. On a quorum queue with a delivery limit it adds 1 to
   the x-delivery-count of each message it reads (RabbitMQ below 4.3), so dlq
   does it only with --get-unreadable. The command still fails (exit code 1),
-  naming the message, its position and what to do.
+  naming the message, its position and what to do: dlq discard QUEUE
+  --position N --archive-to file://… archives it (as the management API
+  returned it) and then removes it; dlq redrive QUEUE --position N --to
+  queue:NAME moves it; neither has dlq's client read it. The messages before
+  it are rotated behind it, a shovel that takes one message (acknowledged
+  after the destination confirmed it) moves the head into a queue of its
+  own, and dlq removes it or moves it on only when that queue holds
+  exactly the message it read; otherwise it goes back and dlq refuses.
 
 RabbitMQ streams: --mode stream (the default)
   Streams are read, not consumed: dlq attaches with basic.qos and an

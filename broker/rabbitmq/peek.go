@@ -165,11 +165,13 @@ func unreadableAt(info peekInfo, rep broker.PeekReport, err error, shown *broker
 		cost += "; no message is in the queue twice: nothing of the window that holds it had been copied"
 	}
 	where := fmt.Sprintf("a message at position %d or later could not be read (%d were read before the connection closed): %s (%s)", rep.Read+1, rep.Read, be.Msg, cost)
+	fix := broker.Hintf("move the queue's messages broker-side without reading them (a server-side redrive runs a shovel)")
 	if shown != nil {
+		fix = broker.Hintf("take it out by its position without reading it (%s: a discard archives it first, a redrive moves it), or move the queue's messages broker-side (a server-side redrive runs a shovel)", broker.OptPosition.With(shown.Position))
 		where = fmt.Sprintf("the message at position %s (ID %s) could not be read by dlq's AMQP client, which closed the connection: %s; every message dlq held went back to its queue (%s)", shown.Position, shown.ID, shown.Unreadable, cost)
 	}
 	return &broker.Error{Kind: broker.ErrUnsupported, Op: "peek queue `" + info.name + "`", Err: be.Err,
-		Hint: broker.Hintf("%s: %s; move the queue's messages broker-side without reading them (a server-side redrive runs a shovel)", where, why)}
+		Hint: broker.Hintf("%s: %s; %s", where, why, fix)}
 }
 
 // peekMode runs the peek of info in mode.

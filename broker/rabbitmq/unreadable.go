@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -208,4 +209,232 @@ func (b *Broker) showUnreadable(ctx context.Context, info peekInfo, opts broker.
 		return rep, unreadableAt(info, rep, err, m, broker.Hintf("the messages after it were not read, and every read of the queue stops at it"))
 	}
 	return rep, unreadableAt(info, rep, err, nil, broker.Hintf("none of the first %d messages read through the management API is one it would refuse: it may have been taken by another consumer", len(msgs)))
+}
+
+var _ broker.UnreadableTaker = (*Broker)(nil)
+
+// takeWait bounds each wait for a one-message shovel.
+const takeWait = time.Minute
+
+// TakeUnreadable moves or removes the unreadable message at a position
+// (see broker.UnreadableTaker), without the AMQP client ever receiving it:
+//
+//  1. the management API's get reads the first Position messages (and
+//     returns them): the last must be one the client refuses, the ones
+//     before it readable;
+//  2. keep gets it, as the API returned it, and makes it durable;
+//  3. a rotation takes the messages before it and republishes them behind
+//     it, confirmed before acked, so that it is at the head;
+//  4. a shovel that takes one message (src-delete-after 1, ack-mode
+//     on-confirm) moves the head into a queue of its own;
+//  5. the management API reads that queue: when it holds exactly the
+//     message kept, it is removed (discard) or moved on to To by a second
+//     shovel; when it holds another (a consumer or a publisher got in the
+//     way), that one goes back to the queue by a shovel, and dlq refuses.
+func (b *Broker) TakeUnreadable(ctx context.Context, queue string, opts broker.TakeOptions, keep func(*broker.Message) error) (*broker.Message, error) {
+	pos := opts.Position
+	op := fmt.Sprintf("take the message at position %d of `%s`", pos, queue)
+	if pos < 1 {
+		return nil, broker.Errorf(broker.ErrConflict, op, "a position is 1 (the head of the queue) or more")
+	}
+	info, err := b.peekInfo(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case info.kind == broker.KindStream:
+		return nil, broker.Errorf(broker.ErrUnsupported, op, "`%s` is a stream: its messages cannot be taken one by one", queue)
+	case info.kind == broker.KindQuorum && info.limited && !opts.GetUnreadable:
+		return nil, &broker.Error{Kind: broker.ErrUnsafe, Op: op,
+			Hint: broker.Hintf("nothing was changed: quorum queue `%s` has a delivery limit of %d, and the management API's get that reads the message adds 1 to the x-delivery-count of the first %d messages, twice (RabbitMQ below 4.3): pass %s to accept it", queue, info.deliveryLimit, pos, broker.OptGetUnreadable)}
+	case pos > info.depth:
+		return nil, broker.Errorf(broker.ErrConflict, op, "`%s` holds %d messages: nothing was changed", queue, info.depth)
+	}
+	var dest broker.Queue
+	v := shovelValue{SrcProtocol: "amqp091", SrcURI: b.localURI(), SrcDeleteAfter: 1,
+		DestProtocol: "amqp091", DestURI: b.localURI(), AckMode: "on-confirm", ReconnectDelay: 5}
+	onward := v
+	if opts.To != nil {
+		if opts.To.Kind == broker.ToOrigin || opts.To.Kind == "" {
+			q, err := b.Queue(ctx, queue)
+			if err != nil {
+				return nil, err
+			}
+			dest = q
+		}
+		if err := shovelTo(&onward, *opts.To, dest, op); err != nil {
+			return nil, err
+		}
+	}
+
+	// 1. What is at the position, read without the AMQP client.
+	msgs, err := b.mgmtGet(ctx, queue, pos)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	if int64(len(msgs)) < pos {
+		return nil, broker.Errorf(broker.ErrConflict, op, "the management API read %d messages, not %d: nothing was changed", len(msgs), pos)
+	}
+	for i := range msgs[:pos-1] {
+		h, _ := msgs[i].Properties["headers"].(map[string]any)
+		if why := unreadableWhy(h); why != "" {
+			return nil, broker.Errorf(broker.ErrConflict, op, "the message at position %d cannot be read either (%s): take it first; nothing was changed", i+1, why)
+		}
+	}
+	target := msgs[pos-1]
+	h, _ := target.Properties["headers"].(map[string]any)
+	why := unreadableWhy(h)
+	if why == "" {
+		return nil, broker.Errorf(broker.ErrConflict, op, "the message at position %d is one dlq can read: select it by its ID (%s) instead; nothing was changed", pos, broker.OptID)
+	}
+	m, err := fromMgmt(queue, &target)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	m.Position = strconv.FormatInt(pos, 10)
+	m.Unreadable = why + "; read through the management API, which gives header types approximately"
+
+	// 2. Evidence first.
+	if keep != nil {
+		if err := keep(m); err != nil {
+			return m, fmt.Errorf("%s: keep it first: %w; nothing was changed", op, err)
+		}
+	}
+
+	// 3. The messages before it go behind it.
+	if pos > 1 {
+		b.awaitReturned(ctx, queue, info.depth)
+		depth, _, err := b.inspect(ctx, queue)
+		if err != nil {
+			return m, err
+		}
+		at := info
+		at.depth = depth
+		rep, err := b.peekRotate(ctx, at, broker.PeekOptions{Mode: broker.PeekRotate, Limit: int(pos - 1), Force: true}, func(*broker.Message) error { return nil })
+		if err != nil {
+			return m, fmt.Errorf("%s: rotate the %d messages before it: %w; it is still in the queue", op, pos-1, err)
+		}
+		if rep.Read != pos-1 {
+			return m, broker.Errorf(broker.ErrConflict, op, "rotating the %d messages before it read %d: the queue changed meanwhile; nothing was removed", pos-1, rep.Read)
+		}
+	}
+
+	// 4. The head, by a shovel, into a queue of its own.
+	hold := newTag("dlq-unreadable")
+	if err := b.withChannel(ctx, func(ch *amqp.Channel) error {
+		_, err := ch.QueueDeclare(hold, true, false, false, false, nil)
+		return err
+	}); err != nil {
+		return m, translateErr(op+": declare a queue to hold it", err)
+	}
+	first := v
+	first.SrcQueue, first.DestQueue = queue, hold
+	if err := b.shovelOne(ctx, queue, first, hold, op); err != nil {
+		return m, fmt.Errorf("%w (it is in queue `%s` or still in `%s`)", err, hold, queue)
+	}
+
+	// 5. Is it the message kept?
+	got, err := b.mgmtGet(ctx, hold, 2)
+	if err != nil {
+		return m, fmt.Errorf("%s: read queue `%s`, which holds the message taken: %w", op, hold, err)
+	}
+	if len(got) != 1 || !sameMessage(&got[0], &target) {
+		back := v
+		back.SrcQueue, back.DestQueue = hold, queue
+		if len(got) == 1 {
+			if err := b.shovelOne(ctx, hold, back, queue, op); err == nil {
+				b.deleteQueue(ctx, hold, true)
+			}
+		}
+		return m, broker.Errorf(broker.ErrConflict, op, "the head of the queue was not the message kept when dlq took it (another consumer or publisher came between): it went back to the end of `%s` (or is in `%s`); nothing was removed", queue, hold)
+	}
+	if opts.To == nil {
+		if err := b.deleteQueue(ctx, hold, false); err != nil {
+			return m, fmt.Errorf("%s: it is kept, and in queue `%s`, which could not be deleted: %w", op, hold, err)
+		}
+		return m, nil
+	}
+	onward.SrcQueue = hold
+	if err := b.shovelOne(ctx, hold, onward, "", op); err != nil {
+		return m, fmt.Errorf("%w (it is in queue `%s`)", err, hold)
+	}
+	if err := b.deleteQueue(ctx, hold, true); err != nil {
+		return m, fmt.Errorf("%s: moved; queue `%s`, which held it, could not be deleted: %w", op, hold, err)
+	}
+	return m, nil
+}
+
+// shovelOne runs a shovel of v that moves one message out of src and waits
+// until it has deleted itself and src has no consumer; with dst, also
+// until dst holds the message.
+func (b *Broker) shovelOne(ctx context.Context, src string, v shovelValue, dst, op string) error {
+	before, _, err := b.inspect(ctx, src)
+	if err != nil {
+		return err
+	}
+	name, err := b.putShovel(ctx, src, v, op)
+	if err != nil {
+		return err
+	}
+	path := "/parameters/shovel/" + b.vhostPath() + "/" + url.PathEscape(name)
+	deadline := time.Now().Add(takeWait)
+	for {
+		var p shovelParam
+		gone := errors.Is(b.mgmtDo(ctx, "GET", path, nil, &p), broker.ErrNotFound)
+		left, consumers, err := b.inspect(ctx, src)
+		if err != nil {
+			return err
+		}
+		if gone && consumers == 0 && left < before {
+			if dst == "" {
+				return nil
+			}
+			if n, _, err := b.inspect(ctx, dst); err != nil || n >= 1 {
+				return err
+			}
+		}
+		if time.Now().After(deadline) {
+			_ = b.mgmtDo(context.WithoutCancel(ctx), "DELETE", path, nil, nil)
+			return broker.Errorf(broker.ErrUnreachable, op, "the shovel that moves one message from `%s` did not finish within %s", src, takeWait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// deleteQueue deletes a queue dlq declared (ifEmpty: only when empty).
+func (b *Broker) deleteQueue(ctx context.Context, name string, ifEmpty bool) error {
+	return b.withChannel(ctx, func(ch *amqp.Channel) error {
+		_, err := ch.QueueDelete(name, false, ifEmpty, false)
+		return err
+	})
+}
+
+// sameMessage reports whether two management API reads are one message:
+// the same body and properties, x-delivery-count aside (a quorum queue
+// counts the get).
+func sameMessage(a, b *mgmtMessage) bool {
+	if a.Payload != b.Payload || a.PayloadEncoding != b.PayloadEncoding {
+		return false
+	}
+	strip := func(p map[string]any) map[string]any {
+		c := make(map[string]any, len(p))
+		for k, v := range p {
+			c[k] = v
+		}
+		if h, ok := p["headers"].(map[string]any); ok {
+			hc := make(map[string]any, len(h))
+			for k, v := range h {
+				if k != "x-delivery-count" {
+					hc[k] = v
+				}
+			}
+			c["headers"] = hc
+		}
+		return c
+	}
+	return reflect.DeepEqual(strip(a.Properties), strip(b.Properties))
 }

@@ -217,3 +217,112 @@ func TestUnreadableOnALimitedQuorumQueue(t *testing.T) {
 		t.Errorf("%d messages besides the unreadable one had their x-delivery-count raised; want at most the deliveries held, %d a peek", raised, limitedRotateWindow)
 	}
 }
+
+// mgmtIDs takes every message of queue through the management API (the
+// AMQP client cannot read them all) and returns their message-ids in order.
+func mgmtIDs(t *testing.T, b *Broker, queue string) []string {
+	t.Helper()
+	var msgs []mgmtMessage
+	body := map[string]any{"count": 1000, "ackmode": "ack_requeue_false", "encoding": "auto"}
+	if err := b.mgmtDo(context.Background(), "POST", "/queues/"+b.vhostPath()+"/"+url.PathEscape(queue)+"/get", body, &msgs); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range msgs {
+		id, _ := m.Properties["message_id"].(string)
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// tally counts, against the messages that were there before, what the
+// queues hold now: lost and duplicated.
+func tally(before []string, after ...[]string) (n, lost, duplicated int) {
+	seen := map[string]int{}
+	for _, ids := range after {
+		for _, id := range ids {
+			seen[id]++
+			n++
+		}
+	}
+	for _, id := range before {
+		if seen[id] == 0 {
+			lost++
+		}
+	}
+	return n, lost, n - len(seen)
+}
+
+// TestTakeUnreadable: the unreadable message at a position is archived
+// (keep) and removed from a classic queue, and moved from a quorum queue
+// with a delivery limit to another queue; the messages before it go behind
+// it, nothing else changes, nothing is lost or duplicated.
+func TestTakeUnreadable(t *testing.T) {
+	b, env := openTest(t)
+	ctx := context.Background()
+
+	classic := brokertest.Name(t, "take-classic")
+	declareQueue(t, b, classic, nil)
+	publishN(t, b, classic, "a", 4, nil)
+	publishN(t, b, classic, "p", 1, amqp.Table{"deep": deepTable(40)})
+	publishN(t, b, classic, "b", 4, nil)
+	before := append(append(seq("a", 0, 4), "p-0"), seq("b", 0, 4)...)
+	if _, err := b.TakeUnreadable(ctx, classic, broker.TakeOptions{Position: 4}, nil); !errors.Is(err, broker.ErrConflict) || !strings.Contains(err.Error(), "one dlq can read") {
+		t.Errorf("take a readable message: err = %v, want a refusal", err)
+	}
+	var kept []string
+	m, err := b.TakeUnreadable(ctx, classic, broker.TakeOptions{Position: 5}, func(m *broker.Message) error {
+		kept = append(kept, m.ID)
+		if n := depth(t, b, classic); n != 9 {
+			t.Errorf("when the message was kept, the queue held %d, want 9 (nothing removed yet)", n)
+		}
+		return nil
+	})
+	if err != nil || m == nil || m.ID != "p-0" || m.Unreadable == "" {
+		t.Fatalf("take the unreadable message of the classic queue: %+v, %v", m, err)
+	}
+	if strings.Join(kept, ",") != "p-0" {
+		t.Errorf("kept %v, want p-0", kept)
+	}
+	got := mgmtIDs(t, b, classic)
+	n, lost, dup := tally(before, got, kept)
+	t.Logf("hostile tally: attack=deep-headers-discard-by-position queue=classic version=%s before=9 after=%d (queue %d, archive %d) lost=%d duplicated=%d", env.Version, n, len(got), len(kept), lost, dup)
+	if want := append(seq("b", 0, 4), seq("a", 0, 4)...); strings.Join(got, ",") != strings.Join(want, ",") || lost != 0 || dup != 0 {
+		t.Fatalf("the classic queue holds %v, want %v", got, want)
+	}
+
+	quorum := brokertest.Name(t, "take-quorum")
+	dest := brokertest.Name(t, "take-dest")
+	declareQueue(t, b, quorum, amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int32(5)})
+	declareQueue(t, b, dest, nil)
+	publishN(t, b, quorum, "a", 10, nil)
+	publishN(t, b, quorum, "p", 1, amqp.Table{"deep": deepTable(40)})
+	publishN(t, b, quorum, "b", 9, nil)
+	before = append(append(seq("a", 0, 10), "p-0"), seq("b", 0, 9)...)
+	to := &broker.Destination{Kind: broker.ToQueue, Queue: dest}
+	if _, err := b.TakeUnreadable(ctx, quorum, broker.TakeOptions{Position: 11, To: to}, nil); !errors.Is(err, broker.ErrUnsafe) || !strings.Contains(err.Error(), "`get-unreadable`") {
+		t.Errorf("take from a limited quorum queue without get-unreadable: err = %v, want a refusal naming it", err)
+	}
+	m, err = b.TakeUnreadable(ctx, quorum, broker.TakeOptions{Position: 11, To: to, GetUnreadable: true}, nil)
+	if err != nil || m == nil || m.ID != "p-0" {
+		t.Fatalf("move the unreadable message of the quorum queue: %+v, %v", m, err)
+	}
+	waitDepth(t, b, dest, 1)
+	moved := mgmtIDs(t, b, dest)
+	got = mgmtIDs(t, b, quorum)
+	n, lost, dup = tally(before, got, moved)
+	t.Logf("hostile tally: attack=deep-headers-move-by-position queue=quorum limit=5 version=%s before=20 after=%d (queue %d, moved %d) lost=%d duplicated=%d", env.Version, n, len(got), len(moved), lost, dup)
+	if strings.Join(moved, ",") != "p-0" || lost != 0 || dup != 0 || n != 20 {
+		t.Fatalf("the quorum queue holds %v and the destination %v: want 19 and p-0", got, moved)
+	}
+	// No queue of dlq's is left behind.
+	var qs []mgmtQueue
+	if err := b.mgmtDo(ctx, "GET", "/queues/"+b.vhostPath()+"?columns=name", nil, &qs); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range qs {
+		if strings.HasPrefix(q.Name, "dlq-unreadable") {
+			t.Errorf("queue %s was left behind", q.Name)
+		}
+	}
+}
