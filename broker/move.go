@@ -105,6 +105,4 @@ type TakeOptions struct {
 	Position int64
 	// To is where to move it; nil removes it.
 	To *Destination
-	// GetUnreadable accepts reads that count a delivery (PeekOptions).
-	GetUnreadable bool
 }

@@ -91,10 +91,16 @@ RabbitMQ messages dlq cannot decode
   --position N --archive-to file://… archives it (as the management API
   returned it) and then removes it; dlq redrive QUEUE --position N --to
   queue:NAME moves it; neither has dlq's client read it. The messages before
-  it are rotated behind it, a shovel that takes one message (acknowledged
-  after the destination confirmed it) moves the head into a queue of its
-  own, and dlq removes it or moves it on only when that queue holds
-  exactly the message it read; otherwise it goes back and dlq refuses.
+  it are rotated behind it one at a time (each copy confirmed, then its
+  original acked, before the next is delivered), until the delivery dlq
+  cannot read closes the connection: it alone goes back, to the head (on a
+  quorum queue with its own x-delivery-count +1, no other's). A shovel that
+  takes one message (acknowledged once its destination confirmed it) moves
+  the head into a queue of dlq's own, where the management API reads it
+  (a classic queue keeps it in place). Only when that is a message dlq's
+  client refuses is it archived (fsynced) and then removed, or moved on by a
+  second shovel; otherwise it goes back to the end of the queue by a shovel
+  and dlq refuses, having removed nothing.
 
 RabbitMQ streams: --mode stream (the default)
   Streams are read, not consumed: dlq attaches with basic.qos and an

@@ -16,16 +16,13 @@ import (
 // peek shows it with its position (see `dlq help peek-safety`). discard and
 // redrive take it by that position (--position), without decoding it.
 
-// unreadableFlags are --position and --get-unreadable of discard and
-// redrive.
+// unreadableFlags are --position of discard and redrive.
 type unreadableFlags struct {
-	Position      int64
-	GetUnreadable bool
+	Position int64
 }
 
 func (u *unreadableFlags) register(c *cobra.Command, verb string) {
 	c.Flags().Int64Var(&u.Position, "position", 0, "take only the message at this position (1: the head of the queue) that dlq cannot decode, as `dlq peek` names it; the broker "+verb+" it without dlq reading it")
-	c.Flags().BoolVar(&u.GetUnreadable, "get-unreadable", false, "with --position, on a RabbitMQ quorum queue with a delivery limit: accept that reading it through the management API adds 1 to the x-delivery-count of the messages up to it")
 }
 
 // validate refuses --position with flags that select or shape messages:
@@ -91,7 +88,7 @@ func takeUnreadableRun(ctx context.Context, f *Factory, verb, ref string, u unre
 		}
 	}
 	start := time.Now()
-	m, runErr := taker.TakeUnreadable(ctx, queue, broker.TakeOptions{Position: u.Position, To: to, GetUnreadable: u.GetUnreadable}, keep)
+	m, runErr := taker.TakeUnreadable(ctx, queue, broker.TakeOptions{Position: u.Position, To: to}, keep)
 	sum.Elapsed = time.Since(start)
 	if m != nil {
 		sum.IDs = []string{m.ID}

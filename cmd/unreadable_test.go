@@ -70,7 +70,7 @@ func TestPositionFlags(t *testing.T) {
 		wantErr string
 	}{
 		{[]string{"discard", "q", "--position", "3", "--archive-to", "file://x.jsonl"}, ""},
-		{[]string{"discard", "q", "--position", "3", "--no-archive", "--get-unreadable"}, ""},
+		{[]string{"discard", "q", "--position", "3", "--no-archive"}, ""},
 		{[]string{"discard", "q", "--position", "3"}, "`--archive-to file://PATH.jsonl`"},
 		{[]string{"discard", "q", "--position", "0", "--no-archive"}, "`--position` is 1"},
 		{[]string{"discard", "q", "--position", "3", "--filter", ".x", "--no-archive"}, "drop `--filter`"},
@@ -148,12 +148,12 @@ func TestRedriveByPosition(t *testing.T) {
 	b := &takerBroker{}
 	f, outputs := takerFactory(t, b)
 	cmd := newCmdRedrive(f, nil)
-	cmd.SetArgs([]string{"orders.dlq", "--position", "3", "--to", "queue:orders.unreadable", "--get-unreadable"})
+	cmd.SetArgs([]string{"orders.dlq", "--position", "3", "--to", "queue:orders.unreadable"})
 	if err := cmd.ExecuteContext(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if b.opts.To == nil || b.opts.To.Queue != "orders.unreadable" || !b.opts.GetUnreadable {
-		t.Errorf("asked %+v, want queue orders.unreadable with get-unreadable", b.opts)
+	if b.opts.To == nil || b.opts.To.Queue != "orders.unreadable" {
+		t.Errorf("asked %+v, want queue orders.unreadable", b.opts)
 	}
 	if out, _ := outputs(); !strings.Contains(out, "moved 1 of 1 messages examined in `orders.dlq`") {
 		t.Errorf("output %q", out)

@@ -48,6 +48,9 @@ type peekInfo struct {
 	// deliveryLimit times (0 included: the first return removes it).
 	limited       bool
 	deliveryLimit int64
+	// window, when set, is the rotation's window instead of
+	// rotateWindowFor's.
+	window int64
 	// bytes is the size of the ready messages' bodies from the management
 	// statistics (they may lag); 0 when unknown.
 	bytes int64
@@ -696,6 +699,9 @@ func (r *rotator) waitAll(ctx context.Context) error {
 // queue with a delivery limit, so that a connection lost at a message the
 // client cannot read returns few deliveries, each with x-delivery-count +1.
 func rotateWindowFor(info peekInfo) int64 {
+	if info.window > 0 {
+		return info.window
+	}
 	if info.kind == broker.KindQuorum && info.limited {
 		return limitedRotateWindow
 	}

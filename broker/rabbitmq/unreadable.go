@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"reflect"
 	"strconv"
 	"time"
 
@@ -217,20 +216,22 @@ var _ broker.UnreadableTaker = (*Broker)(nil)
 const takeWait = time.Minute
 
 // TakeUnreadable moves or removes the unreadable message at a position
-// (see broker.UnreadableTaker), without the AMQP client ever receiving it:
+// (see broker.UnreadableTaker), without the AMQP client ever reading it:
 //
-//  1. the management API's get reads the first Position messages (and
-//     returns them): the last must be one the client refuses, the ones
-//     before it readable;
-//  2. keep gets it, as the API returned it, and makes it durable;
-//  3. a rotation takes the messages before it and republishes them behind
-//     it, confirmed before acked, so that it is at the head;
-//  4. a shovel that takes one message (src-delete-after 1, ack-mode
-//     on-confirm) moves the head into a queue of its own;
-//  5. the management API reads that queue: when it holds exactly the
-//     message kept, it is removed (discard) or moved on to To by a second
-//     shovel; when it holds another (a consumer or a publisher got in the
-//     way), that one goes back to the queue by a shovel, and dlq refuses.
+//  1. a rotation one delivery at a time (prefetch 1: each is copied to
+//     the back, confirmed, then acked before the next is delivered) takes
+//     the messages before it behind it, and stops when the client cannot
+//     read a delivery: that one alone goes back, to the head of the queue,
+//     with its x-delivery-count +1 on a quorum queue; a rotation that reads
+//     Position messages without stopping finds none, and dlq refuses;
+//  2. a shovel that takes one message (src-delete-after 1, ack-mode
+//     on-confirm) moves the head into a classic queue of its own;
+//  3. the management API reads that queue (a classic queue keeps what it
+//     returns in place): it must hold one message, one the client refuses,
+//     or it goes back to the source by a shovel and dlq refuses;
+//  4. keep gets it, as the API returned it, and makes it durable;
+//  5. it is removed (the queue of its own is deleted) or moved on to To by
+//     a second shovel.
 func (b *Broker) TakeUnreadable(ctx context.Context, queue string, opts broker.TakeOptions, keep func(*broker.Message) error) (*broker.Message, error) {
 	pos := opts.Position
 	op := fmt.Sprintf("take the message at position %d of `%s`", pos, queue)
@@ -244,110 +245,93 @@ func (b *Broker) TakeUnreadable(ctx context.Context, queue string, opts broker.T
 	switch {
 	case info.kind == broker.KindStream:
 		return nil, broker.Errorf(broker.ErrUnsupported, op, "`%s` is a stream: its messages cannot be taken one by one", queue)
-	case info.kind == broker.KindQuorum && info.limited && !opts.GetUnreadable:
-		return nil, &broker.Error{Kind: broker.ErrUnsafe, Op: op,
-			Hint: broker.Hintf("nothing was changed: quorum queue `%s` has a delivery limit of %d, and the management API's get that reads the message adds 1 to the x-delivery-count of the first %d messages, twice (RabbitMQ below 4.3): pass %s to accept it", queue, info.deliveryLimit, pos, broker.OptGetUnreadable)}
 	case pos > info.depth:
 		return nil, broker.Errorf(broker.ErrConflict, op, "`%s` holds %d messages: nothing was changed", queue, info.depth)
 	}
-	var dest broker.Queue
+	if err := b.canWrite(ctx); err != nil {
+		return nil, translateErr(op, err)
+	}
 	v := shovelValue{SrcProtocol: "amqp091", SrcURI: b.localURI(), SrcDeleteAfter: 1,
 		DestProtocol: "amqp091", DestURI: b.localURI(), AckMode: "on-confirm", ReconnectDelay: 5}
 	onward := v
 	if opts.To != nil {
+		var q broker.Queue
 		if opts.To.Kind == broker.ToOrigin || opts.To.Kind == "" {
-			q, err := b.Queue(ctx, queue)
-			if err != nil {
+			if q, err = b.Queue(ctx, queue); err != nil {
 				return nil, err
 			}
-			dest = q
 		}
-		if err := shovelTo(&onward, *opts.To, dest, op); err != nil {
+		if err := shovelTo(&onward, *opts.To, q, op); err != nil {
 			return nil, err
 		}
 	}
 
-	// 1. What is at the position, read without the AMQP client.
-	msgs, err := b.mgmtGet(ctx, queue, pos)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	if int64(len(msgs)) < pos {
-		return nil, broker.Errorf(broker.ErrConflict, op, "the management API read %d messages, not %d: nothing was changed", len(msgs), pos)
-	}
-	for i := range msgs[:pos-1] {
-		h, _ := msgs[i].Properties["headers"].(map[string]any)
-		if why := unreadableWhy(h); why != "" {
-			return nil, broker.Errorf(broker.ErrConflict, op, "the message at position %d cannot be read either (%s): take it first; nothing was changed", i+1, why)
-		}
-	}
-	target := msgs[pos-1]
-	h, _ := target.Properties["headers"].(map[string]any)
-	why := unreadableWhy(h)
-	if why == "" {
-		return nil, broker.Errorf(broker.ErrConflict, op, "the message at position %d is one dlq can read: select it by its ID (%s) instead; nothing was changed", pos, broker.OptID)
-	}
-	m, err := fromMgmt(queue, &target)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	m.Position = strconv.FormatInt(pos, 10)
-	m.Unreadable = why + "; read through the management API, which gives header types approximately"
-
-	// 2. Evidence first.
-	if keep != nil {
-		if err := keep(m); err != nil {
-			return m, fmt.Errorf("%s: keep it first: %w; nothing was changed", op, err)
-		}
-	}
-
-	// 3. The messages before it go behind it.
-	if pos > 1 {
-		b.awaitReturned(ctx, queue, info.depth)
-		depth, _, err := b.inspect(ctx, queue)
+	// 1. The messages before it go behind it, one at a time.
+	at := info
+	at.window = 1
+	rep, err := b.peekRotate(ctx, at, broker.PeekOptions{Mode: broker.PeekRotate, Limit: int(pos), Force: pos < info.depth}, func(*broker.Message) error { return nil })
+	if _, ok := errors.AsType[*unreadableFrame](err); !ok {
 		if err != nil {
-			return m, err
+			return nil, fmt.Errorf("%s: rotate the messages before it: %w; nothing was removed", op, err)
 		}
-		at := info
-		at.depth = depth
-		rep, err := b.peekRotate(ctx, at, broker.PeekOptions{Mode: broker.PeekRotate, Limit: int(pos - 1), Force: true}, func(*broker.Message) error { return nil })
-		if err != nil {
-			return m, fmt.Errorf("%s: rotate the %d messages before it: %w; it is still in the queue", op, pos-1, err)
-		}
-		if rep.Read != pos-1 {
-			return m, broker.Errorf(broker.ErrConflict, op, "rotating the %d messages before it read %d: the queue changed meanwhile; nothing was removed", pos-1, rep.Read)
-		}
+		return nil, broker.Errorf(broker.ErrConflict, op, "dlq read the first %d messages and could read each of them (they are now at the back of the queue; %s): the queue changed since the position was named; nothing was removed", rep.Read, rep.Changed)
 	}
+	if rep.Read != pos-1 {
+		return nil, broker.Errorf(broker.ErrConflict, op, "the first message dlq could not read came after %d messages, not %d (those are now at the back of the queue): the queue changed since the position was named; nothing was removed", rep.Read, pos-1)
+	}
+	b.awaitReturned(ctx, queue, info.depth)
 
-	// 4. The head, by a shovel, into a queue of its own.
+	// 2. The head, by a shovel, into a queue of its own.
 	hold := newTag("dlq-unreadable")
 	if err := b.withChannel(ctx, func(ch *amqp.Channel) error {
 		_, err := ch.QueueDeclare(hold, true, false, false, false, nil)
 		return err
 	}); err != nil {
-		return m, translateErr(op+": declare a queue to hold it", err)
+		return nil, translateErr(op+": declare a queue to hold it", err)
 	}
 	first := v
 	first.SrcQueue, first.DestQueue = queue, hold
 	if err := b.shovelOne(ctx, queue, first, hold, op); err != nil {
-		return m, fmt.Errorf("%w (it is in queue `%s` or still in `%s`)", err, hold, queue)
+		return nil, fmt.Errorf("%w (it is in queue `%s` or still in `%s`)", err, hold, queue)
 	}
 
-	// 5. Is it the message kept?
-	got, err := b.mgmtGet(ctx, hold, 2)
-	if err != nil {
-		return m, fmt.Errorf("%s: read queue `%s`, which holds the message taken: %w", op, hold, err)
-	}
-	if len(got) != 1 || !sameMessage(&got[0], &target) {
+	// 3. Is it the unreadable message?
+	putBack := func(why string) error {
 		back := v
 		back.SrcQueue, back.DestQueue = hold, queue
-		if len(got) == 1 {
-			if err := b.shovelOne(ctx, hold, back, queue, op); err == nil {
-				b.deleteQueue(ctx, hold, true)
-			}
+		if err := b.shovelOne(ctx, hold, back, "", op); err != nil {
+			return broker.Errorf(broker.ErrConflict, op, "%s; it is in queue `%s`, and moving it back failed: %v; nothing was removed", why, hold, err)
 		}
-		return m, broker.Errorf(broker.ErrConflict, op, "the head of the queue was not the message kept when dlq took it (another consumer or publisher came between): it went back to the end of `%s` (or is in `%s`); nothing was removed", queue, hold)
+		_ = b.deleteQueue(ctx, hold, true)
+		return broker.Errorf(broker.ErrConflict, op, "%s: it went back to the end of `%s`; nothing was removed", why, queue)
 	}
+	got, err := b.mgmtGet(ctx, hold, 2)
+	if err != nil {
+		return nil, fmt.Errorf("%s: read queue `%s`, which holds the message taken: %w", op, hold, err)
+	}
+	if len(got) != 1 {
+		return nil, broker.Errorf(broker.ErrConflict, op, "queue `%s`, which dlq declared to hold the message, holds %d: nothing was removed", hold, len(got))
+	}
+	h, _ := got[0].Properties["headers"].(map[string]any)
+	why := unreadableWhy(h)
+	if why == "" {
+		return nil, putBack("the head of the queue was a message dlq can read when dlq took it (another consumer or publisher came between)")
+	}
+	m, err := fromMgmt(queue, &got[0])
+	if err != nil {
+		return nil, putBack(fmt.Sprintf("the management API's copy of it could not be read (%v)", err))
+	}
+	m.Position = strconv.FormatInt(pos, 10)
+	m.Unreadable = why + "; read through the management API, which gives header types approximately"
+
+	// 4. Evidence first.
+	if keep != nil {
+		if err := keep(m); err != nil {
+			return m, putBack(fmt.Sprintf("keeping it failed (%v)", err))
+		}
+	}
+
+	// 5. Removed, or moved on.
 	if opts.To == nil {
 		if err := b.deleteQueue(ctx, hold, false); err != nil {
 			return m, fmt.Errorf("%s: it is kept, and in queue `%s`, which could not be deleted: %w", op, hold, err)
@@ -411,30 +395,4 @@ func (b *Broker) deleteQueue(ctx context.Context, name string, ifEmpty bool) err
 		_, err := ch.QueueDelete(name, false, ifEmpty, false)
 		return err
 	})
-}
-
-// sameMessage reports whether two management API reads are one message:
-// the same body and properties, x-delivery-count aside (a quorum queue
-// counts the get).
-func sameMessage(a, b *mgmtMessage) bool {
-	if a.Payload != b.Payload || a.PayloadEncoding != b.PayloadEncoding {
-		return false
-	}
-	strip := func(p map[string]any) map[string]any {
-		c := make(map[string]any, len(p))
-		for k, v := range p {
-			c[k] = v
-		}
-		if h, ok := p["headers"].(map[string]any); ok {
-			hc := make(map[string]any, len(h))
-			for k, v := range h {
-				if k != "x-delivery-count" {
-					hc[k] = v
-				}
-			}
-			c["headers"] = hc
-		}
-		return c
-	}
-	return reflect.DeepEqual(strip(a.Properties), strip(b.Properties))
 }
