@@ -75,6 +75,10 @@ type PeekOptions struct {
 	// Force accepts a risk that the adapter would otherwise refuse with
 	// ErrUnsafe. It never permits losing a message.
 	Force bool
+	// GetUnreadable accepts that a message the adapter's client cannot
+	// decode is read another way that counts a delivery (RabbitMQ: the
+	// management API's get on a quorum queue with a delivery limit).
+	GetUnreadable bool
 }
 
 // PeekReport says what a peek read and what, if anything, it changed.

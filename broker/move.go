@@ -83,3 +83,26 @@ type MoveSettler interface {
 type RouteChecker interface {
 	Routable(ctx context.Context, dest Destination) (bool, error)
 }
+
+// UnreadableTaker moves or removes, by its position, one message that the
+// adapter's client cannot decode (and that therefore stops every read of
+// its queue), without decoding it (RabbitMQ: a shovel moves it).
+type UnreadableTaker interface {
+	// TakeUnreadable reads the message at opts.Position another way and
+	// hands it to keep (nil: no evidence is kept), which returns only once
+	// the evidence is durable; then it moves the message to opts.To, or
+	// removes it when opts.To is nil, acknowledging it only after the
+	// destination confirmed it. It refuses, changing nothing that loses a
+	// message, when it cannot be sure the message it takes is the one
+	// kept. It returns the message as read.
+	TakeUnreadable(ctx context.Context, queue string, opts TakeOptions, keep func(*Message) error) (*Message, error)
+}
+
+// TakeOptions say which unreadable message to take and where.
+type TakeOptions struct {
+	// Position is the message's place in the queue, 1 for the head, as a
+	// peek that stopped at it named it.
+	Position int64
+	// To is where to move it; nil removes it.
+	To *Destination
+}

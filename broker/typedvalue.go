@@ -31,7 +31,9 @@ import (
 //	string                    a JSON string; a string that is not valid
 //	                          UTF-8 is its base64 with "encoding": "base64"
 //	bytes                     base64
-//	timestamp                 RFC 3339 with nanoseconds, UTC
+//	timestamp                 RFC 3339 with nanoseconds, UTC; outside the
+//	                          years 0 to 9999 a number: seconds since the
+//	                          Unix epoch (AppendTimeJSON)
 //	table                     {name: typed value, …}
 //	array                     [typed value, …]
 //
@@ -151,9 +153,8 @@ func appendTyped(buf []byte, v any, depth int) ([]byte, error) {
 		buf = append(buf, `"}`...)
 	case time.Time:
 		open(TypedTimestamp)
-		buf = append(buf, '"')
-		buf = x.UTC().AppendFormat(buf, time.RFC3339Nano)
-		buf = append(buf, `"}`...)
+		buf = AppendTimeJSON(buf, x)
+		buf = append(buf, '}')
 	case map[string]any:
 		buf = append(buf, `{"type":"table","value":{`...)
 		keys := make([]string, 0, len(x))
@@ -399,10 +400,13 @@ func TypedFromNumber(typ, lit []byte) (any, error) {
 			return float32(f), nil
 		}
 	case TypedTimestamp:
-		// Earlier SQS overflow attributes held Unix seconds.
-		if n, ok := ParseIntBytes(lit, 64); ok {
-			return time.Unix(n, 0).UTC(), nil
+		// A time outside the years 0 to 9999 (AppendTimeJSON); earlier SQS
+		// overflow attributes held Unix seconds too.
+		t, err := TimeFromNumber(lit)
+		if err != nil {
+			return nil, typedError(typ, json.Number(lit), err)
 		}
+		return t, nil
 	default:
 		return nil, wrongKind(typ, json.Number(lit))
 	}

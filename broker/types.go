@@ -228,8 +228,13 @@ type Message struct {
 	// Timestamp is when the message was first published or sent, where known.
 	Timestamp time.Time `json:"timestamp,omitzero"`
 	// Position is where the message sits: a stream offset, a line number in
-	// an archive, an SQS sequence number. Informational.
+	// an archive, an SQS sequence number, the place in a RabbitMQ queue of
+	// an unreadable message. Informational.
 	Position string `json:"position,omitempty"`
+	// Unreadable, when set, says why the adapter's client could not decode
+	// the message and how what it holds was read instead (RabbitMQ: through
+	// the management API, header types approximate).
+	Unreadable string `json:"unreadable,omitempty"`
 }
 
 // Size is the body size in bytes.

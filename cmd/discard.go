@@ -96,6 +96,7 @@ type discardOptions struct {
 	Archive archiveFlags
 	DryRun  bool
 	Force   bool
+	Take    unreadableFlags
 
 	format string
 }
@@ -103,7 +104,7 @@ type discardOptions struct {
 func newCmdDiscard(f *Factory, runF func(*discardOptions) error) *cobra.Command {
 	opts := &discardOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "discard QUEUE (--filter JQ | --group ID… | --id ID… | --older-than D) (--archive-to file://… | --no-archive)",
+		Use:   "discard QUEUE (--filter JQ | --group ID… | --id ID… | --older-than D | --position N) (--archive-to file://… | --no-archive)",
 		Short: "Remove selected dead letters, archiving them first",
 		Long: `Remove the messages of QUEUE that --filter, --group, --id, --older-than or
 --newer-than select (at most --limit); --group takes a failure group ID from
@@ -113,11 +114,19 @@ archive and fsynced before any of its messages is removed from the queue; a
 crash leaves a message in the archive and the queue, never in neither.
 Without an archive you must say --no-archive. Messages that are not selected
 stay as they were (see ` + "`dlq help redrive-safety`" + `). On a terminal dlq asks
-first; without one it needs --yes. To remove everything, use ` + "`dlq purge`" + `.`,
+first; without one it needs --yes. To remove everything, use ` + "`dlq purge`" + `.
+
+--position N removes the one message at that position that dlq cannot
+decode (its headers nest deeper or hold more than dlq's AMQP client reads;
+` + "`dlq peek`" + ` names it and its position): it is read through RabbitMQ's
+management API and archived from there (header types approximate) before the
+broker removes it; dlq refuses when it cannot be sure that the message
+removed is the one archived (see ` + "`dlq help peek-safety`" + `).`,
 		Example: `  dlq discard orders.dlq --filter '.reason == "expired"' --archive-to file://expired.jsonl.gz
   dlq discard orders.dlq --id 7f3c2a91,9d1e0b44 --no-archive --yes
   dlq discard orders.dlq --group e4159da373 --archive-to file://read-timeouts.jsonl
-  dlq discard orders.dlq --older-than 720h --archive-to file://old.jsonl --dry-run`,
+  dlq discard orders.dlq --older-than 720h --archive-to file://old.jsonl --dry-run
+  dlq discard orders.dlq --position 3 --archive-to file://unreadable.jsonl`,
 	}
 	takesQueue(cmd, f, func(c *cobra.Command, queue, format string) error {
 		opts.Queue = queue
@@ -126,8 +135,11 @@ first; without one it needs --yes. To remove everything, use ` + "`dlq purge`" +
 		if err := opts.Select.validate(); err != nil {
 			return err
 		}
-		if !opts.Select.any() {
-			return flagErrorf("discard needs a selection: `--filter`, `--group`, `--id`, `--older-than` or `--newer-than`; to remove every message use `dlq purge`")
+		if err := opts.Take.validate(c, "filter", "group", "id", "exclude-id", "older-than", "newer-than", "limit", "dry-run", "force"); err != nil {
+			return err
+		}
+		if !opts.Select.any() && opts.Take.Position == 0 {
+			return flagErrorf("discard needs a selection: `--filter`, `--group`, `--id`, `--older-than`, `--newer-than` or `--position`; to remove every message use `dlq purge`")
 		}
 		if err := opts.Archive.validate("discard"); err != nil {
 			return err
@@ -135,12 +147,16 @@ first; without one it needs --yes. To remove everything, use ` + "`dlq purge`" +
 		if runF != nil {
 			return runF(opts)
 		}
+		if opts.Take.Position > 0 {
+			return takeUnreadableRun(opts.ctx, f, "discard", opts.Queue, opts.Take, nil, "discard", &opts.Archive, opts.format)
+		}
 		return discardRun(opts.ctx, opts)
 	})
 	opts.Select.register(cmd)
 	opts.Archive.register(cmd)
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "change nothing: count what would be removed")
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "discard even when a path `--filter` reads is null in every message")
+	opts.Take.register(cmd, "removes")
 	addOutputFlags(cmd, f, OutputTable, OutputJSON)
 	return cmd
 }

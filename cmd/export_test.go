@@ -3,10 +3,13 @@ package cmd
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/archive"
@@ -145,5 +148,60 @@ func TestExportWholeArchiveNamesItsSource(t *testing.T) {
 	stdout, stderr, code := runDLQ(t, "export", "demo:", "--to", "file://"+path)
 	if code != ExitOK || !strings.Contains(stdout, "messages from every queue of demo: to file://") {
 		t.Fatalf("exit %d: %q %s", code, stdout, stderr)
+	}
+}
+
+// TestExportExtremeTimestamps: messages whose AMQP timestamp is 0, -1,
+// 2^62 or the largest int64 (in the message, its properties and a header)
+// are exported, redriven from the archive into another archive, and peeked
+// there: every time comes back exactly. Export refused them ("year outside
+// of range [0,9999]"), and so did discard's archive-first step.
+func TestExportExtremeTimestamps(t *testing.T) {
+	dir := t.TempDir()
+	exported, redriven := filepath.Join(dir, "exported.jsonl"), filepath.Join(dir, "redriven.jsonl.gz")
+	secs := []int64{0, -1, 1 << 62, math.MaxInt64}
+	var msgs []*broker.Message
+	for _, s := range secs {
+		ts := time.Unix(s, 0).UTC()
+		msgs = append(msgs, &broker.Message{ID: fmt.Sprintf("ts%d", s), System: broker.RabbitMQ, Queue: "orders.dlq", Body: []byte("x"),
+			Timestamp: ts, Properties: broker.Properties{MessageID: fmt.Sprintf("ts%d", s), Timestamp: ts}, Headers: map[string]any{"sent": ts}})
+	}
+	f, _, _ := inspectFactory(t, &fakeQueueBroker{msgs: msgs, report: broker.PeekReport{Mode: broker.PeekRotate}}, false)
+	f.OpenDestination = func(ctx context.Context, ref string) (broker.Broker, string, error) {
+		dst, err := archive.Create(strings.TrimPrefix(ref, "file://"), archive.WriterOptions{})
+		return dst, "", err
+	}
+	cmd := newCmdExport(f, nil)
+	cmd.SetArgs([]string{"orders.dlq", "--to", "file://" + exported})
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("export: %v", err)
+	}
+	if _, stderr, code := runDLQ(t, "redrive", "file://"+exported, "--to", "file://"+redriven, "--yes"); code != 0 {
+		t.Fatalf("redrive of the export into another archive: exit %d: %s", code, stderr)
+	}
+	stdout, stderr, code := runDLQ(t, "peek", "file://"+redriven, "-o", "json")
+	if code != 0 {
+		t.Fatalf("peek of the redriven archive: exit %d: %s", code, stderr)
+	}
+	var docs []map[string]any
+	if err := json.Unmarshal([]byte(stdout), &docs); err != nil || len(docs) != len(secs) {
+		t.Fatalf("peek -o json: %d messages, %v:\n%s", len(docs), err, stdout)
+	}
+	a, err := archive.Open(redriven)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	i := 0
+	_, err = a.Peek(context.Background(), "", broker.PeekOptions{}, func(m *broker.Message) error {
+		want := time.Unix(secs[i], 0).UTC()
+		if sent, _ := m.Headers["sent"].(time.Time); m.Timestamp != want || m.Properties.Timestamp != want || sent != want {
+			t.Errorf("message %s: timestamp %d, property %d, header %d; want %d s", m.ID, m.Timestamp.Unix(), m.Properties.Timestamp.Unix(), sent.Unix(), secs[i])
+		}
+		i++
+		return nil
+	})
+	if err != nil || i != len(secs) {
+		t.Fatalf("read the redriven archive: %d messages, %v", i, err)
 	}
 }

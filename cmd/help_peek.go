@@ -26,8 +26,11 @@ and what stats and export use on classic queues and on those quorum queues,
 since they read everything)
   Each message is republished to the same queue (default exchange, routing
   key = the queue) with its properties and headers, with publisher confirms,
-  and the original is acknowledged only after its copy is confirmed; about
-  500 deliveries are in flight at a time, however deep the queue. Rotation
+  and the original is acknowledged only after its copy is confirmed. It goes
+  a window at a time, however deep the queue (500 deliveries; 8 on a quorum
+  queue with a delivery limit): the whole window is received before any copy
+  of it is published, and its originals are acknowledged once every copy is
+  confirmed, before the next window is delivered. Rotation
   stops after the number of messages the queue held when it began, so the
   queue ends in its original order (messages others publish meanwhile land
   between them). A crash mid-way can leave a message twice, never lose one.
@@ -79,10 +82,45 @@ RabbitMQ reads that would write: read-only users and --read-only
   messages would raise their counts, and a refused publish would return every
   held delivery with x-delivery-count +1. A read that would rotate a classic
   queue holds instead (up to --max-unacked messages; the redelivered flag is
-  its only trace), and so does one of a quorum queue on RabbitMQ 4.3. For a
-  user without write permission a quorum queue without a delivery limit
-  (RabbitMQ 3.x) is held too, and the report says
+  its only trace), and so does one of a quorum queue on RabbitMQ 4.3; past
+  that bound the refusal names what works without writing: a smaller
+  --limit, a larger --max-unacked (every message it reads is then held at
+  once, in the broker's memory and dlq's; the refusal gives the size), or a
+  user with write permission. For a user without write permission a quorum
+  queue without a delivery limit (RabbitMQ 3.x) is held too, and the report
+  says
   the counts went up; under --read-only it is refused, as no count may rise.
+
+RabbitMQ messages dlq cannot decode
+  dlq's AMQP client refuses headers that nest tables or arrays more than 32
+  deep or hold more than 8,192 entries in one (a guard against hostile
+  input; RabbitMQ accepts both), and closes the connection: every delivery
+  dlq held goes back to the queue. A rotation never leaves a message twice
+  then (nothing of the window that holds it was copied), and on a quorum
+  queue with a delivery limit at most 8 deliveries get x-delivery-count +1.
+  The peek then reads the head of the queue through the management API's
+  get, which returns messages as JSON however deep, and shows the message
+  with what could be read (header types approximate: integers int64,
+  fractions float64), its position, and the mark UNREADABLE (-o json:
+  "unreadable", the reason). That get returns each message it reads: a
+  classic queue keeps them in place, and a quorum queue without a delivery
+  limit only counts. On a quorum queue with a delivery limit it adds 1 to
+  the x-delivery-count of each message it reads (RabbitMQ below 4.3), so dlq
+  does it only with --get-unreadable. The command still fails (exit code 1),
+  naming the message, its position and what to do: dlq discard QUEUE
+  --position N --archive-to file://… archives it (as the management API
+  returned it) and then removes it; dlq redrive QUEUE --position N --to
+  queue:NAME moves it; neither has dlq's client read it. The messages before
+  it are rotated behind it one at a time (each copy confirmed, then its
+  original acked, before the next is delivered), until the delivery dlq
+  cannot read closes the connection: it alone goes back, to the head (on a
+  quorum queue with its own x-delivery-count +1, no other's). A shovel that
+  takes one message (acknowledged once its destination confirmed it) moves
+  the head into a queue of dlq's own, where the management API reads it
+  (a classic queue keeps it in place). Only when that is a message dlq's
+  client refuses is it archived (fsynced) and then removed, or moved on by a
+  second shovel; otherwise it goes back to the end of the queue by a shovel
+  and dlq refuses, having removed nothing.
 
 RabbitMQ streams: --mode stream (the default)
   Streams are read, not consumed: dlq attaches with basic.qos and an

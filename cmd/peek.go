@@ -31,8 +31,10 @@ type peekFlags struct {
 	Since      string
 	Force      bool
 	MaxUnacked int
-	OlderThan  time.Duration
-	NewerThan  time.Duration
+	// GetUnreadable accepts the counted read of an unreadable message.
+	GetUnreadable bool
+	OlderThan     time.Duration
+	NewerThan     time.Duration
 }
 
 func (p *peekFlags) register(c *cobra.Command) {
@@ -42,6 +44,7 @@ func (p *peekFlags) register(c *cobra.Command) {
 	fs.StringVar(&p.Since, "since", "", "stream read from this long ago (30m, 2h, 7d) or this RFC 3339 time")
 	fs.BoolVar(&p.Force, "force", false, "accept a peek that dlq refuses as unsafe (it never permits losing a message)")
 	fs.IntVar(&p.MaxUnacked, "max-unacked", 0, "most deliveries held unacknowledged at once in hold mode (0: the adapter's default)")
+	fs.BoolVar(&p.GetUnreadable, "get-unreadable", false, "on a RabbitMQ quorum queue with a delivery limit, show a message dlq's AMQP client cannot decode through the management API, which adds 1 to the x-delivery-count of the messages it reads (see dlq help peek-safety)")
 	fs.DurationVar(&p.OlderThan, "older-than", 0, "only messages dead-lettered longer ago than this (e.g. 1h)")
 	fs.DurationVar(&p.NewerThan, "newer-than", 0, "only messages dead-lettered within this (e.g. 30m)")
 	_ = c.RegisterFlagCompletionFunc("mode", choices(peekModes...))
@@ -125,7 +128,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 
 // options builds the broker.PeekOptions of the flags.
 func (p *peekFlags) options(now time.Time, limit int) broker.PeekOptions {
-	o := broker.PeekOptions{Limit: limit, Offset: p.Offset, Force: p.Force, MaxUnacked: p.MaxUnacked}
+	o := broker.PeekOptions{Limit: limit, Offset: p.Offset, Force: p.Force, MaxUnacked: p.MaxUnacked, GetUnreadable: p.GetUnreadable}
 	if p.Mode != "auto" {
 		o.Mode = broker.PeekMode(p.Mode)
 	}
@@ -460,8 +463,13 @@ func (w *peekWriter) write(ctx context.Context, m *broker.Message) error {
 		cells[i] = human.Visible(cells[i])
 	}
 	d := inspect.Decode(m)
+	mark := ""
+	if m.Unreadable != "" {
+		// Shown from another read than the other rows: say so first.
+		mark = "[UNREADABLE at position " + human.Visible(m.Position) + "] "
+	}
 	if !w.tty {
-		cells = append(cells, d.Preview(200))
+		cells = append(cells, mark+d.Preview(200))
 		if w.n == 0 {
 			fmt.Fprintln(w.out, strings.Join(peekHeader, "\t"))
 		}
@@ -474,7 +482,7 @@ func (w *peekWriter) write(ctx context.Context, m *broker.Message) error {
 	if w.layout == nil {
 		w.layout = peekLayout(w.f.IO.Width(), utf8.RuneCountInString(m.ID))
 	}
-	cells = append(cells, d.Preview(w.layout[len(w.layout)-1]))
+	cells = append(cells, mark+d.Preview(max(w.layout[len(w.layout)-1]-len(mark), 10)))
 	if w.n == 0 {
 		h := fitRow(peekHeader, w.layout)
 		if w.color {
@@ -505,6 +513,9 @@ func peekDocument(m *broker.Message, now time.Time) map[string]any {
 	doc["source"] = inspect.Source(m)
 	if m.Position != "" {
 		doc["position"] = m.Position
+	}
+	if m.Unreadable != "" {
+		doc["unreadable"] = m.Unreadable
 	}
 	d := inspect.Decode(m)
 	doc["body_kind"] = string(d.Kind)

@@ -112,6 +112,7 @@ type redriveOptions struct {
 	Again            bool
 	ServerSide       bool
 	NoJournal        bool
+	Take             unreadableFlags
 
 	format    string
 	transform *inspect.Query
@@ -174,6 +175,10 @@ $XDG_STATE_HOME/dlq/journal records each message's progress; --resume finishes
 an interrupted run (with its recorded destination and selection) and reports
 what was in flight. --server-side hands the whole move to the broker (SQS
 message move task, RabbitMQ shovel); see ` + "`dlq redrive status`" + ` and ` + "`cancel`" + `.
+--position N moves the one message at that position that dlq cannot decode
+(` + "`dlq peek`" + ` names it) to --to on the same broker, with RabbitMQ shovels
+that acknowledge it only after the destination confirmed it, without dlq
+reading it; dlq refuses when it cannot be sure it moves that message.
 
 Exit codes: 0 all selected messages moved, or none selected; 1 nothing moved
 (error, bad flags); 2 cancelled before any message moved (Ctrl-C: in-flight
@@ -188,6 +193,7 @@ what moved); 4 read-only. --dry-run exits as the real run would.`,
   dlq redrive orders.dlq --max-redrives 3 --yes -o json   # from cron: poison messages stay
   dlq redrive https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq --server-side --rate 100
   dlq redrive orders.dlq --resume
+  dlq redrive orders.dlq --position 3 --to queue:orders.unreadable   # a message dlq cannot decode
   dlq redrive file://evidence.jsonl --to 'amqp://ops@rabbit:5672/#exchange:orders'`,
 	}
 	takesQueue(cmd, f, func(c *cobra.Command, queue, format string) error {
@@ -198,8 +204,23 @@ what moved); 4 read-only. --dry-run exits as the real run would.`,
 		if err := opts.validate(); err != nil {
 			return err
 		}
+		if err := opts.Take.validate(c, "filter", "group", "id", "exclude-id", "older-than", "newer-than", "limit", "dry-run",
+			"server-side", "resume", "again", "transform", "set-header", "dedupe-by", "max-redrives", "rate", "ramp"); err != nil {
+			return err
+		}
+		var to *broker.Destination
+		if opts.Take.Position > 0 {
+			d, err := parseDestination(opts.To)
+			if err != nil || d.Kind == broker.ToFile {
+				return flagErrorf("with `--position`, `--to` is origin, queue:NAME or exchange:NAME[:KEY] on the same broker; to archive the message and remove it, use `dlq discard --position %d --archive-to file://PATH.jsonl`", opts.Take.Position)
+			}
+			to = &d
+		}
 		if runF != nil {
 			return runF(opts)
+		}
+		if to != nil {
+			return takeUnreadableRun(opts.ctx, f, "redrive", opts.Source, opts.Take, to, opts.To, nil, opts.format)
 		}
 		return redriveRun(opts.ctx, opts)
 	})
@@ -224,6 +245,7 @@ what moved); 4 read-only. --dry-run exits as the real run would.`,
 	fl.BoolVar(&opts.ServerSide, "server-side", false, "let the broker move every message itself (SQS move task, RabbitMQ shovel)")
 	fl.BoolVar(&opts.Again, "again", false, "send messages of an archive that were already redriven to the same destination")
 	fl.BoolVar(&opts.NoJournal, "no-journal", false, "keep no journal (an interrupted run cannot be resumed)")
+	opts.Take.register(cmd, "moves")
 	cmd.AddCommand(newCmdRedriveStatus(f, nil), newCmdRedriveCancel(f, nil), newCmdRedriveJournals(f, nil))
 	addOutputFlags(cmd, f, OutputTable, OutputJSON)
 	return cmd

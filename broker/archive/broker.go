@@ -208,16 +208,16 @@ type metaLine struct {
 	Queue        string        `json:"queue"`
 	Body         *string       `json:"body"`
 	BodyEncoding string        `json:"body_encoding"`
-	Timestamp    time.Time     `json:"timestamp"`
+	Timestamp    stamp         `json:"timestamp"`
 	Death        *metaDeath    `json:"death"`
 	// text is the body when the fast decoder read the line (Body is nil).
 	text []byte
 }
 
 type metaDeath struct {
-	Queue    string    `json:"queue"`
-	QueueARN string    `json:"queue_arn"`
-	First    time.Time `json:"first"`
+	Queue    string `json:"queue"`
+	QueueARN string `json:"queue_arn"`
+	First    stamp  `json:"first"`
 }
 
 func (l *metaLine) version() *int { return l.DLQArchive }
@@ -266,9 +266,9 @@ func (l *metaLine) size() int64 {
 
 func (l *metaLine) born() time.Time {
 	if l.Death != nil && !l.Death.First.IsZero() {
-		return l.Death.First
+		return l.Death.First.Time
 	}
-	return l.Timestamp
+	return l.Timestamp.Time
 }
 
 type queueAcc struct {

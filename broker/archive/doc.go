@@ -29,7 +29,7 @@ RECORDS. Every other line is one message. Fields are left out when empty.
   system              rabbitmq | sqs — where the message came from
   queue               the queue it was read from (the DLQ)
   broker              that broker's address, never with a password
-  archived            when it was written to the archive (RFC 3339, UTC)
+  archived            when it was written to the archive (a TIME, below)
   body                the body as text when it is valid UTF-8 without control
                       characters other than tab, CR, LF; otherwise base64 and
   body_encoding       "base64". No "body" means no body; "" an empty one.
@@ -40,7 +40,7 @@ RECORDS. Every other line is one message. Fields are left out when empty.
                         decimal {"scale":2,"value":12345}, string (one
                         that is not UTF-8 is its base64, with
                         "encoding":"base64"), bytes (base64), timestamp
-                        (RFC 3339, UTC), table {name: typed value, …},
+                        (a TIME), table {name: typed value, …},
                         array [typed value, …]. Integers are exact, also
                         beyond 2^53. A header name or table key that is
                         not UTF-8, or starts with NUL, is written as
@@ -64,6 +64,18 @@ RECORDS. Every other line is one message. Fields are left out when empty.
   redelivered         true when the broker flagged a redelivery
   timestamp           when the message was first published, where known
   position            where it sat (a stream offset, an SQS sequence number)
+  unreadable          why dlq's AMQP client could not decode the message, which
+                      was read through RabbitMQ's management API instead:
+                      its header types are approximate (integers int64,
+                      fractions float64)
+
+TIMES (archived, timestamp, death's first, last and time, a timestamp
+header) are RFC 3339 strings in UTC with up to nine fractional digits:
+"2025-03-14T09:30:00.5Z". RFC 3339 ends at the year 9999, and an AMQP
+timestamp may be any 64-bit number of seconds, so a time before the year 0
+or after 9999 is a JSON number instead: seconds since 1970-01-01T00:00:00Z,
+exact, with up to nine fractional digits (an AMQP timestamp of 2^62 is
+4611686018427387904). Readers take both forms everywhere.
 
 Example (shortened):
 

@@ -655,7 +655,7 @@ func (p *fastParser) record(r *record) bool {
 		case "broker":
 			r.Broker, ok = p.str()
 		case "archived":
-			r.Archived, ok = p.timeValue()
+			r.Archived.Time, ok = p.timeValue()
 		case "body":
 			r.text, ok = p.text()
 		case "body_encoding":
@@ -721,9 +721,11 @@ func (p *fastParser) record(r *record) bool {
 		case "redelivered":
 			r.Redelivered, ok = p.boolean()
 		case "timestamp":
-			r.Timestamp, ok = p.timeValue()
+			r.Timestamp.Time, ok = p.timeValue()
 		case "position":
 			r.Position, ok = p.unique()
+		case "unreadable":
+			r.Unreadable, ok = p.str()
 		}
 		return ok
 	})
@@ -813,7 +815,7 @@ func (p *fastParser) deathEntry(e *deathEntry) bool {
 		case "count":
 			e.Count, ok = p.int64v()
 		case "time":
-			e.Time, ok = p.timeValue()
+			e.Time.Time, ok = p.timeValue()
 		}
 		return ok
 	})
@@ -835,9 +837,9 @@ func (p *fastParser) death(d *death) bool {
 		case "count":
 			d.Count, ok = p.int64v()
 		case "first":
-			d.First, ok = p.timeValue()
+			d.First.Time, ok = p.timeValue()
 		case "last":
-			d.Last, ok = p.timeValue()
+			d.Last.Time, ok = p.timeValue()
 		case "first_reason":
 			d.FirstReason, ok = p.str()
 		case "first_queue":

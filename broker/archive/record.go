@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/dlq-tools/dlq/broker"
@@ -52,7 +54,7 @@ type record struct {
 	System   broker.System `json:"system,omitempty"`
 	Queue    string        `json:"queue,omitempty"`
 	Broker   string        `json:"broker,omitempty"`
-	Archived time.Time     `json:"archived,omitzero"`
+	Archived stamp         `json:"archived,omitzero"`
 
 	// Body is the text of the body, or its base64 when BodyEncoding is
 	// "base64". Absent means a nil body, "" an empty one.
@@ -74,17 +76,70 @@ type record struct {
 	Exchange   string `json:"exchange,omitempty"`
 	RoutingKey string `json:"routing_key,omitempty"`
 
-	Death         *death    `json:"death,omitempty"`
-	DeliveryCount int64     `json:"delivery_count,omitempty"`
-	AcquiredCount int64     `json:"acquisitions,omitempty"` // x-acquired-count ("acquired_count" would share routing_key's key bit)
-	Redelivered   bool      `json:"redelivered,omitempty"`
-	Timestamp     time.Time `json:"timestamp,omitzero"`
-	Position      string    `json:"position,omitempty"`
+	Death         *death `json:"death,omitempty"`
+	DeliveryCount int64  `json:"delivery_count,omitempty"`
+	AcquiredCount int64  `json:"acquisitions,omitempty"` // x-acquired-count ("acquired_count" would share routing_key's key bit)
+	Redelivered   bool   `json:"redelivered,omitempty"`
+	Timestamp     stamp  `json:"timestamp,omitzero"`
+	Position      string `json:"position,omitempty"`
+	Unreadable    string `json:"unreadable,omitempty"`
 }
 
 // properties is the record's "properties" object: broker.Properties, whose
-// JSON names are the archive's (TestPropertiesFormat pins them).
+// JSON names are the archive's (TestPropertiesFormat pins them), with its
+// timestamp written as a stamp.
 type properties broker.Properties
+
+// propertiesJSON is properties as encoding/json writes and reads it: the
+// outer Timestamp hides the embedded one.
+type propertiesJSON struct {
+	plainProperties
+	Timestamp stamp `json:"timestamp,omitzero"`
+}
+
+// plainProperties has broker.Properties' fields without properties' methods.
+type plainProperties broker.Properties
+
+func (p properties) MarshalJSON() ([]byte, error) {
+	return marshalLine(propertiesJSON{plainProperties(p), stamp{p.Timestamp}})
+}
+
+func (p *properties) UnmarshalJSON(b []byte) error {
+	var v propertiesJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+			// The decoder of the record puts "properties." before it.
+			te.Field = strings.TrimPrefix(te.Field, "plainProperties.")
+		}
+		return err
+	}
+	*p = properties(v.plainProperties)
+	p.Timestamp = v.Timestamp.Time
+	return nil
+}
+
+// stamp is a time in an archive record: RFC 3339 with nanoseconds in UTC,
+// or, outside the years 0 to 9999 that RFC 3339 and encoding/json's
+// time.Time allow (an AMQP timestamp of 2^62 seconds), a number of seconds
+// since the Unix epoch (broker.AppendTimeJSON). Archives of earlier versions
+// hold the RFC 3339 form only, and read the same.
+type stamp struct{ time.Time }
+
+func (s stamp) MarshalJSON() ([]byte, error) {
+	return broker.AppendTimeJSON(make([]byte, 0, 32), s.Time), nil
+}
+
+func (s *stamp) UnmarshalJSON(b []byte) error {
+	if len(b) == 0 || b[0] != '-' && (b[0] < '0' || b[0] > '9') {
+		return s.Time.UnmarshalJSON(b) // a string, null, or its error
+	}
+	t, err := broker.TimeFromNumber(b)
+	if err != nil {
+		return &json.UnmarshalTypeError{Value: "number " + string(b), Type: reflect.TypeFor[time.Time](), Offset: 0}
+	}
+	s.Time = t
+	return nil
+}
 
 type attribute struct {
 	DataType    string  `json:"data_type"`
@@ -94,12 +149,12 @@ type attribute struct {
 }
 
 type deathEntry struct {
-	Reason      string    `json:"reason"`
-	Queue       string    `json:"queue"`
-	Exchange    string    `json:"exchange,omitempty"`
-	RoutingKeys []string  `json:"routing_keys,omitzero"`
-	Count       int64     `json:"count"`
-	Time        time.Time `json:"time,omitzero"`
+	Reason      string   `json:"reason"`
+	Queue       string   `json:"queue"`
+	Exchange    string   `json:"exchange,omitempty"`
+	RoutingKeys []string `json:"routing_keys,omitzero"`
+	Count       int64    `json:"count"`
+	Time        stamp    `json:"time,omitzero"`
 }
 
 type death struct {
@@ -109,8 +164,8 @@ type death struct {
 	Exchange    string       `json:"exchange,omitempty"`
 	RoutingKeys []string     `json:"routing_keys,omitzero"`
 	Count       int64        `json:"count"`
-	First       time.Time    `json:"first,omitzero"`
-	Last        time.Time    `json:"last,omitzero"`
+	First       stamp        `json:"first,omitzero"`
+	Last        stamp        `json:"last,omitzero"`
 	FirstReason string       `json:"first_reason,omitempty"`
 	FirstQueue  string       `json:"first_queue,omitempty"`
 	History     []deathEntry `json:"history,omitzero"`
@@ -131,15 +186,16 @@ func toRecord(m *broker.Message, brokerAddr string, archived time.Time) (record,
 		System:           m.System,
 		Queue:            m.Queue,
 		Broker:           broker.Redact(brokerAddr),
-		Archived:         utc(archived),
+		Archived:         stamp{utc(archived)},
 		SystemAttributes: m.SystemAttributes,
 		Exchange:         m.Exchange,
 		RoutingKey:       m.RoutingKey,
 		DeliveryCount:    m.DeliveryCount,
 		AcquiredCount:    m.AcquiredCount,
 		Redelivered:      m.Redelivered,
-		Timestamp:        utc(m.Timestamp),
+		Timestamp:        stamp{utc(m.Timestamp)},
 		Position:         m.Position,
+		Unreadable:       m.Unreadable,
 	}
 	if r.ID == "" {
 		r.ID = broker.Fingerprint(m)
@@ -178,14 +234,14 @@ func toRecord(m *broker.Message, brokerAddr string, archived time.Time) (record,
 	if d := m.Death; d != nil {
 		rd := &death{
 			Reason: d.Reason, Queue: d.Queue, QueueARN: d.QueueARN, Exchange: d.Exchange,
-			RoutingKeys: d.RoutingKeys, Count: d.Count, First: utc(d.First), Last: utc(d.Last),
+			RoutingKeys: d.RoutingKeys, Count: d.Count, First: stamp{utc(d.First)}, Last: stamp{utc(d.Last)},
 			FirstReason: d.FirstReason, FirstQueue: d.FirstQueue,
 		}
 		if d.History != nil {
 			rd.History = make([]deathEntry, len(d.History))
 			for i, e := range d.History {
 				rd.History[i] = deathEntry{Reason: e.Reason, Queue: e.Queue, Exchange: e.Exchange,
-					RoutingKeys: e.RoutingKeys, Count: e.Count, Time: utc(e.Time)}
+					RoutingKeys: e.RoutingKeys, Count: e.Count, Time: stamp{utc(e.Time)}}
 			}
 		}
 		r.Death = rd
@@ -214,8 +270,9 @@ func fromRecordTo(r *record, m *broker.Message, l *lend) error {
 		DeliveryCount:    r.DeliveryCount,
 		AcquiredCount:    r.AcquiredCount,
 		Redelivered:      r.Redelivered,
-		Timestamp:        r.Timestamp,
+		Timestamp:        r.Timestamp.Time,
 		Position:         r.Position,
+		Unreadable:       r.Unreadable,
 	}
 	body, err := r.body(l)
 	if err != nil {
@@ -274,7 +331,7 @@ func fromRecordTo(r *record, m *broker.Message, l *lend) error {
 		}
 		*md = broker.Death{
 			Reason: d.Reason, Queue: d.Queue, QueueARN: d.QueueARN, Exchange: d.Exchange,
-			RoutingKeys: d.RoutingKeys, Count: d.Count, First: d.First, Last: d.Last,
+			RoutingKeys: d.RoutingKeys, Count: d.Count, First: d.First.Time, Last: d.Last.Time,
 			FirstReason: d.FirstReason, FirstQueue: d.FirstQueue,
 		}
 		if d.History != nil {
@@ -286,7 +343,7 @@ func fromRecordTo(r *record, m *broker.Message, l *lend) error {
 			}
 			for i, e := range d.History {
 				md.History[i] = broker.DeathEntry{Reason: e.Reason, Queue: e.Queue, Exchange: e.Exchange,
-					RoutingKeys: e.RoutingKeys, Count: e.Count, Time: e.Time}
+					RoutingKeys: e.RoutingKeys, Count: e.Count, Time: e.Time.Time}
 			}
 		}
 		m.Death = md
@@ -336,15 +393,15 @@ func (r *record) body(l *lend) ([]byte, error) {
 // normaliseTimes makes every time in a decoded record UTC, so that a round
 // trip gives values that compare equal with ==.
 func (r *record) normaliseTimes() {
-	r.Archived = utc(r.Archived)
-	r.Timestamp = utc(r.Timestamp)
+	r.Archived.Time = utc(r.Archived.Time)
+	r.Timestamp.Time = utc(r.Timestamp.Time)
 	if r.Properties != nil {
 		r.Properties.Timestamp = utc(r.Properties.Timestamp)
 	}
 	if d := r.Death; d != nil {
-		d.First, d.Last = utc(d.First), utc(d.Last)
+		d.First.Time, d.Last.Time = utc(d.First.Time), utc(d.Last.Time)
 		for i := range d.History {
-			d.History[i].Time = utc(d.History[i].Time)
+			d.History[i].Time.Time = utc(d.History[i].Time.Time)
 		}
 	}
 }

@@ -2,9 +2,13 @@ package archive
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"math"
+	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -279,5 +283,88 @@ func TestPropertiesFormat(t *testing.T) {
 	}
 	if d := testdiff.Diff(want, rec.Properties); d != "" {
 		t.Errorf("properties written (-want +got):\n%s", d)
+	}
+}
+
+// extremeTimes are AMQP timestamps (seconds) a message may legally carry:
+// the epoch, just before it, 2^62 and the largest int64. encoding/json's
+// time.Time refuses years past 9999, and archiving such a message failed.
+var extremeTimes = []int64{0, -1, 1 << 62, math.MaxInt64}
+
+// extremeMessage carries sec in every time of a message.
+func extremeMessage(sec int64) *broker.Message {
+	ts := time.Unix(sec, 0).UTC()
+	m := fullMessage()
+	m.ID = "ts-" + strconv.FormatInt(sec, 10)
+	m.Properties.MessageID = m.ID
+	delete(m.Attributes, "e") // Clone makes an empty binary value nil
+	m.Timestamp, m.Properties.Timestamp = ts, ts
+	m.Headers = map[string]any{"t": ts, "nested": map[string]any{"t": ts}}
+	m.Death.First, m.Death.Last = ts, ts
+	for i := range m.Death.History {
+		m.Death.History[i].Time = ts
+	}
+	return m
+}
+
+// TestExtremeTimestampsRoundTrip: a message whose times lie anywhere in
+// int64 seconds is archived and read back exactly, by Unmarshal, through
+// an archive file (the fast reader and encoding/json), and in the queue
+// listing; within the years 0 to 9999 the archive keeps the RFC 3339 form.
+func TestExtremeTimestampsRoundTrip(t *testing.T) {
+	var msgs []*broker.Message
+	for _, sec := range extremeTimes {
+		m := extremeMessage(sec)
+		msgs = append(msgs, m)
+		line, err := Marshal(m, "amqp://h/", t0)
+		if err != nil {
+			t.Fatalf("archive a message with timestamp %d: %v", sec, err)
+		}
+		if rfc := time.Unix(sec, 0).UTC().Format(time.RFC3339); sec < 1<<40 && !bytes.Contains(line, []byte(`"timestamp":"`+rfc+`"`)) {
+			t.Errorf("timestamp %d is not written as %s: %s", sec, rfc, line)
+		}
+		if got := roundTrip(t, m); !reflect.DeepEqual(got, m) {
+			t.Errorf("timestamp %d: round trip changed the message (-want +got):\n%s", sec, testdiff.Diff(m, got))
+		}
+	}
+	path := filepath.Join(t.TempDir(), "extreme.jsonl")
+	a, err := Create(path, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []broker.Outgoing
+	for _, m := range msgs {
+		out = append(out, broker.Outgoing{Message: m})
+	}
+	if errs, err := a.Publish(context.Background(), out); err != nil || errors.Join(errs...) != nil {
+		t.Fatalf("archive the messages: %v %v", err, errs)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var got []*broker.Message
+	if _, err := r.Peek(context.Background(), "", broker.PeekOptions{}, func(m *broker.Message) error {
+		got = append(got, m.Clone())
+		return nil
+	}); err != nil {
+		t.Fatalf("read the archive back: %v", err)
+	}
+	if len(got) != len(msgs) {
+		t.Fatalf("read %d messages, want %d", len(got), len(msgs))
+	}
+	for i := range msgs {
+		got[i].Position, msgs[i].Position = "", ""
+		if !reflect.DeepEqual(got[i], msgs[i]) {
+			t.Errorf("message %d read back differs (-want +got):\n%s", i, testdiff.Diff(msgs[i], got[i]))
+		}
+	}
+	qs, err := r.Queues(context.Background())
+	if err != nil || len(qs) != 1 || qs[0].Depth != int64(len(msgs)) {
+		t.Errorf("queue listing of the archive: %+v, %v", qs, err)
 	}
 }

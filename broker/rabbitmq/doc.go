@@ -53,8 +53,16 @@
 // is republished to the same queue (default exchange, routing key = the queue)
 // with all its properties and headers except x-delivery-count, with publisher
 // confirms, and the original is acknowledged only after its copy is
-// confirmed. Rotation stops after the number of messages the queue held when
-// it started, so the queue ends in its original order (messages published
+// confirmed. It goes a window at a time (rotateWindow; limitedRotateWindow
+// on a quorum queue with a delivery limit): every delivery of a window is
+// received before any copy of it is published, and the window's originals
+// are acked once all its copies are confirmed, before the next window is
+// delivered. A message the client cannot read closes the connection while
+// its window is received, so no copy of that window exists, and every
+// message is in the queue once; the deliveries held (at most a window) are
+// returned, on a quorum queue with their x-delivery-count +1 (see
+// unreadable.go for how such a message is then shown). Rotation stops after
+// the number of messages the queue held when it started, so the queue ends in its original order (messages published
 // meanwhile by others end up between them). A crash mid-way may leave a
 // message twice (copy confirmed, original not yet acked), never lose one.
 // What changes: redelivered flags and x-delivery-counts are reset, the

@@ -13,6 +13,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/human"
 )
 
 var _ broker.Peeker = (*Broker)(nil)
@@ -25,8 +26,12 @@ const (
 	// RotateTailMax is the most messages a rotate peek rotates without
 	// visiting them, to keep order after Limit, unless Force is set.
 	RotateTailMax = 10000
-	// rotateWindow is the number of deliveries in flight during a rotation.
-	rotateWindow = 500
+	// rotateWindow is the number of deliveries a rotation takes at a
+	// time; limitedRotateWindow on a quorum queue with a delivery limit,
+	// where a lost connection raises the x-delivery-count of every delivery
+	// held (rotateWindowFor).
+	rotateWindow        = 500
+	limitedRotateWindow = 8
 	// firstWait bounds the wait for the first delivery of a non-empty queue;
 	// idleWait the wait between deliveries before the queue is taken as
 	// drained (other consumers took messages, or they expired).
@@ -49,12 +54,18 @@ type peekInfo struct {
 	// with requeue raises no x-delivery-count, republishes nothing and can
 	// drop nothing.
 	requeueFree bool
+	// window, when set, is the rotation's window instead of
+	// rotateWindowFor's.
+	window int64
+	// bytes is the size of the ready messages' bodies from the management
+	// statistics (they may lag); 0 when unknown.
+	bytes int64
 }
 
 func (b *Broker) peekInfo(ctx context.Context, queue string) (peekInfo, error) {
 	op := "peek queue `" + queue + "`"
 	var mq mgmtQueue
-	err := b.mgmtQueue(ctx, queue, "name,type,arguments,effective_policy_definition,messages,messages_ready", &mq)
+	err := b.mgmtQueue(ctx, queue, "name,type,arguments,effective_policy_definition,messages,messages_ready,message_bytes_ready", &mq)
 	if err != nil {
 		if errors.Is(err, broker.ErrNotFound) && !errors.Is(err, errMgmtMissesQueue) {
 			return peekInfo{}, b.notFoundQueue(op, queue)
@@ -68,6 +79,9 @@ func (b *Broker) peekInfo(ctx context.Context, queue string) (peekInfo, error) {
 	q, dl := b.toQueue(&mq, b.serverMajor(ctx))
 	info := peekInfo{name: queue, kind: q.Kind, limited: dl.limited, deliveryLimit: dl.limit,
 		requeueFree: q.Kind == broker.KindQuorum && !b.requeueCounts()}
+	if mq.MessageBytesReady != nil {
+		info.bytes = *mq.MessageBytesReady
+	}
 	if q.Kind == broker.KindStream {
 		if mq.Messages != nil {
 			info.depth = *mq.Messages
@@ -99,7 +113,7 @@ func (b *Broker) Peek(ctx context.Context, queue string, opts broker.PeekOptions
 		switch info.kind {
 		case broker.KindQuorum:
 			mode = broker.PeekRotate
-			if _, err := holdTarget(info, opts, broker.PeekHold); info.requeueFree && err == nil {
+			if _, err := holdTarget(info, opts, broker.PeekHold, func() error { return nil }); info.requeueFree && err == nil {
 				// Nothing changes but the redelivered flag and
 				// x-acquired-count. A read beyond the hold bound rotates.
 				mode = broker.PeekHold
@@ -139,29 +153,41 @@ func (b *Broker) Peek(ctx context.Context, queue string, opts broker.PeekOptions
 			Hint: broker.Hintf("an offset (%s, %s) applies to stream queues only; `%s` is a %s queue", broker.OptOffset, broker.OptSince, queue, info.kind)}
 	}
 	rep, err := b.peekMode(ctx, info, mode, opts, visit)
-	return rep, unreadableAt(info, rep, err)
+	if _, ok := errors.AsType[*unreadableFrame](err); ok {
+		return b.showUnreadable(ctx, info, opts, rep, err, visit)
+	}
+	return rep, err
 }
 
 // unreadableAt names, in an error of a message the client could not read,
-// where the message is and what to do about it. Deliveries arrive in queue
-// order, but the client's reader drops those it had not yet handed over
-// when it closes the connection: the message comes after the ones read, at
+// where the message is, what the failure changed and what to do about it.
+// Deliveries arrive in queue order, but the client's reader drops those it
+// had not yet handed over when it closes the connection: without the
+// management API's read (shown), the message comes after the ones read, at
 // that position or later.
-func unreadableAt(info peekInfo, rep broker.PeekReport, err error) error {
-	var u *unreadableFrame
+func unreadableAt(info peekInfo, rep broker.PeekReport, err error, shown *broker.Message, why *broker.Hint) error {
 	var be *broker.Error
-	if !errors.As(err, &u) || !errors.As(err, &be) {
+	if !errors.As(err, &be) {
 		return err
 	}
 	cost := "classic queues keep their order; the messages only carry the redelivered flag"
 	if info.kind == broker.KindQuorum {
 		cost = "on a quorum queue each held message's x-delivery-count went up by 1"
 		if rep.Mode == broker.PeekRotate {
-			cost += ", and the messages rotated but not yet acknowledged are now in the queue twice"
+			cost = fmt.Sprintf("on a quorum queue the x-delivery-count of the at most %d messages held went up by 1", rotateWindowFor(info))
 		}
 	}
+	if rep.Mode == broker.PeekRotate {
+		cost += "; no message is in the queue twice: nothing of the window that holds it had been copied"
+	}
+	where := fmt.Sprintf("a message at position %d or later could not be read (%d were read before the connection closed): %s (%s)", rep.Read+1, rep.Read, be.Msg, cost)
+	fix := broker.Hintf("move the queue's messages broker-side without reading them (a server-side redrive runs a shovel)")
+	if shown != nil {
+		fix = broker.Hintf("take it out by its position without reading it (%s: a discard archives it first, a redrive moves it), or move the queue's messages broker-side (a server-side redrive runs a shovel)", broker.OptPosition.With(shown.Position))
+		where = fmt.Sprintf("the message at position %s (ID %s) could not be read by dlq's AMQP client, which closed the connection: %s; every message dlq held went back to its queue (%s)", shown.Position, shown.ID, shown.Unreadable, cost)
+	}
 	return &broker.Error{Kind: broker.ErrUnsupported, Op: "peek queue `" + info.name + "`", Err: be.Err,
-		Msg: fmt.Sprintf("a message at position %d or later could not be read (%d were read before the connection closed): %s (%s): see it in the management UI (Get messages, which on a quorum queue counts a delivery too), and move the queue's messages broker-side without reading them (a server-side redrive runs a shovel)", rep.Read+1, rep.Read, be.Msg, cost)}
+		Hint: broker.Hintf("%s: %s; %s", where, why, fix)}
 }
 
 // peekMode runs the peek of info in mode.
@@ -312,7 +338,9 @@ func plural(n int64, one, many string) string {
 }
 
 // holdTarget checks the hold bound and returns how many messages to take.
-func holdTarget(info peekInfo, opts broker.PeekOptions, mode broker.PeekMode) (int64, error) {
+// Past the bound it names what the user can do instead; canRotate (asked
+// only then) says whether rotate mode, which needs to write, is one of them.
+func holdTarget(info peekInfo, opts broker.PeekOptions, mode broker.PeekMode, canRotate func() error) (int64, error) {
 	maxUnacked := int64(opts.MaxUnacked)
 	if maxUnacked <= 0 {
 		maxUnacked = DefaultMaxUnacked
@@ -324,15 +352,39 @@ func holdTarget(info peekInfo, opts broker.PeekOptions, mode broker.PeekMode) (i
 	if want == 0 || want > info.depth {
 		want = info.depth
 	}
-	if want > maxUnacked {
-		what := fmt.Sprintf("reading %d messages", want)
-		if opts.Limit == 0 {
-			what = fmt.Sprintf("reading all %d messages", want)
-		}
-		return 0, &broker.Error{Kind: broker.ErrUnsafe, Op: "peek queue `" + info.name + "`",
+	if want <= maxUnacked {
+		return want, nil
+	}
+	what := fmt.Sprintf("reading %d messages", want)
+	if opts.Limit == 0 {
+		what = fmt.Sprintf("reading all %d messages", want)
+	}
+	op := "peek queue `" + info.name + "`"
+	var nw *errNoWrite
+	if err := canRotate(); err != nil && !errors.As(err, &nw) {
+		return 0, translateErr(op, err)
+	}
+	if nw == nil {
+		return 0, &broker.Error{Kind: broker.ErrUnsafe, Op: op,
 			Hint: broker.Hintf("%s in hold mode would keep them all unacknowledged at once (the bound is %d, %s): use %s to read any number with a bounded window, order kept, or a smaller %s", what, maxUnacked, broker.OptMaxUnacked, broker.OptMode.With("rotate"), broker.OptLimit)}
 	}
-	return want, nil
+	// Rotate mode republishes, and this user (or read-only mode) may not:
+	// what is left is a smaller read, a larger bound, or another user.
+	other := broker.Hintf("peek as a user with write permission on `amq.default` in vhost `%s`, who reads any number by rotating (%s)", nw.vhost, broker.OptMode.With("rotate"))
+	if nw.readOnly {
+		other = broker.Hintf("peek without read-only mode, which reads any number by rotating (%s)", broker.OptMode.With("rotate"))
+	}
+	raise := broker.Hintf("")
+	if want <= 65535 {
+		cost := fmt.Sprintf("all %d are then held at once", want)
+		if info.bytes > 0 && info.depth > 0 {
+			cost += fmt.Sprintf(", about %s of message bodies that the broker keeps in memory and sends to dlq", human.Bytes(info.bytes/info.depth*want))
+		}
+		raise = broker.Hintf(", raise the bound with %s (%s)", broker.OptMaxUnacked.With(strconv.FormatInt(want, 10)), cost)
+	}
+	return 0, &broker.Error{Kind: broker.ErrUnsafe, Op: op,
+		Hint: broker.Hintf("nothing was read or changed: %s in hold mode would keep them all unacknowledged at once (the bound is %d, %s), and %s, so it cannot rotate instead: read the first %d with %s%s, or %s",
+			what, maxUnacked, broker.OptMaxUnacked, nw, maxUnacked, broker.OptLimit.With(strconv.FormatInt(maxUnacked, 10)), raise, other)}
 }
 
 // quorumRefusal is the ErrUnsafe for returning messages to a quorum queue
@@ -361,7 +413,7 @@ func (b *Broker) peekHold(ctx context.Context, info peekInfo, opts broker.PeekOp
 	if quorumLimit && !opts.Force {
 		return rep, quorumRefusal(info, mode)
 	}
-	target, err := holdTarget(info, opts, mode)
+	target, err := holdTarget(info, opts, mode, func() error { return b.canWrite(ctx) })
 	if err != nil || target == 0 {
 		return rep, err
 	}
@@ -665,6 +717,19 @@ func (r *rotator) waitAll(ctx context.Context) error {
 	return r.failed
 }
 
+// rotateWindowFor is the window of a rotation of info: small on a quorum
+// queue with a delivery limit, so that a connection lost at a message the
+// client cannot read returns few deliveries, each with x-delivery-count +1.
+func rotateWindowFor(info peekInfo) int64 {
+	if info.window > 0 {
+		return info.window
+	}
+	if info.kind == broker.KindQuorum && info.limited {
+		return limitedRotateWindow
+	}
+	return rotateWindow
+}
+
 // peekRotate implements rotate mode (see the package's peek-safety notes).
 // rotatedEnvelope says exactly what a rotation changed on each rotated
 // message (see `dlq help peek-safety`); dead says that some of them carry
@@ -713,121 +778,138 @@ func (b *Broker) peekRotate(ctx context.Context, info peekInfo, opts broker.Peek
 	// Finishing what was taken must not depend on ctx: the originals are
 	// acked only after their copies are confirmed, whatever happens.
 	work := context.WithoutCancel(ctx)
+	window := rotateWindowFor(info)
 	err := b.withChannel(work, func(ch *amqp.Channel) (err error) {
 		defer func() {
 			if err != nil {
 				// What is unsettled goes back explicitly (see
-				// returnAll); a copy already confirmed leaves its
-				// original twice, never neither.
+				// returnAll); no copy of it was published.
 				_ = returnAll(ch)
 			}
 		}()
-		rot, err := b.newRotator(work, info.name, rotateWindow)
+		rot, err := b.newRotator(work, info.name, int(window))
 		if err != nil {
 			return err
 		}
 		defer rot.close()
-		w, err := startWindowed(ch, info.name, target, rotateWindow, nil)
-		if err != nil {
-			return err
-		}
-		// tags of deliveries whose copies are published, in publish order;
-		// tags[0] is delivery number `base` of the walk, and the first
-		// `acked` deliveries of the walk are settled.
-		var tags []uint64
-		var base, acked int64
-		settle := func() error {
-			n := int64(rot.safe) - acked
-			if n <= 0 {
-				return nil
-			}
-			if !w.canSettle(n) {
-				n = w.target - w.prefetch - w.settled
-				if n <= 0 {
-					return nil
-				}
-			}
-			if err := ch.Ack(tags[acked+n-1-base], true); err != nil {
-				return err
-			}
-			acked += n
-			w.settled += n
-			rotated += n
-			if acked-base > 4096 {
-				tags = append(tags[:0], tags[acked-base:]...)
-				base = acked
-			}
-			return nil
-		}
 		visiting := true
 		wait := firstWait
-		process := func(d *amqp.Delivery) error {
-			if visiting {
-				rep.Read++
-				if err := visit(fromDelivery(info.name, d)); err != nil {
-					if !errors.Is(err, broker.ErrStop) {
-						visitErr = err
+		// rotateBatch publishes the copies of a whole window, waits for
+		// every confirm, and acks the originals whose copies are confirmed.
+		// Nothing of a window is published before all of it was received:
+		// a delivery the client cannot read closes the connection while
+		// it is being received, and then no copy of its window exists, so
+		// every message is in the queue once (the copies of the windows
+		// before are confirmed and their originals acked).
+		rotateBatch := func(batch []*amqp.Delivery) error {
+			if len(batch) == 0 {
+				return nil
+			}
+			safeBefore := rot.safe
+			for _, d := range batch {
+				if err := rot.publish(d); err != nil {
+					return err
+				}
+				if _, ok := d.Headers["x-death"]; ok {
+					dead = true
+				}
+				if _, ok := d.Headers["x-acquired-count"]; ok {
+					acquired = true
+				}
+			}
+			werr := rot.waitAll(work)
+			if n := int64(rot.safe - safeBefore); n > 0 {
+				if err := ch.Ack(batch[n-1].DeliveryTag, true); err != nil {
+					return err
+				}
+				rotated += n
+			}
+			return werr
+		}
+		visitOne := func(d *amqp.Delivery) {
+			if !visiting {
+				return
+			}
+			rep.Read++
+			if err := visit(fromDelivery(info.name, d)); err != nil {
+				if !errors.Is(err, broker.ErrStop) {
+					visitErr = err
+				}
+				visiting = false
+			} else if rep.Read >= visitLimit {
+				visiting = false
+			}
+		}
+		// Each consumer takes whole windows: first as many as fit in what
+		// is left, then one of the rest. The broker delivers at most a
+		// window beyond what was acked, and a consumer never receives past
+		// its target (the copies at the back of the queue); its last
+		// window is acked after the cancel.
+		left := target
+		for left > 0 && !cancelled && !(partial && !visiting) {
+			size, n := window, left/window*window
+			if n == 0 {
+				size, n = left, left
+			}
+			w, err := startWindowed(ch, info.name, n, size, nil)
+			if err != nil {
+				return err
+			}
+			var got int64 // settled by this consumer
+			drained := false
+			for !drained {
+				var batch []*amqp.Delivery
+				for int64(len(batch)) < size && w.received < n {
+					if partial && !visiting {
+						break
 					}
-					visiting = false
-				} else if rep.Read >= visitLimit {
-					visiting = false
+					d, err := w.next(ctx, wait)
+					if err != nil {
+						if ctx.Err() != nil {
+							cancelled = true
+							break
+						}
+						return err
+					}
+					if d == nil {
+						drained = true // others took messages, or they expired
+						break
+					}
+					wait = idleWait
+					visitOne(d)
+					batch = append(batch, d)
 				}
-			}
-			if err := rot.publish(d); err != nil {
-				return err
-			}
-			if _, ok := d.Headers["x-death"]; ok {
-				dead = true
-			}
-			if _, ok := d.Headers["x-acquired-count"]; ok {
-				acquired = true
-			}
-			tags = append(tags, d.DeliveryTag)
-			if err := rot.drain(work); err != nil {
-				return err
-			}
-			return settle()
-		}
-		for {
-			if partial && !visiting {
-				break
-			}
-			d, err := w.next(ctx, wait)
-			if err != nil {
-				if ctx.Err() != nil {
-					cancelled = true
-					break
+				if w.received >= n || drained || cancelled || partial && !visiting {
+					// The consumer's last window: cancel, then take what
+					// the broker sent before the cancel took effect.
+					if err := w.cancel(); err != nil {
+						return err
+					}
+					for {
+						d, err := w.next(work, 0)
+						if err != nil {
+							return err
+						}
+						if d == nil {
+							break
+						}
+						visiting = false
+						batch = append(batch, d)
+					}
+					drained = true
 				}
-				return err
+				if err := rotateBatch(batch); err != nil {
+					return err
+				}
+				got += int64(len(batch))
+				w.settled = got
 			}
-			if d == nil {
-				break
-			}
-			wait = idleWait
-			if err := process(d); err != nil {
-				return err
-			}
-		}
-		if err := w.cancel(); err != nil {
-			return err
-		}
-		for {
-			d, err := w.next(work, 0)
-			if err != nil {
-				return err
-			}
-			if d == nil {
-				break
-			}
-			visiting = false
-			if err := process(d); err != nil {
-				return err
+			left -= got
+			if got < n {
+				break // the queue held fewer than the snapshot said
 			}
 		}
-		if err := rot.waitAll(work); err != nil {
-			return err
-		}
-		return settle()
+		return nil
 	})
 	switch {
 	case partial:

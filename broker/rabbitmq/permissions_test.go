@@ -228,3 +228,85 @@ func deref(p *int64) string {
 	}
 	return fmt.Sprint(*p)
 }
+
+// TestHoldBoundAdvice: past the hold bound, a user who may write is told to
+// rotate; a user who may not (or read-only mode) is told what works for
+// them: a smaller --limit, a larger --max-unacked with its cost, or a user
+// who may write. (They were told to use rotate mode, which refuses them.)
+func TestHoldBoundAdvice(t *testing.T) {
+	info := peekInfo{name: "orders.dlq", kind: broker.KindClassic, depth: 20, bytes: 20 << 10}
+	opts := broker.PeekOptions{MaxUnacked: 10}
+	_, err := holdTarget(info, opts, broker.PeekHold, func() error { return nil })
+	if !errors.Is(err, broker.ErrUnsafe) || !strings.Contains(err.Error(), "use `mode rotate`") {
+		t.Errorf("a user who may write: %v, want the advice to rotate", err)
+	}
+	for _, tc := range []struct {
+		name string
+		nw   *errNoWrite
+		want []string
+	}{
+		{"no write permission", &errNoWrite{user: "monitor", vhost: "/"},
+			[]string{"nothing was read or changed", "user `monitor` may not write", "`limit 10`", "`max-unacked 20` (all 20 are then held at once, about 20.0K", "a user with write permission on `amq.default` in vhost `/`"}},
+		{"read-only mode", &errNoWrite{readOnly: true},
+			[]string{"dlq runs read-only", "`limit 10`", "`max-unacked 20`", "without read-only mode"}},
+	} {
+		_, err := holdTarget(info, opts, broker.PeekHold, func() error { return tc.nw })
+		if !errors.Is(err, broker.ErrUnsafe) {
+			t.Fatalf("%s: err = %v, want unsafe", tc.name, err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: the refusal does not say %q:\n%v", tc.name, w, err)
+			}
+		}
+		if strings.Contains(err.Error(), "use `mode rotate`") {
+			t.Errorf("%s: the refusal advises rotate mode, which this user cannot use:\n%v", tc.name, err)
+		}
+	}
+	// Past what AMQP can hold at once, a larger bound is no advice.
+	big := peekInfo{name: "orders.dlq", kind: broker.KindClassic, depth: 100000}
+	_, err = holdTarget(big, broker.PeekOptions{}, broker.PeekHold, func() error { return &errNoWrite{user: "monitor", vhost: "/"} })
+	if err == nil || strings.Contains(err.Error(), "max-unacked 100000") || !strings.Contains(err.Error(), "`limit 5000`") {
+		t.Errorf("100,000 messages: %v, want --limit 5000 and no --max-unacked 100000", err)
+	}
+}
+
+// TestPeekWithoutWritePermissionPastTheHoldBound: the monitoring user
+// reads a classic queue deeper than --max-unacked. The refusal names what
+// that user can do, and each piece of advice works: --limit reads, a larger
+// --max-unacked reads all; every message stays, in order.
+func TestPeekWithoutWritePermissionPastTheHoldBound(t *testing.T) {
+	admin, env := openTest(t)
+	mon := openMonitoring(t, env)
+	q := brokertest.Name(t, "ro-deep")
+	declareQueue(t, admin, q, nil)
+	publishN(t, admin, q, "c", 20, nil)
+	rep, err := mon.Peek(context.Background(), q, broker.PeekOptions{MaxUnacked: 10}, func(*broker.Message) error { return nil })
+	if !errors.Is(err, broker.ErrUnsafe) || rep.Read != 0 {
+		t.Fatalf("peek of 20 with max-unacked 10 as the monitoring user: read %d, err %v; want an unsafe refusal before reading", rep.Read, err)
+	}
+	for _, want := range []string{"may not write", "`limit 10`", "`max-unacked 20`", "user with write permission"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal does not say %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "use `mode rotate`") {
+		t.Errorf("the refusal advises rotate mode, which the monitoring user cannot use:\n%v", err)
+	}
+	for _, opts := range []broker.PeekOptions{{MaxUnacked: 10, Limit: 10}, {MaxUnacked: 20}} {
+		rep, err := mon.Peek(context.Background(), q, opts, func(*broker.Message) error { return nil })
+		want := int64(opts.Limit)
+		if want == 0 {
+			want = 20
+		}
+		if err != nil || rep.Read != want {
+			t.Errorf("following the advice (%+v): read %d, err %v", opts, rep.Read, err)
+		}
+		waitDepth(t, admin, q, 20)
+	}
+	got := drainIDs(t, admin, q)
+	t.Logf("hostile tally: attack=no-write-user-deep-classic version=%s before=20 after=%d lost=%d duplicated=%d", env.Version, len(got), max(20-len(got), 0), max(len(got)-20, 0))
+	if strings.Join(got, ",") != strings.Join(seq("c", 0, 20), ",") {
+		t.Fatalf("after the peeks the queue holds %v, want c-0…c-19 in order", got)
+	}
+}

@@ -79,26 +79,8 @@ func (b *Broker) StartMove(ctx context.Context, queue string, dest broker.Destin
 	}
 	v := shovelValue{SrcProtocol: "amqp091", SrcURI: b.localURI(), SrcQueue: queue, SrcDeleteAfter: "queue-length",
 		DestProtocol: "amqp091", DestURI: b.localURI(), AckMode: "on-confirm", ReconnectDelay: 5}
-	switch dest.Kind {
-	case broker.ToOrigin, "":
-		if len(q.DeadLetterSources) != 1 {
-			return broker.MoveTask{}, broker.Errorf(broker.ErrConflict, op,
-				"a shovel needs one destination and `%s` has %d dead-letter sources (%s): name one with %s, or drop %s to send each message to its own origin",
-				queue, len(q.DeadLetterSources), strings.Join(q.DeadLetterSources, ", "), broker.OptTo.With("queue:NAME"), broker.OptServerSide)
-		}
-		v.DestQueue = q.DeadLetterSources[0]
-	case broker.ToQueue:
-		v.DestQueue = dest.Queue
-	case broker.ToExchange:
-		if len(dest.RoutingKeys) > 1 {
-			return broker.MoveTask{}, broker.Errorf(broker.ErrUnsupported, op, "a shovel publishes with one routing key, not %d", len(dest.RoutingKeys))
-		}
-		v.DestExchange = dest.Exchange
-		if len(dest.RoutingKeys) == 1 {
-			v.DestExchangeKey = dest.RoutingKeys[0]
-		}
-	default:
-		return broker.MoveTask{}, broker.Errorf(broker.ErrUnsupported, op, "a shovel moves to a queue or an exchange on this broker, not to %s", dest)
+	if err := shovelTo(&v, dest, q, op); err != nil {
+		return broker.MoveTask{}, err
 	}
 	// The management API's depth is sampled (collect_statistics_interval):
 	// ask the queue itself, or a queue just filled would look empty.
@@ -110,6 +92,45 @@ func (b *Broker) StartMove(ctx context.Context, queue string, dest broker.Destin
 		depth := int64(0)
 		return broker.MoveTask{Source: queue, Destination: shovelDest(v), State: broker.MoveCompleted, Moved: &depth, ToMove: &depth, Started: time.Now().UTC()}, nil
 	}
+	name, err := b.putShovel(ctx, queue, v, op)
+	if err != nil {
+		return broker.MoveTask{}, err
+	}
+	toMove := q.Depth
+	return broker.MoveTask{Handle: name, Source: queue, Destination: shovelDest(v), State: broker.MoveRunning,
+		ToMove: &toMove, Remaining: &toMove, Started: time.Now().UTC(), Lingers: true}, nil
+}
+
+// shovelTo sets the destination of v: dest, where ToOrigin is the one
+// dead-letter source of q.
+func shovelTo(v *shovelValue, dest broker.Destination, q broker.Queue, op string) error {
+	switch dest.Kind {
+	case broker.ToOrigin, "":
+		if len(q.DeadLetterSources) != 1 {
+			return broker.Errorf(broker.ErrConflict, op,
+				"a shovel needs one destination and `%s` has %d dead-letter sources (%s): name one with %s, or drop %s to send each message to its own origin",
+				q.Name, len(q.DeadLetterSources), strings.Join(q.DeadLetterSources, ", "), broker.OptTo.With("queue:NAME"), broker.OptServerSide)
+		}
+		v.DestQueue = q.DeadLetterSources[0]
+	case broker.ToQueue:
+		v.DestQueue = dest.Queue
+	case broker.ToExchange:
+		if len(dest.RoutingKeys) > 1 {
+			return broker.Errorf(broker.ErrUnsupported, op, "a shovel publishes with one routing key, not %d", len(dest.RoutingKeys))
+		}
+		v.DestExchange = dest.Exchange
+		if len(dest.RoutingKeys) == 1 {
+			v.DestExchangeKey = dest.RoutingKeys[0]
+		}
+	default:
+		return broker.Errorf(broker.ErrUnsupported, op, "a shovel moves to a queue or an exchange on this broker, not to %s", dest)
+	}
+	return nil
+}
+
+// putShovel declares a dynamic shovel from queue with value v and returns
+// its name.
+func (b *Broker) putShovel(ctx context.Context, queue string, v shovelValue, op string) (string, error) {
 	var r [4]byte
 	_, _ = rand.Read(r[:])
 	name := shovelPrefix + queue + "-" + hex.EncodeToString(r[:])
@@ -121,13 +142,11 @@ func (b *Broker) StartMove(ctx context.Context, queue string, dest broker.Destin
 	defer cancel()
 	if err := b.mgmtDo(pctx, "PUT", path, map[string]any{"value": v}, nil); err != nil {
 		if errors.Is(err, broker.ErrNotFound) {
-			return broker.MoveTask{}, broker.Errorf(broker.ErrUnsupported, op, "the management API has no shovels: enable the rabbitmq_shovel and rabbitmq_shovel_management plugins, or drop %s", broker.OptServerSide)
+			return "", broker.Errorf(broker.ErrUnsupported, op, "the management API has no shovels: enable the rabbitmq_shovel and rabbitmq_shovel_management plugins, or drop %s", broker.OptServerSide)
 		}
-		return broker.MoveTask{}, fmt.Errorf("%s: %w", op, err)
+		return "", fmt.Errorf("%s: %w", op, err)
 	}
-	toMove := q.Depth
-	return broker.MoveTask{Handle: name, Source: queue, Destination: shovelDest(v), State: broker.MoveRunning,
-		ToMove: &toMove, Remaining: &toMove, Started: time.Now().UTC(), Lingers: true}, nil
+	return name, nil
 }
 
 func shovelDest(v shovelValue) string {

@@ -2,10 +2,13 @@ package rabbitmq
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -38,16 +41,28 @@ func TestPeekOfAnUnreadableMessage(t *testing.T) {
 	publishN(t, b, q, "p", 1, amqp.Table{"deep": deepTable(40)})
 	publishN(t, b, q, "b", 4, nil)
 	for i := range 3 {
-		rep, err := b.Peek(context.Background(), q, broker.PeekOptions{}, func(*broker.Message) error { return nil })
+		var shown *broker.Message
+		rep, err := b.Peek(context.Background(), q, broker.PeekOptions{}, func(m *broker.Message) error {
+			if m.Unreadable != "" {
+				shown = m.Clone()
+			}
+			return nil
+		})
 		if !errors.Is(err, broker.ErrUnsupported) {
 			t.Fatalf("peek %d: err = %v, want unsupported", i+1, err)
 		}
-		for _, want := range []string{"could not be read", "nest tables deeper than 32", "went back to its queue", "server-side redrive"} {
+		for _, want := range []string{"the message at position 5 (ID p-0) could not be read", "nest tables or arrays 41 deep", "went back to its queue", "server-side redrive"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("peek %d: the error does not say %q: %v", i+1, want, err)
 			}
 		}
-		if rep.Read > 4 {
+		// The fifth is shown, read through the management API, marked.
+		if shown == nil || shown.ID != "p-0" || shown.Position != "5" || string(shown.Body) != "p-0" || !strings.Contains(shown.Unreadable, "management API") {
+			t.Errorf("peek %d showed the unreadable message as %+v", i+1, shown)
+		} else if _, ok := shown.Headers["deep"].(map[string]any); !ok {
+			t.Errorf("peek %d: the unreadable message's headers were not read: %v", i+1, shown.Headers)
+		}
+		if rep.Read > 5 {
 			t.Errorf("peek %d read %d messages: past the unreadable fifth", i+1, rep.Read)
 		}
 	}
@@ -71,5 +86,246 @@ func TestPeekOfAnUnreadableMessage(t *testing.T) {
 	want := append(append(seq("a", 0, 4), "p-0"), seq("b", 0, 4)...)
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("after three peeks the queue holds %v, want %v", got, want)
+	}
+}
+
+// TestUnreadableWhy: headers are refused past 32 levels of tables or arrays
+// or 8,192 entries in one, as amqp091-go's reader refuses them.
+func TestUnreadableWhy(t *testing.T) {
+	nest := func(depth int) map[string]any {
+		m := map[string]any{"leaf": "x"}
+		for range depth {
+			m = map[string]any{"n": m}
+		}
+		return m
+	}
+	big := make([]any, 8193)
+	for _, tc := range []struct {
+		name string
+		h    map[string]any
+		want string
+	}{
+		{"plain", map[string]any{"a": json.Number("1"), "b": []any{"x"}}, ""},
+		{"32 deep", map[string]any{"t": nest(31)}, ""},
+		{"33 deep", map[string]any{"t": nest(32)}, "nest tables or arrays 33 deep"},
+		{"deep array", map[string]any{"a": []any{nest(40)}}, "nest tables or arrays 42 deep"},
+		{"8192 entries", map[string]any{"a": big[:8192]}, ""},
+		{"8193 entries", map[string]any{"a": big}, "table or array of 8193 entries"},
+	} {
+		if got := unreadableWhy(tc.h); tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestFromMgmt: a message as the management API returns it becomes the
+// message dlq would have read, header types approximately.
+func TestFromMgmt(t *testing.T) {
+	raw := `{"payload":"aGk=","payload_encoding":"base64","redelivered":true,"exchange":"x","routing_key":"k",
+	 "properties":{"message_id":"m-1","timestamp":1700000000,"delivery_mode":2,"priority":3,"content_type":"text/plain",
+	 "headers":{"n":7,"f":1.5,"s":"v","t":{"u":[1,"a"]},"x-death":[{"count":2,"reason":"rejected","queue":"orders.q","time":1700000000,"exchange":"orders.x","routing-keys":["k"]}]}}}`
+	var mm mgmtMessage
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&mm); err != nil {
+		t.Fatal(err)
+	}
+	m, err := fromMgmt("orders.dlq", &mm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprintf("%s %s %s %v %s %d %d %s %v %v %v %v %s %d %s", m.ID, m.Body, m.Queue, m.Redelivered, m.RoutingKey, m.Properties.DeliveryMode, m.Properties.Priority,
+		m.Properties.Timestamp.Format(time.RFC3339), m.Headers["n"], m.Headers["f"], m.Headers["s"], m.Headers["t"], m.Death.Reason, m.Death.Count, m.Death.Last.Format(time.RFC3339))
+	want := "m-1 hi orders.dlq true k 2 3 2023-11-14T22:13:20Z 7 1.5 v map[u:[1 a]] rejected 2 2023-11-14T22:13:20Z"
+	if got != want {
+		t.Errorf("fromMgmt:\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestUnreadableOnALimitedQuorumQueue: a quorum queue with a delivery limit
+// of 5 holds 100 messages, one whose headers nest 40 deep, and 20 more. A
+// peek rotates it until the unreadable message closes the connection: no
+// message may then be in the queue twice (a rotation left confirmed copies
+// beside their originals: 9 → 11), and only the few deliveries held (one
+// window) may have their count raised. Without --get-unreadable the
+// management API is not asked (its get counts a delivery); with it, the
+// message is shown, marked, at its position.
+func TestUnreadableOnALimitedQuorumQueue(t *testing.T) {
+	b, env := openTest(t)
+	q := brokertest.Name(t, "unreadable-quorum")
+	declareQueue(t, b, q, amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int32(5)})
+	publishN(t, b, q, "a", 100, nil)
+	publishN(t, b, q, "p", 1, amqp.Table{"deep": deepTable(40)})
+	publishN(t, b, q, "b", 20, nil)
+	const total = 121
+	rep, err := b.Peek(context.Background(), q, broker.PeekOptions{}, func(m *broker.Message) error {
+		if m.Unreadable != "" {
+			t.Errorf("without --get-unreadable the unreadable message was read: %+v", m)
+		}
+		return nil
+	})
+	if !errors.Is(err, broker.ErrUnsupported) || !strings.Contains(err.Error(), "`get-unreadable`") || !strings.Contains(err.Error(), "no message is in the queue twice") {
+		t.Fatalf("peek: err = %v, want the unreadable error naming get-unreadable", err)
+	}
+	if rep.Mode != broker.PeekRotate || rep.Read > 101 {
+		t.Errorf("peek: mode %s, read %d", rep.Mode, rep.Read)
+	}
+	waitDepth(t, b, q, total)
+	var shown *broker.Message
+	_, err = b.Peek(context.Background(), q, broker.PeekOptions{GetUnreadable: true}, func(m *broker.Message) error {
+		if m.Unreadable != "" {
+			shown = m.Clone()
+		}
+		return nil
+	})
+	if !errors.Is(err, broker.ErrUnsupported) || shown == nil || shown.ID != "p-0" || shown.Position == "" {
+		t.Fatalf("peek --get-unreadable: shown %+v, err %v; want p-0 at its position", shown, err)
+	}
+	if !strings.Contains(err.Error(), "the message at position "+shown.Position+" (ID p-0)") {
+		t.Errorf("the error does not name the message's position %s: %v", shown.Position, err)
+	}
+	waitDepth(t, b, q, total)
+	// The tally: take everything through the management API (the AMQP
+	// client cannot), and count each message and its deliveries.
+	var msgs []mgmtMessage
+	body := map[string]any{"count": 1000, "ackmode": "ack_requeue_false", "encoding": "auto"}
+	if err := b.mgmtDo(context.Background(), "POST", "/queues/"+b.vhostPath()+"/"+url.PathEscape(q)+"/get", body, &msgs); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	raised := 0
+	for _, mm := range msgs {
+		id, _ := mm.Properties["message_id"].(string)
+		seen[id]++
+		h, _ := mm.Properties["headers"].(map[string]any)
+		c, _ := h["x-delivery-count"].(json.Number)
+		if n, _ := c.Int64(); n > 0 && id != "p-0" {
+			raised++
+		}
+	}
+	duplicated, lost := len(msgs)-len(seen), 0
+	for _, id := range append(append(seq("a", 0, 100), "p-0"), seq("b", 0, 20)...) {
+		if seen[id] == 0 {
+			lost++
+		}
+	}
+	t.Logf("hostile tally: attack=deep-headers queue=quorum limit=5 version=%s before=%d after=%d lost=%d duplicated=%d counts-raised=%d", env.Version, total, len(msgs), lost, duplicated, raised)
+	if lost != 0 || duplicated != 0 || len(msgs) != total {
+		t.Fatalf("after the peeks the queue holds %d messages (%d distinct; want %d): lost %d, duplicated %d", len(msgs), len(seen), total, lost, duplicated)
+	}
+	if raised > 2*limitedRotateWindow {
+		t.Errorf("%d messages besides the unreadable one had their x-delivery-count raised; want at most the deliveries held, %d a peek", raised, limitedRotateWindow)
+	}
+}
+
+// mgmtIDs takes every message of queue through the management API (the
+// AMQP client cannot read them all) and returns their message-ids in order.
+func mgmtIDs(t *testing.T, b *Broker, queue string) []string {
+	t.Helper()
+	var msgs []mgmtMessage
+	body := map[string]any{"count": 1000, "ackmode": "ack_requeue_false", "encoding": "auto"}
+	if err := b.mgmtDo(context.Background(), "POST", "/queues/"+b.vhostPath()+"/"+url.PathEscape(queue)+"/get", body, &msgs); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range msgs {
+		id, _ := m.Properties["message_id"].(string)
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// tally counts, against the messages that were there before, what the
+// queues hold now: lost and duplicated.
+func tally(before []string, after ...[]string) (n, lost, duplicated int) {
+	seen := map[string]int{}
+	for _, ids := range after {
+		for _, id := range ids {
+			seen[id]++
+			n++
+		}
+	}
+	for _, id := range before {
+		if seen[id] == 0 {
+			lost++
+		}
+	}
+	return n, lost, n - len(seen)
+}
+
+// TestTakeUnreadable: the unreadable message at a position is archived
+// (keep) and removed from a classic queue, and moved from a quorum queue
+// with a delivery limit to another queue; the messages before it go behind
+// it, nothing else changes, nothing is lost or duplicated. A position that
+// holds a readable message is refused, and nothing is removed.
+func TestTakeUnreadable(t *testing.T) {
+	b, env := openTest(t)
+	ctx := context.Background()
+
+	classic := brokertest.Name(t, "take-classic")
+	declareQueue(t, b, classic, nil)
+	publishN(t, b, classic, "a", 4, nil)
+	publishN(t, b, classic, "p", 1, amqp.Table{"deep": deepTable(40)})
+	publishN(t, b, classic, "b", 4, nil)
+	before := append(append(seq("a", 0, 4), "p-0"), seq("b", 0, 4)...)
+	var kept []string
+	m, err := b.TakeUnreadable(ctx, classic, broker.TakeOptions{Position: 5}, func(m *broker.Message) error {
+		kept = append(kept, m.ID)
+		return nil
+	})
+	if err != nil || m == nil || m.ID != "p-0" || m.Unreadable == "" {
+		t.Fatalf("take the unreadable message of the classic queue: %+v, %v", m, err)
+	}
+	if strings.Join(kept, ",") != "p-0" {
+		t.Errorf("kept %v, want p-0", kept)
+	}
+	got := mgmtIDs(t, b, classic)
+	n, lost, dup := tally(before, got, kept)
+	t.Logf("hostile tally: attack=deep-headers-discard-by-position queue=classic version=%s before=9 after=%d (queue %d, archive %d) lost=%d duplicated=%d", env.Version, n, len(got), len(kept), lost, dup)
+	if want := append(seq("b", 0, 4), seq("a", 0, 4)...); strings.Join(got, ",") != strings.Join(want, ",") || lost != 0 || dup != 0 {
+		t.Fatalf("the classic queue holds %v, want %v", got, want)
+	}
+
+	readable := brokertest.Name(t, "take-readable")
+	declareQueue(t, b, readable, nil)
+	publishN(t, b, readable, "r", 3, nil)
+	if _, err := b.TakeUnreadable(ctx, readable, broker.TakeOptions{Position: 2}, func(*broker.Message) error {
+		t.Error("a readable message was kept")
+		return nil
+	}); !errors.Is(err, broker.ErrConflict) || !strings.Contains(err.Error(), "nothing was removed") {
+		t.Errorf("take a readable message: err = %v, want a refusal", err)
+	}
+	waitDepth(t, b, readable, 3)
+
+	quorum := brokertest.Name(t, "take-quorum")
+	dest := brokertest.Name(t, "take-dest")
+	declareQueue(t, b, quorum, amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int32(5)})
+	declareQueue(t, b, dest, nil)
+	publishN(t, b, quorum, "a", 10, nil)
+	publishN(t, b, quorum, "p", 1, amqp.Table{"deep": deepTable(40)})
+	publishN(t, b, quorum, "b", 9, nil)
+	before = append(append(seq("a", 0, 10), "p-0"), seq("b", 0, 9)...)
+	to := &broker.Destination{Kind: broker.ToQueue, Queue: dest}
+	m, err = b.TakeUnreadable(ctx, quorum, broker.TakeOptions{Position: 11, To: to}, nil)
+	if err != nil || m == nil || m.ID != "p-0" {
+		t.Fatalf("move the unreadable message of the quorum queue: %+v, %v", m, err)
+	}
+	waitDepth(t, b, dest, 1)
+	moved := mgmtIDs(t, b, dest)
+	got = mgmtIDs(t, b, quorum)
+	n, lost, dup = tally(before, got, moved)
+	t.Logf("hostile tally: attack=deep-headers-move-by-position queue=quorum limit=5 version=%s before=20 after=%d (queue %d, moved %d) lost=%d duplicated=%d", env.Version, n, len(got), len(moved), lost, dup)
+	if strings.Join(moved, ",") != "p-0" || lost != 0 || dup != 0 || n != 20 {
+		t.Fatalf("the quorum queue holds %v and the destination %v: want 19 and p-0", got, moved)
+	}
+	// No queue of dlq's is left behind.
+	var qs []mgmtQueue
+	if err := b.mgmtDo(ctx, "GET", "/queues/"+b.vhostPath()+"?columns=name", nil, &qs); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range qs {
+		if strings.HasPrefix(q.Name, "dlq-unreadable") {
+			t.Errorf("queue %s was left behind", q.Name)
+		}
 	}
 }

@@ -1,0 +1,398 @@
+package rabbitmq
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+// A message whose headers amqp091-go refuses to read (tables nested deeper
+// than clientMaxDepth, or a table or array of more than clientMaxEntries)
+// closes the connection of whoever receives it. The management API reads it
+// (its get returns messages as JSON, nested however deep), so dlq shows it
+// from there, marked as unreadable, at its position in the queue.
+
+// The limits of amqp091-go's reader (maxFieldDepth and maxContainerElements
+// in its read.go): the headers table is at depth 0, and a table or array
+// deeper than clientMaxDepth, or holding more than clientMaxEntries, is
+// refused.
+const (
+	clientMaxDepth   = 32
+	clientMaxEntries = 8192
+)
+
+// mgmtMessage is one message as the management API's queue get returns it.
+type mgmtMessage struct {
+	Redelivered     bool           `json:"redelivered"`
+	Exchange        string         `json:"exchange"`
+	RoutingKey      string         `json:"routing_key"`
+	Properties      map[string]any `json:"properties"`
+	Payload         string         `json:"payload"`
+	PayloadEncoding string         `json:"payload_encoding"`
+}
+
+// mgmtGet reads the first count messages of queue through the management
+// API and requeues them: on a classic queue each stays in its place; on a
+// quorum queue each return adds 1 to its x-delivery-count (RabbitMQ below
+// 4.3), so a caller asks only where that harms nothing or was accepted.
+func (b *Broker) mgmtGet(ctx context.Context, queue string, count int64) ([]mgmtMessage, error) {
+	var msgs []mgmtMessage
+	body := map[string]any{"count": count, "ackmode": "ack_requeue_true", "encoding": "auto"}
+	err := b.mgmtDo(ctx, "POST", "/queues/"+b.vhostPath()+"/"+url.PathEscape(queue)+"/get", body, &msgs)
+	return msgs, err
+}
+
+// unreadableWhy says why amqp091-go would refuse headers h (as the
+// management API returns them), or "" when it reads them.
+func unreadableWhy(h map[string]any) string {
+	depth, entries := containerShape(h, 0)
+	switch {
+	case depth > clientMaxDepth:
+		return fmt.Sprintf("its headers nest tables or arrays %d deep, and dlq's AMQP client reads at most %d", depth, clientMaxDepth)
+	case entries > clientMaxEntries:
+		return fmt.Sprintf("its headers hold a table or array of %d entries, and dlq's AMQP client reads at most %d", entries, clientMaxEntries)
+	}
+	return ""
+}
+
+// containerShape returns the deepest container depth in v (v at depth) and
+// the most entries of one container.
+func containerShape(v any, depth int) (deepest, most int) {
+	var kids []any
+	switch x := v.(type) {
+	case map[string]any:
+		most = len(x)
+		for _, e := range x {
+			kids = append(kids, e)
+		}
+	case []any:
+		most = len(x)
+		kids = x
+	default:
+		return depth - 1, 0
+	}
+	deepest = depth
+	for _, k := range kids {
+		d, n := containerShape(k, depth+1)
+		deepest, most = max(deepest, d), max(most, n)
+	}
+	return deepest, most
+}
+
+// fromMgmt converts a message the management API returned, as far as JSON
+// tells: header values lose their AMQP width (an integer becomes int64, a
+// number with a fraction float64), and x-death times become times.
+func fromMgmt(queue string, mm *mgmtMessage) (*broker.Message, error) {
+	d := amqp.Delivery{Exchange: mm.Exchange, RoutingKey: mm.RoutingKey, Redelivered: mm.Redelivered}
+	switch mm.PayloadEncoding {
+	case "base64":
+		body, err := base64.StdEncoding.DecodeString(mm.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("payload: %w", err)
+		}
+		d.Body = body
+	default:
+		d.Body = []byte(mm.Payload)
+	}
+	p := mm.Properties
+	str := func(k string) string { s, _ := p[k].(string); return s }
+	num := func(k string) int64 {
+		n, _ := p[k].(json.Number)
+		i, _ := n.Int64()
+		return i
+	}
+	d.ContentType, d.ContentEncoding = str("content_type"), str("content_encoding")
+	d.DeliveryMode, d.Priority = uint8(num("delivery_mode")), uint8(num("priority"))
+	d.CorrelationId, d.ReplyTo, d.Expiration = str("correlation_id"), str("reply_to"), str("expiration")
+	d.MessageId, d.Type, d.UserId, d.AppId = str("message_id"), str("type"), str("user_id"), str("app_id")
+	if _, ok := p["timestamp"]; ok {
+		d.Timestamp = time.Unix(num("timestamp"), 0)
+	}
+	if h, ok := p["headers"].(map[string]any); ok {
+		t := make(amqp.Table, len(h))
+		for k, v := range h {
+			t[k] = jsonValue(v)
+		}
+		if deaths, ok := t["x-death"].([]any); ok {
+			for _, e := range deaths {
+				if m, ok := e.(map[string]any); ok {
+					if s, ok := m["time"].(int64); ok {
+						m["time"] = time.Unix(s, 0).UTC()
+					}
+				}
+			}
+		}
+		d.Headers = t
+	}
+	return fromDelivery(queue, &d), nil
+}
+
+// jsonValue converts a value decoded with UseNumber to a header value.
+func jsonValue(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+			return i
+		}
+		if f, err := x.Float64(); err == nil {
+			return f
+		}
+		return string(x)
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = jsonValue(e)
+		}
+		return m
+	case []any:
+		a := make([]any, len(x))
+		for i, e := range x {
+			a[i] = jsonValue(e)
+		}
+		return a
+	}
+	return v
+}
+
+// showUnreadable follows a peek that stopped at a message the client could
+// not read (err): where reading it through the management API harms
+// nothing (a classic queue keeps it in place; a quorum queue without a
+// delivery limit only counts), or the user accepted the count
+// (GetUnreadable), it reads the head of the queue there, finds the first
+// message the client would refuse, and visits it marked Unreadable with its
+// position. The error that follows names the message and what to do.
+func (b *Broker) showUnreadable(ctx context.Context, info peekInfo, opts broker.PeekOptions, rep broker.PeekReport, err error, visit func(*broker.Message) error) (broker.PeekReport, error) {
+	// Where the message can be: a rotation leaves it in the first window
+	// (what it rotated went to the back); a hold read returns everything
+	// in place, and it comes after what was read.
+	count := rotateWindowFor(info)
+	if rep.Mode != broker.PeekRotate {
+		count += rep.Read
+	}
+	count = min(count, max(info.depth, 1))
+	if info.kind == broker.KindQuorum && info.limited && !opts.GetUnreadable {
+		return rep, unreadableAt(info, rep, err, nil, broker.Hintf("to see it, pass %s: the management API's get reads the first %d messages and adds 1 to each one's x-delivery-count (RabbitMQ below 4.3; the queue's delivery limit is %d)", broker.OptGetUnreadable, count, info.deliveryLimit))
+	}
+	// RabbitMQ returns the deliveries of the closed connection
+	// asynchronously: wait until they are back, so that the get sees them.
+	b.awaitReturned(ctx, info.name, info.depth)
+	msgs, gerr := b.mgmtGet(ctx, info.name, count)
+	if gerr != nil {
+		return rep, unreadableAt(info, rep, err, nil, broker.Hintf("reading it through the management API failed too (%v)", gerr))
+	}
+	for i := range msgs {
+		h, _ := msgs[i].Properties["headers"].(map[string]any)
+		why := unreadableWhy(h)
+		if why == "" {
+			continue
+		}
+		m, cerr := fromMgmt(info.name, &msgs[i])
+		if cerr != nil {
+			return rep, unreadableAt(info, rep, err, nil, broker.Hintf("the management API's copy of it could not be read either (%v)", cerr))
+		}
+		m.Position = strconv.Itoa(i + 1)
+		m.Unreadable = why + "; read through the management API, which gives header types approximately"
+		rep.Read++
+		if verr := visit(m); verr != nil && !errors.Is(verr, broker.ErrStop) {
+			return rep, verr
+		}
+		return rep, unreadableAt(info, rep, err, m, broker.Hintf("the messages after it were not read, and every read of the queue stops at it"))
+	}
+	return rep, unreadableAt(info, rep, err, nil, broker.Hintf("none of the first %d messages read through the management API is one it would refuse: it may have been taken by another consumer", len(msgs)))
+}
+
+var _ broker.UnreadableTaker = (*Broker)(nil)
+
+// takeWait bounds each wait for a one-message shovel.
+const takeWait = time.Minute
+
+// TakeUnreadable moves or removes the unreadable message at a position
+// (see broker.UnreadableTaker), without the AMQP client ever reading it:
+//
+//  1. a rotation one delivery at a time (prefetch 1: each is copied to
+//     the back, confirmed, then acked before the next is delivered) takes
+//     the messages before it behind it, and stops when the client cannot
+//     read a delivery: that one alone goes back, to the head of the queue,
+//     with its x-delivery-count +1 on a quorum queue; a rotation that reads
+//     Position messages without stopping finds none, and dlq refuses;
+//  2. a shovel that takes one message (src-delete-after 1, ack-mode
+//     on-confirm) moves the head into a classic queue of its own;
+//  3. the management API reads that queue (a classic queue keeps what it
+//     returns in place): it must hold one message, one the client refuses,
+//     or it goes back to the source by a shovel and dlq refuses;
+//  4. keep gets it, as the API returned it, and makes it durable;
+//  5. it is removed (the queue of its own is deleted) or moved on to To by
+//     a second shovel.
+func (b *Broker) TakeUnreadable(ctx context.Context, queue string, opts broker.TakeOptions, keep func(*broker.Message) error) (*broker.Message, error) {
+	pos := opts.Position
+	op := fmt.Sprintf("take the message at position %d of `%s`", pos, queue)
+	if pos < 1 {
+		return nil, broker.Errorf(broker.ErrConflict, op, "a position is 1 (the head of the queue) or more")
+	}
+	info, err := b.peekInfo(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case info.kind == broker.KindStream:
+		return nil, broker.Errorf(broker.ErrUnsupported, op, "`%s` is a stream: its messages cannot be taken one by one", queue)
+	case pos > info.depth:
+		return nil, broker.Errorf(broker.ErrConflict, op, "`%s` holds %d messages: nothing was changed", queue, info.depth)
+	}
+	if err := b.canWrite(ctx); err != nil {
+		return nil, translateErr(op, err)
+	}
+	v := shovelValue{SrcProtocol: "amqp091", SrcURI: b.localURI(), SrcDeleteAfter: 1,
+		DestProtocol: "amqp091", DestURI: b.localURI(), AckMode: "on-confirm", ReconnectDelay: 5}
+	onward := v
+	if opts.To != nil {
+		var q broker.Queue
+		if opts.To.Kind == broker.ToOrigin || opts.To.Kind == "" {
+			if q, err = b.Queue(ctx, queue); err != nil {
+				return nil, err
+			}
+		}
+		if err := shovelTo(&onward, *opts.To, q, op); err != nil {
+			return nil, err
+		}
+	}
+
+	// 1. The messages before it go behind it, one at a time.
+	at := info
+	at.window = 1
+	rep, err := b.peekRotate(ctx, at, broker.PeekOptions{Mode: broker.PeekRotate, Limit: int(pos), Force: pos < info.depth}, func(*broker.Message) error { return nil })
+	if _, ok := errors.AsType[*unreadableFrame](err); !ok {
+		if err != nil {
+			return nil, fmt.Errorf("%s: rotate the messages before it: %w; nothing was removed", op, err)
+		}
+		return nil, broker.Errorf(broker.ErrConflict, op, "dlq read the first %d messages and could read each of them (they are now at the back of the queue; %s): the queue changed since the position was named; nothing was removed", rep.Read, rep.Changed)
+	}
+	if rep.Read != pos-1 {
+		return nil, broker.Errorf(broker.ErrConflict, op, "the first message dlq could not read came after %d messages, not %d (those are now at the back of the queue): the queue changed since the position was named; nothing was removed", rep.Read, pos-1)
+	}
+	b.awaitReturned(ctx, queue, info.depth)
+
+	// 2. The head, by a shovel, into a queue of its own.
+	hold := newTag("dlq-unreadable")
+	if err := b.withChannel(ctx, func(ch *amqp.Channel) error {
+		_, err := ch.QueueDeclare(hold, true, false, false, false, nil)
+		return err
+	}); err != nil {
+		return nil, translateErr(op+": declare a queue to hold it", err)
+	}
+	first := v
+	first.SrcQueue, first.DestQueue = queue, hold
+	if err := b.shovelOne(ctx, queue, first, hold, op); err != nil {
+		return nil, fmt.Errorf("%w (it is in queue `%s` or still in `%s`)", err, hold, queue)
+	}
+
+	// 3. Is it the unreadable message?
+	putBack := func(why string) error {
+		back := v
+		back.SrcQueue, back.DestQueue = hold, queue
+		if err := b.shovelOne(ctx, hold, back, "", op); err != nil {
+			return broker.Errorf(broker.ErrConflict, op, "%s; it is in queue `%s`, and moving it back failed: %v; nothing was removed", why, hold, err)
+		}
+		_ = b.deleteQueue(ctx, hold, true)
+		return broker.Errorf(broker.ErrConflict, op, "%s: it went back to the end of `%s`; nothing was removed", why, queue)
+	}
+	got, err := b.mgmtGet(ctx, hold, 2)
+	if err != nil {
+		return nil, fmt.Errorf("%s: read queue `%s`, which holds the message taken: %w", op, hold, err)
+	}
+	if len(got) != 1 {
+		return nil, broker.Errorf(broker.ErrConflict, op, "queue `%s`, which dlq declared to hold the message, holds %d: nothing was removed", hold, len(got))
+	}
+	h, _ := got[0].Properties["headers"].(map[string]any)
+	why := unreadableWhy(h)
+	if why == "" {
+		return nil, putBack("the head of the queue was a message dlq can read when dlq took it (another consumer or publisher came between)")
+	}
+	m, err := fromMgmt(queue, &got[0])
+	if err != nil {
+		return nil, putBack(fmt.Sprintf("the management API's copy of it could not be read (%v)", err))
+	}
+	m.Position = strconv.FormatInt(pos, 10)
+	m.Unreadable = why + "; read through the management API, which gives header types approximately"
+
+	// 4. Evidence first.
+	if keep != nil {
+		if err := keep(m); err != nil {
+			return m, putBack(fmt.Sprintf("keeping it failed (%v)", err))
+		}
+	}
+
+	// 5. Removed, or moved on.
+	if opts.To == nil {
+		if err := b.deleteQueue(ctx, hold, false); err != nil {
+			return m, fmt.Errorf("%s: it is kept, and in queue `%s`, which could not be deleted: %w", op, hold, err)
+		}
+		return m, nil
+	}
+	onward.SrcQueue = hold
+	if err := b.shovelOne(ctx, hold, onward, "", op); err != nil {
+		return m, fmt.Errorf("%w (it is in queue `%s`)", err, hold)
+	}
+	if err := b.deleteQueue(ctx, hold, true); err != nil {
+		return m, fmt.Errorf("%s: moved; queue `%s`, which held it, could not be deleted: %w", op, hold, err)
+	}
+	return m, nil
+}
+
+// shovelOne runs a shovel of v that moves one message out of src and waits
+// until it has deleted itself and src has no consumer; with dst, also
+// until dst holds the message.
+func (b *Broker) shovelOne(ctx context.Context, src string, v shovelValue, dst, op string) error {
+	before, _, err := b.inspect(ctx, src)
+	if err != nil {
+		return err
+	}
+	name, err := b.putShovel(ctx, src, v, op)
+	if err != nil {
+		return err
+	}
+	path := "/parameters/shovel/" + b.vhostPath() + "/" + url.PathEscape(name)
+	deadline := time.Now().Add(takeWait)
+	for {
+		var p shovelParam
+		gone := errors.Is(b.mgmtDo(ctx, "GET", path, nil, &p), broker.ErrNotFound)
+		left, consumers, err := b.inspect(ctx, src)
+		if err != nil {
+			return err
+		}
+		if gone && consumers == 0 && left < before {
+			if dst == "" {
+				return nil
+			}
+			if n, _, err := b.inspect(ctx, dst); err != nil || n >= 1 {
+				return err
+			}
+		}
+		if time.Now().After(deadline) {
+			_ = b.mgmtDo(context.WithoutCancel(ctx), "DELETE", path, nil, nil)
+			return broker.Errorf(broker.ErrUnreachable, op, "the shovel that moves one message from `%s` did not finish within %s", src, takeWait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// deleteQueue deletes a queue dlq declared (ifEmpty: only when empty).
+func (b *Broker) deleteQueue(ctx context.Context, name string, ifEmpty bool) error {
+	return b.withChannel(ctx, func(ch *amqp.Channel) error {
+		_, err := ch.QueueDelete(name, false, ifEmpty, false)
+		return err
+	})
+}

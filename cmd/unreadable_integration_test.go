@@ -1,0 +1,105 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/broker/archive"
+	"github.com/dlq-tools/dlq/broker/brokertest"
+)
+
+// TestUnreadableMessageEndToEnd: a classic queue holds 6 messages, one
+// whose headers nest 40 deep (dlq's AMQP client refuses it), and 3 more.
+// stats fails at it and leaves no message twice; peek shows it, marked,
+// with its position; discard --position archives it and removes it; then
+// every read works, and no message was lost or duplicated. (On a quorum
+// queue the management API's get moves what it reads to the back, so the
+// position a peek names is stale there, and discard --position refuses.)
+func TestUnreadableMessageEndToEnd(t *testing.T) {
+	r := newRIRabbit(t)
+	q := r.queue(brokertest.Name(t, "unreadable-e2e"), nil)
+	deep := amqp.Table{"leaf": "x"}
+	for range 40 {
+		deep = amqp.Table{"n": deep}
+	}
+	var before []string
+	pub := func(prefix string, n int, h amqp.Table) {
+		for i := range n {
+			id := fmt.Sprintf("%s-%d", prefix, i)
+			before = append(before, id)
+			r.publish("", q, amqp.Publishing{MessageId: id, Body: []byte(id), Headers: h, DeliveryMode: amqp.Persistent})
+		}
+	}
+	pub("a", 6, nil)
+	pub("p", 1, amqp.Table{"deep": deep})
+	pub("b", 3, nil)
+
+	_, stderr, code := runDLQ(t, append(r.args, "stats", q)...)
+	if code != ExitError || !strings.Contains(stderr, "could not be read") {
+		t.Fatalf("stats: exit %d: %s", code, stderr)
+	}
+	r.waitDepth(q, 10)
+
+	stdout, stderr, code := runDLQ(t, append(r.args, "peek", q, "-o", "json")...)
+	var docs []map[string]any
+	if err := json.Unmarshal([]byte(stdout), &docs); err != nil || code != ExitError {
+		t.Fatalf("peek --get-unreadable: exit %d, %v:\n%s\n%s", code, err, stdout, stderr)
+	}
+	last := docs[len(docs)-1]
+	pos, _ := last["position"].(string)
+	if last["id"] != "p-0" || pos == "" || !strings.Contains(fmt.Sprint(last["unreadable"]), "41 deep") {
+		t.Fatalf("peek showed last %v, want p-0 marked unreadable with its position", last)
+	}
+	if !strings.Contains(stderr, "position "+pos) {
+		t.Errorf("peek's error does not name --position %s: %s", pos, stderr)
+	}
+	r.waitDepth(q, 10)
+
+	path := filepath.Join(t.TempDir(), "unreadable.jsonl")
+	_, stderr, code = runDLQ(t, append(r.args, "discard", q, "--position", pos, "--archive-to", "file://"+path, "--yes")...)
+	if code != ExitOK {
+		t.Fatalf("discard --position %s: exit %d: %s", pos, code, stderr)
+	}
+	a, err := archive.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var archived []string
+	_, _ = a.Peek(context.Background(), "", broker.PeekOptions{}, func(m *broker.Message) error {
+		archived = append(archived, m.ID)
+		return nil
+	})
+	a.Close()
+
+	stdout, stderr, code = runDLQ(t, append(r.args, "peek", q, "-o", "json", "--limit", "0")...)
+	docs = nil
+	if err := json.Unmarshal([]byte(stdout), &docs); err != nil || code != ExitOK {
+		t.Fatalf("peek after the discard: exit %d, %v: %s", code, err, stderr)
+	}
+	var left []string
+	for _, d := range docs {
+		left = append(left, fmt.Sprint(d["id"]))
+	}
+	seen := map[string]int{}
+	for _, id := range append(append([]string{}, left...), archived...) {
+		seen[id]++
+	}
+	lost, dup := 0, len(left)+len(archived)-len(seen)
+	for _, id := range before {
+		if seen[id] == 0 {
+			lost++
+		}
+	}
+	t.Logf("hostile tally: attack=deep-headers-end-to-end queue=classic version=%s before=10 after=%d (queue %d, archive %d) lost=%d duplicated=%d",
+		brokertest.RabbitMQ(t).Version, len(left)+len(archived), len(left), len(archived), lost, dup)
+	if lost != 0 || dup != 0 || strings.Join(archived, ",") != "p-0" || len(left) != 9 {
+		t.Fatalf("after the discard the queue holds %v and the archive %v", left, archived)
+	}
+}
