@@ -115,7 +115,7 @@ stay as they were (see ` + "`dlq help redrive-safety`" + `). On a terminal dlq a
 first; without one it needs --yes. To remove everything, use ` + "`dlq purge`" + `.`,
 		Example: `  dlq discard orders.dlq --filter '.reason == "expired"' --archive-to file://expired.jsonl.gz
   dlq discard orders.dlq --id 7f3c2a91,9d1e0b44 --no-archive --yes
-  dlq discard orders.dlq --group e4159da373 --archive-to file://read-timeouts.jsonl
+  dlq discard orders.dlq --group 2b50f3125b --archive-to file://read-timeouts.jsonl
   dlq discard orders.dlq --older-than 720h --archive-to file://old.jsonl --dry-run`,
 	}
 	takesQueue(cmd, f, func(c *cobra.Command, queue, format string) error {

@@ -182,7 +182,7 @@ what moved); 4 read-only. --dry-run exits as the real run would.`,
 		Example: `  dlq redrive orders.dlq --dry-run
   dlq redrive orders.dlq
   dlq redrive orders.dlq --filter '.death.reason == "rejected"' --transform '.body.retry = 0'
-  dlq redrive orders.dlq --group e4159da373 --group aa1169594c
+  dlq redrive orders.dlq --group 2b50f3125b --group e337c0fafc
   dlq redrive orders.dlq --to queue:orders.retry --rate 200/s --ramp 30s
   dlq redrive orders.dlq --max-redrives 3 --yes -o json   # from cron: poison messages stay
   dlq redrive https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq --server-side --rate 100
