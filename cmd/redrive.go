@@ -104,6 +104,7 @@ type redriveOptions struct {
 	KeepFailure      bool
 	ResetRetries     bool
 	ResetHeaders     []string
+	Unwrap           bool
 	NoRedriveHeader  bool
 	DryRun           bool
 	Rate             float64
@@ -168,7 +169,9 @@ MassTransit's MT-Fault-InputAddress; NServiceBus's NServiceBus.FailedQ;
 else the DLQ's only SQS source queue. Messages of different origins go to
 each of theirs in one run, and the dry run names the record that chose
 each destination. --to exchange:NAME without a key keeps each message's
-original routing key.
+original routing key. A message in an envelope (SNS, MassTransit, a Lambda
+on-failure record) moves exactly as it came; --unwrap sends the event
+inside a Lambda on-failure record or an SNS notification instead.
 
 On a terminal dlq first shows what the run would do (a dry run: counts per
 destination, a sample of IDs, what stays and why) and asks; a selective run
@@ -199,6 +202,7 @@ what moved); 4 read-only. --dry-run exits as the real run would.`,
   dlq redrive orders.dlq --to queue:orders.retry --rate 200/s --ramp 30s
   dlq redrive orders.dlq --max-redrives 3 --yes -o json   # from cron: poison messages stay
   dlq redrive orders_error --reset-retries --reset-header x-attempt
+  dlq redrive ship-failures --unwrap --to queue:ship-events   # a Lambda on-failure destination
   dlq redrive https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq --server-side --rate 100
   dlq redrive orders.dlq --resume
   dlq redrive file://evidence.jsonl --to 'amqp://ops@rabbit:5672/#exchange:orders'`,
@@ -228,6 +232,7 @@ what moved); 4 read-only. --dry-run exits as the real run would.`,
 	fl.BoolVar(&opts.KeepDeathHeaders, "keep-death-headers", false, "keep x-death, x-first-death-*, x-last-death-*, x-delivery-count")
 	fl.BoolVar(&opts.KeepFailure, "keep-failure-headers", false, "keep the failure headers of Spring (x-exception-*), MassTransit (MT-Fault-*, MT-Reason) and NServiceBus (NServiceBus.ExceptionInfo.*), and the origin recorded with them (x-original-*, NServiceBus.FailedQ, NServiceBus.TimeOfFailure)")
 	fl.BoolVar(&opts.ResetRetries, "reset-retries", false, "set the retry counters frameworks read to 0 (Spring's retry-count, MassTransit's MT-Fault-RetryCount and MT-Fault-RedeliveryCount, NServiceBus.Retries), so a moved message gets its full retries")
+	fl.BoolVar(&opts.Unwrap, "unwrap", false, "send the event inside a Lambda on-failure record (requestPayload) or an SNS notification (Message) instead of the envelope; other messages move as they are")
 	fl.StringArrayVar(&opts.ResetHeaders, "reset-header", nil, "set this counter header (SQS: attribute) to 0 on every moved message that carries it; repeatable")
 	fl.BoolVar(&opts.NoRedriveHeader, "no-redrive-header", false, "do not add the x-dlq-redrive header (SQS: attribute) recording the redrive; RabbitMQ 3.10 handles messages left with no string header faster")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "change nothing: show counts per destination, skips and diffs")
@@ -318,8 +323,8 @@ func (o *redriveOptions) validate() error {
 		if o.Rate > redrive.MaxServerSideRate {
 			return flagErrorf("`--rate` %g is too high for `--server-side`: the broker accepts at most %d messages per second", o.Rate, redrive.MaxServerSideRate)
 		}
-		if o.Ramp > 0 || o.Concurrency > 0 || o.Window > 0 || o.KeepDeathHeaders || o.KeepFailure || o.NoRedriveHeader || o.ResetRetries || len(o.ResetHeaders) > 0 {
-			return flagErrorf("`--ramp`, `--concurrency`, `--window`, `--keep-death-headers`, `--keep-failure-headers`, `--reset-retries`, `--reset-header` and `--no-redrive-header` do not apply to `--server-side`: the broker moves messages as they are")
+		if o.Ramp > 0 || o.Concurrency > 0 || o.Window > 0 || o.KeepDeathHeaders || o.KeepFailure || o.NoRedriveHeader || o.ResetRetries || len(o.ResetHeaders) > 0 || o.Unwrap {
+			return flagErrorf("`--ramp`, `--concurrency`, `--window`, `--keep-death-headers`, `--keep-failure-headers`, `--reset-retries`, `--reset-header`, `--unwrap` and `--no-redrive-header` do not apply to `--server-side`: the broker moves messages as they are")
 		}
 		if len(o.Select.Groups.IDs) > 0 {
 			return flagErrorf("`--group` selects messages one by one, which `--server-side` cannot: the broker moves every message; drop one of them")
@@ -383,6 +388,7 @@ func (o *redriveOptions) libOptions(ro *redrive.Options) {
 	ro.KeepDeathHeaders = o.KeepDeathHeaders
 	ro.KeepFailureHeaders = o.KeepFailure
 	ro.ResetRetries, ro.ResetHeaders = o.ResetRetries, o.ResetHeaders
+	ro.Unwrap = o.Unwrap
 	ro.NoRedriveHeader = o.NoRedriveHeader
 	ro.DryRun = o.DryRun
 	ro.Rate, ro.Ramp = o.Rate, o.Ramp
@@ -425,6 +431,9 @@ func (o *redriveOptions) plan() map[string]string {
 	if o.ResetRetries {
 		p["reset-retries"] = "true"
 	}
+	if o.Unwrap {
+		p["unwrap"] = "true"
+	}
 	add("reset-header", strings.Join(o.ResetHeaders, "\x1f"))
 	if o.NoRedriveHeader {
 		p["no-redrive-header"] = "true"
@@ -464,6 +473,7 @@ func (o *redriveOptions) adoptPlan(p map[string]string) error {
 		set("keep-death-headers", func(v string) error { o.KeepDeathHeaders = v == "true"; return nil }),
 		set("keep-failure-headers", func(v string) error { o.KeepFailure = v == "true"; return nil }),
 		set("reset-retries", func(v string) error { o.ResetRetries = v == "true"; return nil }),
+		set("unwrap", func(v string) error { o.Unwrap = v == "true"; return nil }),
 		set("reset-header", func(v string) error { o.ResetHeaders = strings.Split(v, "\x1f"); return nil }),
 		set("no-redrive-header", func(v string) error { o.NoRedriveHeader = v == "true"; return nil }),
 		set("allow-drop", func(v string) error { o.AllowDrop = v == "true"; return nil }),

@@ -128,3 +128,28 @@ func DecodePayload(m *broker.Message) Decoded {
 	c.Body, c.Properties.ContentEncoding = p, ""
 	return Decode(&c)
 }
+
+// Unwrap returns a copy of m whose body is the payload inside its envelope,
+// for the envelopes whose payload is the original message on its own: a
+// Lambda on-failure record (requestPayload, the event the function was
+// invoked with) and an SNS notification (Message, as raw delivery would
+// have sent it). ok is false, and m is returned, for any other message:
+// MassTransit and NServiceBus consumers read their envelopes.
+func Unwrap(m *broker.Message) (*broker.Message, bool) {
+	var in failureInput
+	in.init(m)
+	var p []byte
+	switch in.envelope {
+	case "lambda":
+		p = in.body[bkRequestPayload]
+	case "sns":
+		p = []byte(rawText(in.body[bkMessageSNS]))
+	}
+	if p == nil {
+		return m, false
+	}
+	c := *m
+	c.Body = append([]byte(nil), p...)
+	c.Properties.ContentEncoding = ""
+	return &c, true
+}

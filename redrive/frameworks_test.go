@@ -206,3 +206,36 @@ func TestKeepFailureHeadersAndResetRetries(t *testing.T) {
 		t.Errorf("retry-count reset without --reset-retries: %#v", sp["retry-count"])
 	}
 }
+
+// An envelope moves exactly as it came; --unwrap sends the event inside a
+// Lambda on-failure record or an SNS notification (AWS Lambda Developer
+// Guide's record; Amazon SNS Developer Guide's notification), and leaves a
+// MassTransit envelope whole.
+func TestEnvelopesMoveAsTheyCameUnlessUnwrapped(t *testing.T) {
+	lambda := `{"version":"1.0","timestamp":"2019-11-14T18:16:05.568Z","requestContext":{"requestId":"e4b46cbf","functionArn":"arn:aws:lambda:us-east-2:123456789012:function:my-function:$LATEST","condition":"RetriesExhausted","approximateInvokeCount":3},` +
+		`"requestPayload":{"ORDER_IDS":["9e07af03"]},"responseContext":{"statusCode":200,"executedVersion":"$LATEST","functionError":"Unhandled"},"responsePayload":{"errorMessage":"Process exited before completing request"}}`
+	sns := `{"Type":"Notification","MessageId":"22b80b92","TopicArn":"arn:aws:sns:us-west-2:123456789012:MyTopic","Message":"{\"orderId\":7}","Timestamp":"2012-05-02T00:54:06.655Z"}`
+	mt := string(massTransitDead("mt").Body)
+	for _, unwrap := range []bool{false, true} {
+		f := newFake(t, broker.RabbitMQ)
+		f.declare("env.dlq", broker.KindClassic)
+		f.declare("out", broker.KindClassic)
+		for id, body := range map[string]string{"lambda": lambda, "sns": sns, "mt": mt} {
+			f.put("env.dlq", &broker.Message{Body: []byte(body), Properties: broker.Properties{MessageID: id}})
+		}
+		if _, err := Run(context.Background(), f, "env.dlq", f, Options{Dest: broker.Destination{Kind: broker.ToQueue, Queue: "out"}, Unwrap: unwrap}); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, m := range f.ready("out") {
+			got[m.ID] = string(m.Body)
+		}
+		want := map[string]string{"lambda": lambda, "sns": sns, "mt": mt}
+		if unwrap {
+			want["lambda"], want["sns"] = `{"ORDER_IDS":["9e07af03"]}`, `{"orderId":7}`
+		}
+		if d := testdiff.Diff(want, got); d != "" {
+			t.Errorf("unwrap %v: bodies moved (-want +got):\n%s", unwrap, d)
+		}
+	}
+}

@@ -86,6 +86,11 @@ type Options struct {
 	// named.
 	ResetRetries bool
 	ResetHeaders []string
+	// Unwrap sends, of a Lambda on-failure record, its requestPayload (the
+	// event the function was invoked with), and of an SNS notification its
+	// Message, instead of the envelope (inspect.Unwrap); other messages
+	// move as they are. By default every message moves exactly as it came.
+	Unwrap bool
 	// NoRedriveHeader leaves out the x-dlq-redrive header/attribute.
 	NoRedriveHeader bool
 

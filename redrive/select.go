@@ -186,15 +186,19 @@ func (e *engine) prepare(ctx context.Context, m *broker.Message) (*broker.Outgoi
 	if reason != "" {
 		return nil, "", reason, err
 	}
-	nm := m
+	src := m
+	if e.opts.Unwrap {
+		src, _ = inspect.Unwrap(m)
+	}
+	nm := src
 	if e.opts.Transform != nil {
-		t, err := e.opts.Transform(ctx, m)
+		t, err := e.opts.Transform(ctx, src)
 		if err != nil {
 			return nil, "", ReasonInvalidTransform, err
 		}
 		nm = t
 	} else {
-		nm = shallowCopy(m)
+		nm = shallowCopy(src)
 	}
 	if err := e.shape(nm, m); err != nil {
 		if errors.Is(err, errAttributeLimit) {
