@@ -84,42 +84,37 @@ const (
 	fwSNS
 )
 
-// decoders run in this order; the first that recognises a message fills
-// its record.
-var decoders = [...]struct {
-	set    frameworkSet
-	decode func(in *failureInput, f *Failure) bool
-}{
-	{fwNServiceBus, decodeNServiceBus},
-	{fwMassTransit, decodeMassTransit},
-	{fwSpring, decodeSpring},
-	{fwLambda, decodeLambda},
-	{fwEventBridge, decodeEventBridge},
-	{fwSpringAWS, decodeSpringAWS},
-	{fwSNS, decodeSNS},
-}
-
 // FailureOf decodes the failure record of m, nil when no known framework or
 // service left one. It reads header names once, and scans (never parses)
 // the top level of a JSON object body.
 func FailureOf(m *broker.Message) *Failure {
 	var in failureInput
 	in.init(m)
-	return in.failure()
-}
-
-// failure runs the decoders that may apply.
-func (in *failureInput) failure() *Failure {
-	if in.set == 0 {
+	var f Failure
+	if !in.decode(&f) {
 		return nil
 	}
-	f := &Failure{}
-	for _, d := range decoders {
-		if in.set&d.set != 0 && d.decode(in, f) {
-			return f
-		}
+	return &f
+}
+
+// decode runs the decoders that may apply, in this order, until one
+// recognises the message. The calls are static, so that the input and the
+// record stay on the caller's stack.
+func (in *failureInput) decode(f *Failure) bool {
+	set := in.set
+	switch {
+	case set == 0:
+		return false
+	case set&fwNServiceBus != 0 && decodeNServiceBus(in, f),
+		set&fwMassTransit != 0 && decodeMassTransit(in, f),
+		set&fwSpring != 0 && decodeSpring(in, f),
+		set&fwLambda != 0 && decodeLambda(in, f),
+		set&fwEventBridge != 0 && decodeEventBridge(in, f),
+		set&fwSpringAWS != 0 && decodeSpringAWS(in, f),
+		set&fwSNS != 0 && decodeSNS(in, f):
+		return true
 	}
-	return nil
+	return false
 }
 
 // bodyKey indexes the top-level body fields the decoders and bodyReason
@@ -273,7 +268,7 @@ func (in *failureInput) init(m *broker.Message) bool {
 		case f[bkRequestContext] != nil && (f[bkRequestPayload] != nil || f[bkResponsePayload] != nil):
 			in.set |= fwLambda
 			in.envelope = "lambda"
-		case f[bkTopicArn] != nil && f[bkMessageSNS] != nil && rawText(f[bkType]) == "Notification":
+		case f[bkTopicArn] != nil && f[bkMessageSNS] != nil && string(f[bkType]) == `"Notification"`:
 			in.set |= fwSNS
 			in.envelope = "sns"
 		}
@@ -362,10 +357,7 @@ func (in *failureInput) int(name string) int64 {
 			return n
 		}
 	}
-	n, err := strconv.ParseInt(strings.TrimSpace(in.text(name)), 10, 64)
-	if err != nil {
-		return 0
-	}
+	n, _ := parseInt(in.text(name))
 	return n
 }
 
@@ -454,8 +446,13 @@ func parseTime(s string) time.Time {
 	return time.Time{}
 }
 
+// parseInt reads a decimal integer; without allocating when s is none.
 func parseInt(s string) (int64, bool) {
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
 	return n, err == nil
 }
 

@@ -291,3 +291,32 @@ func TestFoldStack(t *testing.T) {
 		t.Errorf("FoldStack:\n%s", d)
 	}
 }
+
+// Reading the reason runs on every message of a stats run over millions:
+// the decoders allocate only the values they return, never for the
+// headers and body fields they merely look at.
+func TestReasonAllocations(t *testing.T) {
+	want := map[string]float64{
+		"spring": 2, // the reason "Type: message", the origin
+		"mt":     3, // the reason, the origin, the message type from the envelope
+		"nsb":    2, // the reason, the origin
+		"sns":    1, // the topic
+		"plain":  1, // the reason from the body
+	}
+	for _, m := range mixedDeadLetters() {
+		if n := testing.AllocsPerRun(100, func() { Reason(m) }); n != want[m.ID] {
+			t.Errorf("%s: Reason allocates %v times, want %v", m.ID, n, want[m.ID])
+		}
+	}
+}
+
+// BenchmarkReasonFrameworks reads the reason of one dead letter of each
+// framework in turn.
+func BenchmarkReasonFrameworks(b *testing.B) {
+	ms := mixedDeadLetters()
+	i := 0
+	for b.Loop() {
+		_ = Reason(ms[i%len(ms)])
+		i++
+	}
+}

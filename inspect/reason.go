@@ -27,32 +27,46 @@ const MaxReasonLen = 200
 //
 // The result is one line of at most MaxReasonLen runes; "" when none exists.
 func Reason(m *broker.Message) string {
-	r, _ := reasonAndFailure(m)
+	var f Failure
+	r, _ := reasonOf(m, &f)
 	return r
 }
 
 // reasonAndFailure is Reason and FailureOf from one read of the message.
 func reasonAndFailure(m *broker.Message) (string, *Failure) {
+	f := new(Failure)
+	r, ok := reasonOf(m, f)
+	if !ok {
+		f = nil
+	}
+	return r, f
+}
+
+// reasonOf is Reason, filling f with the failure record; ok reports
+// whether there is one.
+func reasonOf(m *broker.Message, f *Failure) (string, bool) {
 	var in failureInput
 	in.init(m)
-	f := in.failure()
-	if r := f.Reason(); r != "" {
-		return clean(r), f
+	ok := in.decode(f)
+	if ok {
+		if r := f.Reason(); r != "" {
+			return r, true
+		}
 	}
 	if in.isObj {
 		for _, k := range [...]bodyKey{bkDeadReason, bkError, bkReason} {
 			if r := reasonValue(in.body[k]); r != "" {
-				return r, f
+				return r, ok
 			}
 		}
 	}
 	if r := attributeReason(m.Attributes); r != "" {
-		return r, f
+		return r, ok
 	}
 	if m.Death != nil && m.Death.Reason != "" {
-		return m.Death.Reason, f
+		return m.Death.Reason, ok
 	}
-	return "", f
+	return "", ok
 }
 
 func typed(typ, msg string) string {
