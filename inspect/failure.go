@@ -70,7 +70,7 @@ func (f *Failure) Reason() string {
 	return typed(f.ExceptionType, f.Message)
 }
 
-// Frameworks is what each decoder may find, as a bit set, so that a
+// frameworkSet is the decoders that may apply to a message, as a bit set, so that a
 // message none of them concerns costs one pass over its header names.
 type frameworkSet uint16
 
@@ -205,7 +205,7 @@ func bodyKeyOf(k string) (bodyKey, bool) {
 // object body; nil where absent.
 type bodyFields [bkCount][]byte
 
-// scanBody fills fields from b, reporting whether b is a JSON object.
+// scan fills fs from b, reporting whether b is a JSON object.
 func (fs *bodyFields) scan(b []byte) bool {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
