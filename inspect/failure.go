@@ -70,8 +70,9 @@ func (f *Failure) Reason() string {
 	return typed(f.ExceptionType, f.Message)
 }
 
-// frameworkSet is the decoders that may apply to a message, as a bit set, so that a
-// message none of them concerns costs one pass over its header names.
+// frameworkSet is the decoders that may apply to a message, as a bit set,
+// so that a message none of them concerns costs one pass over its header
+// names.
 type frameworkSet uint16
 
 const (
