@@ -331,6 +331,11 @@ type Destination struct {
 	Exchange    string          `json:"exchange,omitempty"`
 	RoutingKeys []string        `json:"routing_keys,omitempty"`
 	Path        string          `json:"path,omitempty"`
+	// Via names the record that chose an origin (x-death,
+	// DeadLetterQueueSourceArn, a framework's header, the DLQ's only
+	// source): set where an origin is resolved, empty otherwise. It is not
+	// part of where the message goes.
+	Via string `json:"via,omitempty"`
 }
 
 // ErrNotADestination is wrapped by ParseDestination's error for text of no

@@ -91,7 +91,7 @@ func TestCompleteDemo(t *testing.T) {
 			"file://dumps/b.jsonl.gz\n" + dirNoFile},
 
 		{"--group-by keys", []string{"stats", "orders.dlq", "--group-by", ""},
-			"reason\nreason-text\nredrives\nsource\nexchange\nrouting-key\nheader:\nattr:\nbody:\nage\nday\nhour\n" + dirNoSpace},
+			"reason\nreason-text\nredrives\nsource\nexchange\nrouting-key\nframework\nfailure.type\nfailure.consumer\nfailure.message-type\nheader:\nattr:\nbody:\nage\nday\nhour\n" + dirNoSpace},
 		{"--group-by after a comma, without keys already given", []string{"stats", "orders.dlq", "--group-by", "reason,source,a"},
 			"reason,source,attr:\nreason,source,age\n" + dirNoSpace},
 		{"--group-by short flag", []string{"stats", "orders.dlq", "-g", "h"},

@@ -124,7 +124,7 @@ broker removes it; dlq refuses when it cannot be sure that the message
 removed is the one archived (see ` + "`dlq help peek-safety`" + `).`,
 		Example: `  dlq discard orders.dlq --filter '.reason == "expired"' --archive-to file://expired.jsonl.gz
   dlq discard orders.dlq --id 7f3c2a91,9d1e0b44 --no-archive --yes
-  dlq discard orders.dlq --group e4159da373 --archive-to file://read-timeouts.jsonl
+  dlq discard orders.dlq --group 2b50f3125b --archive-to file://read-timeouts.jsonl
   dlq discard orders.dlq --older-than 720h --archive-to file://old.jsonl --dry-run
   dlq discard orders.dlq --position 3 --archive-to file://unreadable.jsonl`,
 	}

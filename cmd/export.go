@@ -50,7 +50,7 @@ Messages are written in batches, each fsynced before it is counted; the count
 printed is what the file holds. An existing file is refused unless --append.`,
 		Example: `  dlq export orders.dlq --to file://orders-dlq.jsonl.gz
   dlq export orders.dlq --to file://timeouts.jsonl --filter '.reason | test("timeout")'
-  dlq export orders.dlq --to file://read-timeouts.jsonl --group e4159da373
+  dlq export orders.dlq --to file://read-timeouts.jsonl --group 2b50f3125b
   dlq export events.dlq --since 24h --to file://last-day.jsonl`,
 	}
 	takesQueue(cmd, f, func(c *cobra.Command, queue, format string) error {

@@ -124,9 +124,18 @@ Fidelity
   (as evidence: RabbitMQ 3.13 and later do not continue an x-death that a
   client publishes, and start a new one at the message's next death).
   The failure headers that client frameworks add (Spring's x-exception-*,
-  MassTransit's MT-Fault-*, NServiceBus's NServiceBus.ExceptionInfo.*; on
-  SQS, attributes so named) describe the failure being redriven and are
-  stripped too; --keep-failure-headers keeps them. Discard and purge
+  MassTransit's MT-Fault-* and MT-Reason, NServiceBus's
+  NServiceBus.ExceptionInfo.*; on SQS, attributes so named) describe the
+  failure being redriven and are stripped too, with the origin recorded
+  with them (x-original-exchange, x-original-routingKey,
+  NServiceBus.FailedQ, NServiceBus.TimeOfFailure);
+  --keep-failure-headers keeps them. --reset-retries sets the retry
+  counters that frameworks read (Spring's retry-count, MassTransit's
+  MT-Fault-RetryCount and MT-Fault-RedeliveryCount, NServiceBus.Retries)
+  to 0, keeping their type, and --reset-header NAME an application's own,
+  so that a redriven message gets its full retries. A message in an
+  envelope (SNS, MassTransit, a Lambda on-failure record) moves exactly as
+  it came, envelope included. Discard and purge
   archive messages exactly as they were, with every header. An
   x-dlq-redrive header (a table on RabbitMQ; a String attribute holding
   {"count","time","source","id"} as JSON on SQS) records how often, when

@@ -247,13 +247,22 @@ use; it is always printed in full.
 
 Output: a table on a terminal (tab-separated without one); --output json
 writes a JSON array of full messages (headers, properties or attributes,
-death record, decoded body; the same document that --filter sees), jsonl one
+death record, the failure record that a framework or AWS service left
+(.failure: framework, exception_type, message, stack, origin, attempts,
+failed_at, consumer, message_type), decoded body; the same document that
+--filter sees), jsonl one
 such object per line, raw the bodies only, as stored, one per line (with -0
-separated by NUL bytes instead, for bodies that contain newlines).`,
+separated by NUL bytes instead, for bodies that contain newlines). The
+failure reason is the root cause where a framework wraps it (the innermost
+Java "Caused by:", a .NET inner exception), after its exception type. When
+the body is an envelope (MassTransit, SNS, a Lambda on-failure record,
+NServiceBus on SQS), the preview, .body and filters see the payload inside
+it, and .envelope holds the envelope's other fields.`,
 		Example: `  dlq peek orders.dlq
   dlq peek orders.dlq --limit 5 --output json
   dlq peek orders.dlq --filter '.reason | test("timeout")'
-  dlq peek orders.dlq --group e4159da373     # a failure group from dlq stats
+  dlq peek orders.dlq --group 2b50f3125b     # a failure group from dlq stats
+  dlq peek orders_error --filter '.failure.exception_type == "System.TimeoutException"'
   dlq peek orders.dlq --output raw -0 | xargs -0 -n1 echo
   dlq peek events.dlq --since 2h            # a stream, from two hours ago
   dlq peek file://dead-letters.jsonl.gz`,
@@ -462,7 +471,7 @@ func (w *peekWriter) write(ctx context.Context, m *broker.Message) error {
 	for i := range cells {
 		cells[i] = human.Visible(cells[i])
 	}
-	d := inspect.Decode(m)
+	d := inspect.DecodePayload(m)
 	mark := ""
 	if m.Unreadable != "" {
 		// Shown from another read than the other rows: say so first.

@@ -102,6 +102,9 @@ type redriveOptions struct {
 	SetHeaders       []string
 	KeepDeathHeaders bool
 	KeepFailure      bool
+	ResetRetries     bool
+	ResetHeaders     []string
+	Unwrap           bool
 	NoRedriveHeader  bool
 	DryRun           bool
 	Rate             float64
@@ -155,9 +158,22 @@ read serves the preview and --dry-run too); rewrite with
 --transform (jq over the same document as --filter, e.g. '.body.retry = 0')
 and --set-header. Death headers (x-death, x-first-death-*, x-last-death-*,
 x-delivery-count) are stripped unless --keep-death-headers, and the failure
-headers of Spring (x-exception-*), MassTransit (MT-Fault-*) and NServiceBus
-(NServiceBus.ExceptionInfo.*) unless --keep-failure-headers; an
-x-dlq-redrive header (SQS: attribute) records count, time and source.
+headers of Spring (x-exception-*), MassTransit (MT-Fault-*, MT-Reason) and
+NServiceBus (NServiceBus.ExceptionInfo.*), with the origin recorded with
+them (x-original-*, NServiceBus.FailedQ, NServiceBus.TimeOfFailure), unless
+--keep-failure-headers; --reset-retries sets the retry counters frameworks
+read to 0, and --reset-header NAME an application's own; an x-dlq-redrive
+header (SQS: attribute) records count, time and source.
+
+To origin, each message goes back where it came from, by the first record
+it carries: x-death; Spring's x-original-exchange and x-original-routingKey;
+MassTransit's MT-Fault-InputAddress; NServiceBus's NServiceBus.FailedQ;
+else the DLQ's only SQS source queue. Messages of different origins go to
+each of theirs in one run, and the dry run names the record that chose
+each destination. --to exchange:NAME without a key keeps each message's
+original routing key. A message in an envelope (SNS, MassTransit, a Lambda
+on-failure record) moves exactly as it came; --unwrap sends the event
+inside a Lambda on-failure record or an SNS notification instead.
 
 On a terminal dlq first shows what the run would do (a dry run: counts per
 destination, a sample of IDs, what stays and why) and asks; a selective run
@@ -188,9 +204,11 @@ what moved); 4 read-only. --dry-run exits as the real run would.`,
 		Example: `  dlq redrive orders.dlq --dry-run
   dlq redrive orders.dlq
   dlq redrive orders.dlq --filter '.death.reason == "rejected"' --transform '.body.retry = 0'
-  dlq redrive orders.dlq --group e4159da373 --group aa1169594c
+  dlq redrive orders.dlq --group 2b50f3125b --group e337c0fafc
   dlq redrive orders.dlq --to queue:orders.retry --rate 200/s --ramp 30s
   dlq redrive orders.dlq --max-redrives 3 --yes -o json   # from cron: poison messages stay
+  dlq redrive orders_error --reset-retries --reset-header x-attempt
+  dlq redrive ship-failures --unwrap --to queue:ship-events   # a Lambda on-failure destination
   dlq redrive https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq --server-side --rate 100
   dlq redrive orders.dlq --resume
   dlq redrive orders.dlq --position 3 --to queue:orders.unreadable   # a message dlq cannot decode
@@ -234,7 +252,10 @@ what moved); 4 read-only. --dry-run exits as the real run would.`,
 	fl.StringVar(&opts.DedupeBy, "dedupe-by", "", "jq key (e.g. '.properties.message_id'): move only the first message of each key; the others stay")
 	fl.StringArrayVar(&opts.SetHeaders, "set-header", nil, "set a header (SQS: attribute) KEY=VALUE on every moved message; repeatable")
 	fl.BoolVar(&opts.KeepDeathHeaders, "keep-death-headers", false, "keep x-death, x-first-death-*, x-last-death-*, x-delivery-count")
-	fl.BoolVar(&opts.KeepFailure, "keep-failure-headers", false, "keep the failure headers of Spring (x-exception-*), MassTransit (MT-Fault-*) and NServiceBus (NServiceBus.ExceptionInfo.*)")
+	fl.BoolVar(&opts.KeepFailure, "keep-failure-headers", false, "keep the failure headers of Spring (x-exception-*), MassTransit (MT-Fault-*, MT-Reason) and NServiceBus (NServiceBus.ExceptionInfo.*), and the origin recorded with them (x-original-*, NServiceBus.FailedQ, NServiceBus.TimeOfFailure)")
+	fl.BoolVar(&opts.ResetRetries, "reset-retries", false, "set the retry counters frameworks read to 0 (Spring's retry-count, MassTransit's MT-Fault-RetryCount and MT-Fault-RedeliveryCount, NServiceBus.Retries), so a moved message gets its full retries")
+	fl.BoolVar(&opts.Unwrap, "unwrap", false, "send the event inside a Lambda on-failure record (requestPayload) or an SNS notification (Message) instead of the envelope; other messages move as they are")
+	fl.StringArrayVar(&opts.ResetHeaders, "reset-header", nil, "set this counter header (SQS: attribute) to 0 on every moved message that carries it; repeatable")
 	fl.BoolVar(&opts.NoRedriveHeader, "no-redrive-header", false, "do not add the x-dlq-redrive header (SQS: attribute) recording the redrive; RabbitMQ 3.10 handles messages left with no string header faster")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "change nothing: show counts per destination, skips and diffs")
 	fl.Var((*rateValue)(&opts.Rate), "rate", "at most N messages per second (N or N/s; 0: unlimited)")
@@ -325,8 +346,8 @@ func (o *redriveOptions) validate() error {
 		if o.Rate > redrive.MaxServerSideRate {
 			return flagErrorf("`--rate` %g is too high for `--server-side`: the broker accepts at most %d messages per second", o.Rate, redrive.MaxServerSideRate)
 		}
-		if o.Ramp > 0 || o.Concurrency > 0 || o.Window > 0 || o.KeepDeathHeaders || o.KeepFailure || o.NoRedriveHeader {
-			return flagErrorf("`--ramp`, `--concurrency`, `--window`, `--keep-death-headers`, `--keep-failure-headers` and `--no-redrive-header` do not apply to `--server-side`: the broker moves messages as they are")
+		if o.Ramp > 0 || o.Concurrency > 0 || o.Window > 0 || o.KeepDeathHeaders || o.KeepFailure || o.NoRedriveHeader || o.ResetRetries || len(o.ResetHeaders) > 0 || o.Unwrap {
+			return flagErrorf("`--ramp`, `--concurrency`, `--window`, `--keep-death-headers`, `--keep-failure-headers`, `--reset-retries`, `--reset-header`, `--unwrap` and `--no-redrive-header` do not apply to `--server-side`: the broker moves messages as they are")
 		}
 		if len(o.Select.Groups.IDs) > 0 {
 			return flagErrorf("`--group` selects messages one by one, which `--server-side` cannot: the broker moves every message; drop one of them")
@@ -389,6 +410,8 @@ func (o *redriveOptions) libOptions(ro *redrive.Options) {
 	}
 	ro.KeepDeathHeaders = o.KeepDeathHeaders
 	ro.KeepFailureHeaders = o.KeepFailure
+	ro.ResetRetries, ro.ResetHeaders = o.ResetRetries, o.ResetHeaders
+	ro.Unwrap = o.Unwrap
 	ro.NoRedriveHeader = o.NoRedriveHeader
 	ro.DryRun = o.DryRun
 	ro.Rate, ro.Ramp = o.Rate, o.Ramp
@@ -428,6 +451,13 @@ func (o *redriveOptions) plan() map[string]string {
 	if o.KeepFailure {
 		p["keep-failure-headers"] = "true"
 	}
+	if o.ResetRetries {
+		p["reset-retries"] = "true"
+	}
+	if o.Unwrap {
+		p["unwrap"] = "true"
+	}
+	add("reset-header", strings.Join(o.ResetHeaders, "\x1f"))
 	if o.NoRedriveHeader {
 		p["no-redrive-header"] = "true"
 	}
@@ -465,6 +495,9 @@ func (o *redriveOptions) adoptPlan(p map[string]string) error {
 		set("set-header", func(v string) error { o.SetHeaders = strings.Split(v, "\x1f"); return nil }),
 		set("keep-death-headers", func(v string) error { o.KeepDeathHeaders = v == "true"; return nil }),
 		set("keep-failure-headers", func(v string) error { o.KeepFailure = v == "true"; return nil }),
+		set("reset-retries", func(v string) error { o.ResetRetries = v == "true"; return nil }),
+		set("unwrap", func(v string) error { o.Unwrap = v == "true"; return nil }),
+		set("reset-header", func(v string) error { o.ResetHeaders = strings.Split(v, "\x1f"); return nil }),
 		set("no-redrive-header", func(v string) error { o.NoRedriveHeader = v == "true"; return nil }),
 		set("allow-drop", func(v string) error { o.AllowDrop = v == "true"; return nil }),
 	}
@@ -764,7 +797,7 @@ func readingNote(ctx context.Context, b broker.Broker, queue string) string {
 func printPreview(w io.Writer, source string, s redrive.Summary) int64 {
 	n := sum64(s.Destinations)
 	fmt.Fprintf(w, "redrive will move %d of %d messages in `%s`:\n", n, s.Examined, source)
-	printCounts(w, "", s.Destinations)
+	printDestinations(w, s)
 	if s.OutOfReach > 0 {
 		fmt.Fprintf(w, "%s\n", outOfReachLine(s.OutOfReach))
 	}
@@ -909,7 +942,7 @@ func printSummary(f *Factory, format string, s redrive.Summary, auditErr, exitEr
 		}
 		fmt.Fprintf(w, "%s %d of %d messages examined in `%s` (%s%s)\n", verb, s.Moved, s.Examined, s.Source, s.Elapsed.Round(time.Millisecond), rate)
 	}
-	printCounts(w, "", s.Destinations)
+	printDestinations(w, s)
 	if n := s.TotalSkipped(); n > 0 {
 		fmt.Fprintf(w, "left in the source on purpose %d:\n", n)
 		printCounts(w, "", s.Skipped)
@@ -948,6 +981,28 @@ func printSummary(f *Factory, format string, s redrive.Summary, auditErr, exitEr
 	}
 	printDiffs(w, s)
 	return nil
+}
+
+// printDestinations prints the count of each destination, and for an
+// origin the record that chose it.
+func printDestinations(w io.Writer, s redrive.Summary) {
+	if len(s.OriginRules) == 0 {
+		printCounts(w, "", s.Destinations)
+		return
+	}
+	m := s.Destinations
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] || m[keys[i]] == m[keys[j]] && keys[i] < keys[j] })
+	for _, k := range keys {
+		line := fmt.Sprintf("  %8d  %s", m[k], human.Visible(k))
+		if r := s.OriginRules[k]; r != "" {
+			line += "  (by " + human.Visible(r) + ")"
+		}
+		fmt.Fprintln(w, line)
+	}
 }
 
 func printCounts(w io.Writer, indent string, m map[string]int64) {

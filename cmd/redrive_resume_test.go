@@ -162,7 +162,7 @@ func TestRedriveResumeMovesWhatThePreviewChoseBinary(t *testing.T) {
 	if _, stderr, code := runDLQ(t, "export", "--broker", "demo:", "orders.dlq", "--to", "file://"+src); code != ExitOK {
 		t.Fatalf("export: exit %d: %s", code, stderr)
 	}
-	const group = "e4159da373"
+	const group = "2b50f3125b"
 	stdout, stderr, code := runDLQ(t, "peek", "--broker", "file://"+src, "orders.dlq", "--group", group, "-n", "0", "-o", "json")
 	var msgs []struct {
 		ID string `json:"id"`

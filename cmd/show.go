@@ -145,6 +145,7 @@ func writeMessage(w io.Writer, m *broker.Message, doc map[string]any) error {
 			fmt.Fprintf(w, "  %s: %s\n", vis(k), vis(compactJSON(mp[k])))
 		}
 	}
+	writeFailure(w, doc["failure"])
 	section("properties", doc["properties"])
 	section("attributes", doc["attributes"])
 	section("headers", doc["headers"])
@@ -170,6 +171,13 @@ func writeMessage(w io.Writer, m *broker.Message, doc map[string]any) error {
 			fmt.Fprintf(w, "\ndeath: %s\n", vis(compactJSON(d)))
 		}
 	}
+	if env, ok := doc["envelope"].(map[string]any); ok {
+		kind := ""
+		if f, ok := doc["failure"].(map[string]any); ok {
+			kind = fmt.Sprint(f["envelope"])
+		}
+		section("envelope ("+kind+", the body below is the payload inside it)", env)
+	}
 	fmt.Fprintf(w, "\nbody (%v):\n", doc["body_kind"])
 	switch {
 	case doc["body_kind"] == "json":
@@ -184,6 +192,44 @@ func writeMessage(w io.Writer, m *broker.Message, doc map[string]any) error {
 		fmt.Fprintf(w, "%v\n", doc["body"])
 	}
 	return nil
+}
+
+// stackFold is how many lines of a failure's stack trace show prints; the
+// rest are counted, and -o json has them all.
+const stackFold = 6
+
+// writeFailure prints a message's failure record (inspect.Failure), its
+// stack trace folded to its first lines.
+func writeFailure(w io.Writer, v any) {
+	f, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	fmt.Fprintf(w, "\nfailure (%s):\n", human.Visible(fmt.Sprint(f["framework"])))
+	item := func(k string, v any) {
+		if s := fmt.Sprint(v); s != "" && s != "<nil>" && s != "0" {
+			fmt.Fprintf(w, "  %-15s %s\n", k+":", human.Visible(s))
+		}
+	}
+	item("exception type", f["exception_type"])
+	item("message", f["message"])
+	if o, ok := f["origin"].(map[string]any); ok {
+		d := (&inspect.FailureOrigin{Exchange: fmt.Sprint(o["exchange"]), RoutingKey: fmt.Sprint(o["routing_key"]), Queue: fmt.Sprint(o["queue"])}).Destination()
+		item("origin", fmt.Sprintf("%s (from %s)", d, o["from"]))
+	}
+	item("attempts", f["attempts"])
+	item("failed at", f["failed_at"])
+	item("consumer", f["consumer"])
+	item("message type", f["message_type"])
+	stack, _ := f["stack"].(string)
+	if stack = strings.TrimRight(stack, "\n"); stack == "" {
+		return
+	}
+	lines := strings.Split(stack, "\n")
+	fmt.Fprintf(w, "  stack (folded to its causes and their first frames):\n")
+	for _, l := range inspect.FoldStack(lines, stackFold/2) {
+		fmt.Fprintf(w, "    %s\n", human.Visible(strings.ReplaceAll(strings.TrimRight(l, "\r"), "\t", "    ")))
+	}
 }
 
 func compactJSON(v any) string {

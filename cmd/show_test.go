@@ -185,3 +185,41 @@ func TestRedriveJournals(t *testing.T) {
 		t.Fatalf("prune: exit %d %s", code, stderr)
 	}
 }
+
+// frameworksArchive holds one dead letter of each framework and AWS service
+// dlq decodes (the wire formats of inspect's TestFailureOf).
+const frameworksArchive = "../inspect/testdata/frameworks.jsonl"
+
+func TestShowFailureRecord(t *testing.T) {
+	broker := "file://" + frameworksArchive
+	stdout, stderr, code := runDLQ(t, "--broker", broker, "show", "mixed.dlq", "spring-1")
+	if code != ExitOK {
+		t.Fatalf("show: exit %d %s", code, stderr)
+	}
+	for _, want := range []string{
+		"reason:      java.lang.IllegalStateException: price missing for sku 42\n",
+		"\nfailure (spring):\n  exception type: java.lang.IllegalStateException\n  message:        price missing for sku 42\n  origin:         exchange:shop:order.created (from x-original-exchange)\n",
+		"    Caused by: java.lang.IllegalStateException: price missing for sku 42\n        at com.example.Orders.handle(Orders.java:17)\n    … 1 lines\n",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("show output lacks %q:\n%s", want, stdout)
+		}
+	}
+	stdout, _, _ = runDLQ(t, "--broker", broker, "show", "mixed.dlq", "sns-1")
+	for _, want := range []string{"\nenvelope (sns, the body below is the payload inside it):\n  MessageId: m\n", "\nbody (json):\n{\n  \"orderId\": 9\n}\n"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("show output lacks %q:\n%s", want, stdout)
+		}
+	}
+	stdout, stderr, code = runDLQ(t, "--broker", broker, "peek", "mixed.dlq", "--filter", `.failure.exception_type == "CarrierError"`, "-o", "jsonl")
+	var doc map[string]any
+	if code != ExitOK || json.Unmarshal([]byte(stdout), &doc) != nil || doc["id"] != "lambda-1" {
+		t.Errorf("peek --filter .failure.exception_type: exit %d %s %s", code, stdout, stderr)
+	}
+	stdout, stderr, code = runDLQ(t, "--broker", broker, "stats", "mixed.dlq", "--group-by", "framework", "-o", "csv")
+	for _, want := range []string{"eventbridge,", "lambda,", "masstransit,", "nservicebus,", "sns,", "spring,"} {
+		if code != ExitOK || !strings.Contains(stdout, "\n"+want) {
+			t.Errorf("stats --group-by framework lacks %q: exit %d %s %s", want, code, stdout, stderr)
+		}
+	}
+}

@@ -111,8 +111,9 @@ queue. Its default --group-by is
 reason,source. Write it atomically: dlq stats … -o prom > f.tmp && mv f.tmp f.prom`,
 		Example: `  dlq stats orders.dlq
   dlq stats orders.dlq --group-by reason,source --output json
-  dlq stats orders.dlq --group e4159da373 --group-by source,hour
+  dlq stats orders.dlq --group 2b50f3125b --group-by source,hour
   dlq stats orders.dlq --group-by redrives
+  dlq stats orders.dlq --group-by framework,failure.type
   dlq stats orders.dlq --group-by header:x-tenant,age
   dlq stats orders.dlq --group-by 'body:.customer.tier' --filter '.body.amount > 100'
   dlq stats orders.dlq --reason '.headers["x-error-code"]' --dup-key '.body.order_id'

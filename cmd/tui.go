@@ -168,7 +168,7 @@ func tuiBackend(f *Factory, b broker.Broker, o *tuiOptions, readOnly bool, logge
 		ReadOnly: readOnly,
 		Reason:   inspect.Reason,
 		Decode: func(m *broker.Message) ([]byte, string) {
-			d := inspect.Decode(m)
+			d := inspect.DecodePayload(m)
 			kind := string(d.Kind)
 			if d.Kind == inspect.BodyEmpty {
 				kind = "text"

@@ -18,7 +18,7 @@ import (
 //
 //	{id, queue, system, headers, properties, attributes, system_attributes,
 //	 death, delivery_count, redelivered, timestamp, age_seconds, size,
-//	 reason, shape, group, body}
+//	 reason, failure, shape, group, body, envelope}
 //
 // and acquired_count when the message carries x-acquired-count.
 //
@@ -29,7 +29,11 @@ import (
 // RFC 3339 strings in UTC; AMQP byte strings become text when they are
 // UTF-8, else base64. shape is the reason's shape (Shape; "(unknown)" when
 // there is no reason) and group its GroupID: the message's own group,
-// before shapes that differ in a word are merged (see Mine).
+// before shapes that differ in a word are merged (see Mine). failure is
+// the message's Failure record (null when none); when its body is an
+// envelope (MassTransit, SNS, a Lambda on-failure record, NServiceBus on
+// SQS), body is the payload inside it and envelope the envelope's other
+// fields.
 func Document(m *broker.Message) map[string]any {
 	return DocumentAt(m, time.Now())
 }
@@ -67,12 +71,19 @@ func DocumentAt(m *broker.Message, now time.Time) map[string]any {
 		doc["age_seconds"] = nil
 	}
 	doc["size"] = m.Size()
-	reason := Reason(m)
+	reason, f := reasonAndFailure(m)
 	doc["reason"] = reason
+	doc["failure"] = failureDoc(f)
 	shape := ShapeOf(orDefault(reason, Unknown))
 	doc["shape"] = shape
 	doc["group"] = GroupID(shape)
 	body, raw := bodyValue(m)
+	if f != nil && f.Envelope != "" && raw == nil {
+		if inner, env, ok := unwrapEnvelope(f.Envelope, body); ok {
+			body = inner
+			doc["envelope"] = env
+		}
+	}
 	doc["body"] = body
 	if raw != nil {
 		doc["body_base64"] = base64.StdEncoding.EncodeToString(raw)

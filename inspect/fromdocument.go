@@ -58,6 +58,11 @@ func FromDocument(m *broker.Message, before map[string]json.RawMessage, after ma
 			changed[k] = true
 		}
 	}
+	if changed["body"] || changed["body_base64"] {
+		if env := before["envelope"]; len(env) > 0 && string(env) != "null" {
+			return nil, fmt.Errorf("`.body` is the payload inside the message's %s envelope, and a changed payload cannot be put back into it: change headers, properties or attributes only", envelopeKind(before["failure"]))
+		}
+	}
 	nm := m.Clone()
 	if changed["headers"] {
 		h, err := headersFrom(m.Headers, after["headers"])
@@ -493,4 +498,12 @@ func gzipBytes(b []byte) []byte {
 	_, _ = zw.Write(b)
 	_ = zw.Close()
 	return buf.Bytes()
+}
+
+// envelopeKind is the envelope named by a canonical failure record.
+func envelopeKind(failure json.RawMessage) string {
+	if k := rawText(jsonField(failure, []string{"envelope"})); k != "" {
+		return k
+	}
+	return "framework"
 }

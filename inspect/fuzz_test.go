@@ -143,3 +143,27 @@ func FuzzStats(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFailureOf decodes any body and any value of a framework's headers and
+// attributes: never a panic, a reason of one line, a document that
+// marshals.
+func FuzzFailureOf(f *testing.F) {
+	f.Add([]byte(`{"messageType":["urn:message:A"],"message":{"a":1},"headers":{"MT-Fault-InputAddress":"rabbitmq://h/q"}}`), "MT-Fault-StackTrace", " ---> X: y\n", "ErrorMessage")
+	f.Add([]byte(`{"Headers":{"NServiceBus.FailedQ":"q@m"},"Body":"e30=","S3BodyKey":null}`), "NServiceBus.TimeOfFailure", "2014-11-11 02:26:58:000462 Z", "RETRY_ATTEMPTS")
+	f.Add([]byte(`{"Type":"Notification","TopicArn":"t","Message":"{\"a\":1}"}`), "x-exception-stacktrace", "Caused by: \nCaused by: : ", "JavaType")
+	f.Add([]byte(`{"requestContext":{"approximateInvokeCount":"x"},"requestPayload":1,"responsePayload":{"stackTrace":[1,"a",{}]}}`), "x-original-routingKey", "", "ERROR_CODE")
+	f.Add([]byte(`{"messageType":1,"message":2,"Headers":"x","Body":"!!"}`), "MT-Fault-RetryCount", "99999999999999999999", "ErrorCode")
+	f.Fuzz(func(t *testing.T, body []byte, header, value, attr string) {
+		m := &broker.Message{Body: body, Headers: map[string]any{header: value},
+			Attributes: map[string]broker.Attribute{attr: {DataType: "String", StringValue: value}}}
+		_ = FailureOf(m)
+		if r := Reason(m); strings.ContainsAny(r, "\n\r") || len([]rune(r)) > MaxReasonLen {
+			t.Fatalf("reason %q is not one line of at most %d runes", r, MaxReasonLen)
+		}
+		if _, err := json.Marshal(DocumentAt(m, t0)); err != nil {
+			t.Fatalf("document: %v", err)
+		}
+		_ = innerBody(m)
+		_, _ = Unwrap(m)
+	})
+}

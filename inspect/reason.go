@@ -16,73 +16,57 @@ const MaxReasonLen = 200
 // Reason returns the failure reason of m, from the first source that has
 // one:
 //
-//  1. Spring AMQP: header x-exception-message, else the first line of
-//     x-exception-stacktrace;
-//  2. MassTransit: MT-Fault-ExceptionType and MT-Fault-Message;
-//  3. NServiceBus: NServiceBus.ExceptionInfo.ExceptionType and
-//     NServiceBus.ExceptionInfo.Message;
-//  4. the JSON body's top-level dead_reason, error (a string, or an object's
+//  1. the failure record a framework or AWS service left (FailureOf):
+//     "Type: message" of the root cause;
+//  2. the JSON body's top-level dead_reason, error (a string, or an object's
 //     message), or reason;
-//  5. an SQS message attribute whose name contains "error" (the first by
-//     name);
-//  6. the broker's death reason: rejected, expired, maxlen, delivery_limit,
+//  3. an SQS message attribute whose name contains "error" (names that
+//     also contain "message" first, then by name);
+//  4. the broker's death reason: rejected, expired, maxlen, delivery_limit,
 //     max_receives.
 //
 // The result is one line of at most MaxReasonLen runes; "" when none exists.
 func Reason(m *broker.Message) string {
-	if r := frameworkReason(m.Headers); r != "" {
-		return r
-	}
-	if r := bodyReason(m); r != "" {
-		return r
-	}
-	if r := attributeReason(m.Attributes); r != "" {
-		return r
-	}
-	if m.Death != nil && m.Death.Reason != "" {
-		return m.Death.Reason
-	}
-	return ""
+	var f Failure
+	r, _ := reasonOf(m, &f)
+	return r
 }
 
-// isFrameworkHeader reports whether frameworkReason reads header k.
-func isFrameworkHeader(k string) bool {
-	switch k {
-	case "x-exception-message", "x-exception-stacktrace", "MT-Fault-ExceptionType", "MT-Fault-Message",
-		"NServiceBus.ExceptionInfo.ExceptionType", "NServiceBus.ExceptionInfo.Message":
-		return true
+// reasonAndFailure is Reason and FailureOf from one read of the message.
+func reasonAndFailure(m *broker.Message) (string, *Failure) {
+	f := new(Failure)
+	r, ok := reasonOf(m, f)
+	if !ok {
+		f = nil
 	}
-	return false
+	return r, f
 }
 
-func frameworkReason(h map[string]any) string {
-	if len(h) == 0 {
-		return ""
+// reasonOf is Reason, filling f with the failure record; ok reports
+// whether there is one.
+func reasonOf(m *broker.Message, f *Failure) (string, bool) {
+	var in failureInput
+	in.init(m)
+	ok := in.decode(f)
+	if ok {
+		if r := f.Reason(); r != "" {
+			return r, true
+		}
 	}
-	if len(h) <= 4 {
-		// Cheaper than six look-ups when a message has a few headers.
-		found := false
-		for k := range h {
-			if isFrameworkHeader(k) {
-				found = true
-				break
+	if in.isObj {
+		for _, k := range [...]bodyKey{bkDeadReason, bkError, bkReason} {
+			if r := reasonValue(in.body[k]); r != "" {
+				return r, ok
 			}
 		}
-		if !found {
-			return ""
-		}
 	}
-	if r := headerText(h, "x-exception-message"); r != "" {
-		return clean(r)
+	if r := attributeReason(m.Attributes); r != "" {
+		return r, ok
 	}
-	if st := headerText(h, "x-exception-stacktrace"); st != "" {
-		first, _, _ := strings.Cut(strings.TrimSpace(st), "\n")
-		return clean(first)
+	if m.Death != nil && m.Death.Reason != "" {
+		return m.Death.Reason, ok
 	}
-	if r := typed(headerText(h, "MT-Fault-ExceptionType"), headerText(h, "MT-Fault-Message")); r != "" {
-		return r
-	}
-	return typed(headerText(h, "NServiceBus.ExceptionInfo.ExceptionType"), headerText(h, "NServiceBus.ExceptionInfo.Message"))
+	return "", ok
 }
 
 func typed(typ, msg string) string {
@@ -108,38 +92,6 @@ func headerText(h map[string]any, k string) string {
 	default:
 		return fmt.Sprint(v)
 	}
-}
-
-var bodyReasonKeys = [...]string{"dead_reason", "error", "reason"}
-
-func bodyReason(m *broker.Message) string {
-	b := m.Body
-	if m.Properties.ContentEncoding != "" || isGzip(b) {
-		if in, _, err := inflate(strings.ToLower(m.Properties.ContentEncoding), b); err == nil {
-			b = in
-		}
-	}
-	i := skipWS(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return ""
-	}
-	var vals [len(bodyReasonKeys)][]byte
-	found := 0
-	objectFields(b, i, func(key []byte, esc bool, val []byte) bool {
-		for j, k := range bodyReasonKeys {
-			if vals[j] == nil && keyEquals(key, esc, k) {
-				vals[j] = val
-				found++
-			}
-		}
-		return found < len(bodyReasonKeys)
-	})
-	for _, v := range vals {
-		if r := reasonValue(v); r != "" {
-			return r
-		}
-	}
-	return ""
 }
 
 // reasonValue turns a body field into a reason: a string as it is, an
@@ -173,7 +125,14 @@ func attributeReason(attrs map[string]broker.Attribute) string {
 			names = append(names, k)
 		}
 	}
-	sort.Strings(names)
+	// A message beats a code: ErrorMessage before ErrorCode.
+	sort.Slice(names, func(i, j int) bool {
+		mi, mj := strings.Contains(strings.ToLower(names[i]), "message"), strings.Contains(strings.ToLower(names[j]), "message")
+		if mi != mj {
+			return mi
+		}
+		return names[i] < names[j]
+	})
 	for _, k := range names {
 		if s := attrs[k].StringValue; s != "" {
 			return clean(s)

@@ -15,7 +15,7 @@ func TestReason(t *testing.T) {
 		m    broker.Message
 		want string
 	}{
-		{"spring message", broker.Message{Headers: map[string]any{"x-exception-message": "Listener threw", "x-exception-stacktrace": "java.lang.X\n at y"}, Body: []byte(`{"error":"body"}`), Death: death}, "Listener threw"},
+		{"spring message", broker.Message{Headers: map[string]any{"x-exception-message": "Listener threw", "x-exception-stacktrace": "java.lang.X\n at y"}, Body: []byte(`{"error":"body"}`), Death: death}, "java.lang.X: Listener threw"},
 		{"spring stacktrace only", broker.Message{Headers: map[string]any{"x-exception-stacktrace": []byte("org.springframework.X: boom\n\tat a.b")}}, "org.springframework.X: boom"},
 		{"masstransit", broker.Message{Headers: map[string]any{"MT-Fault-ExceptionType": "System.TimeoutException", "MT-Fault-Message": "timed out"}}, "System.TimeoutException: timed out"},
 		{"nservicebus", broker.Message{Headers: map[string]any{"NServiceBus.ExceptionInfo.ExceptionType": "System.Exception", "NServiceBus.ExceptionInfo.Message": "nope"}}, "System.Exception: nope"},

@@ -18,7 +18,8 @@ import (
 // Grouping is one dimension of a group-by list.
 type Grouping struct {
 	// Kind is reason (the reason's shape), reason-text (its exact text),
-	// redrives, source, exchange, routing-key, header, attr, body, age, day
+	// redrives, source, exchange, routing-key, framework, failure.type,
+	// failure.consumer, failure.message-type, header, attr, body, age, day
 	// or hour.
 	Kind string
 	// Arg is the header or attribute name, or the body path.
@@ -37,7 +38,7 @@ func (g Grouping) Name() string {
 }
 
 // GroupKinds lists what a group-by list accepts.
-const GroupKinds = "reason, reason-text, redrives, source, exchange, routing-key, header:NAME, attr:NAME, body:.json.path, age, day, hour"
+const GroupKinds = "reason, reason-text, redrives, source, exchange, routing-key, framework, failure.type, failure.consumer, failure.message-type, header:NAME, attr:NAME, body:.json.path, age, day, hour"
 
 var simplePath = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\.[A-Za-z_][A-Za-z0-9_-]*)+$`) })
 
@@ -54,7 +55,8 @@ func ParseGroupBy(spec string) ([]Grouping, error) {
 		kind = strings.ToLower(strings.TrimSpace(kind))
 		g := Grouping{Kind: kind, Arg: arg}
 		switch kind {
-		case "reason", "reason-text", "redrives", "source", "exchange", "routing-key", "age", "day", "hour":
+		case "reason", "reason-text", "redrives", "source", "exchange", "routing-key", "age", "day", "hour",
+			"framework", "failure.type", "failure.consumer", "failure.message-type":
 			if hasArg {
 				return nil, fmt.Errorf("group %q takes no argument: use %q", part, kind)
 			}
@@ -64,6 +66,12 @@ func ParseGroupBy(spec string) ([]Grouping, error) {
 			g.Kind = "reason-text"
 		case "redrive":
 			g.Kind = "redrives"
+		case "failure.framework":
+			g.Kind = "framework"
+		case "failure.exception_type", "failure.exception-type":
+			g.Kind = "failure.type"
+		case "failure.message_type":
+			g.Kind = "failure.message-type"
 		case "header", "attr":
 			if strings.TrimSpace(arg) == "" {
 				return nil, fmt.Errorf("group %q needs a name: use %s:NAME", part, kind)
@@ -309,6 +317,8 @@ type Stats struct {
 	reasonAt int // index of the reason grouping, -1 without
 	shaper   shaper
 	shapeOK  bool // the shaper holds this message's shape and values
+	fail     *Failure
+	failDone bool // fail is this message's
 	interned map[string]string
 	tl       timeline
 	tmpl     Templates
@@ -433,6 +443,7 @@ func (s *Stats) Add(ctx context.Context, m *broker.Message) error {
 		s.res.LastHour++
 	}
 	s.shapeOK = false
+	s.failDone = false
 	key := s.keyBuf[:0]
 	var vals [8]string
 	values := vals[:0]
@@ -550,12 +561,33 @@ func (s *Stats) value(ctx context.Context, g Grouping, m *broker.Message, t time
 		if m.Death != nil && m.Death.Exchange != "" {
 			return m.Death.Exchange, nil
 		}
+		if f := s.failure(m); f != nil && f.Origin != nil && f.Origin.Exchange != "" {
+			return f.Origin.Exchange, nil
+		}
 		return orDefault(m.Exchange, NoValue), nil
 	case "routing-key":
 		if m.Death != nil && len(m.Death.RoutingKeys) > 0 {
 			return strings.Join(m.Death.RoutingKeys, ","), nil
 		}
+		if f := s.failure(m); f != nil && f.Origin != nil && f.Origin.RoutingKey != "" {
+			return f.Origin.RoutingKey, nil
+		}
 		return orDefault(m.RoutingKey, NoValue), nil
+	case "framework", "failure.type", "failure.consumer", "failure.message-type":
+		f := s.failure(m)
+		if f == nil {
+			return NoValue, nil
+		}
+		v := f.Framework
+		switch g.Kind {
+		case "failure.type":
+			v = f.ExceptionType
+		case "failure.consumer":
+			v = f.Consumer
+		case "failure.message-type":
+			v = f.MessageType
+		}
+		return orDefault(clean(v), NoValue), nil
 	case "header":
 		v, ok := m.Headers[g.Arg]
 		if !ok {
@@ -575,7 +607,7 @@ func (s *Stats) value(ctx context.Context, g Grouping, m *broker.Message, t time
 		return NoValue, nil
 	case "body":
 		if g.path != nil {
-			raw := jsonField(jsonBody(m), g.path)
+			raw := jsonField(innerBody(m), g.path)
 			if raw == nil {
 				return NoValue, nil
 			}
@@ -625,7 +657,8 @@ func AgeBucket(d time.Duration) string {
 }
 
 // Source is the queue a message was dead-lettered from: the death record's
-// queue, else the queue named by an SQS DeadLetterQueueSourceArn; "" when
+// queue, else the queue named by an SQS DeadLetterQueueSourceArn, else the
+// origin its failure record names (a queue, or exchange:NAME:KEY); "" when
 // unknown.
 func Source(m *broker.Message) string {
 	if m.Death != nil {
@@ -638,6 +671,13 @@ func Source(m *broker.Message) string {
 	}
 	if arn := m.SystemAttributes["DeadLetterQueueSourceArn"]; arn != "" {
 		return arnName(arn)
+	}
+	if f := FailureOf(m); f != nil && f.Origin != nil {
+		if d := f.Origin.Destination(); d.Kind == broker.ToQueue {
+			return d.Queue
+		} else {
+			return d.String()
+		}
 	}
 	return ""
 }
@@ -695,6 +735,14 @@ func jsonBody(m *broker.Message) []byte {
 		}
 	}
 	return b
+}
+
+// failure is m's Failure record, decoded once per Add.
+func (s *Stats) failure(m *broker.Message) *Failure {
+	if !s.failDone {
+		s.fail, s.failDone = FailureOf(m), true
+	}
+	return s.fail
 }
 
 // reason is the failure reason of m, by opts.Reason or Reason.

@@ -96,6 +96,7 @@ func (e *engine) dryRun(ctx context.Context) (Summary, error) {
 			}
 		}
 		e.tally.sum.dest(dest, 1)
+		e.tally.sum.rule(dest, out.Dest.Via)
 		e.selected.Add(1)
 		e.sampleID(m.ID)
 		if e.opts.Transform != nil || len(e.opts.SetHeaders) > 0 {

@@ -14,6 +14,7 @@ package redrive
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/dlq-tools/dlq/broker"
@@ -71,10 +72,25 @@ type Options struct {
 	// x-delivery-count on the moved message; by default they are stripped.
 	KeepDeathHeaders bool
 	// KeepFailureHeaders keeps the failure headers of client frameworks
-	// (broker.IsFailureHeader: x-exception-*, MT-Fault-*,
-	// NServiceBus.ExceptionInfo.*; SQS: attributes so named); by default
-	// they are stripped, as they describe the failure being redriven.
+	// and the origin recorded with them (broker.IsFailureHeader:
+	// x-exception-*, x-original-*, MT-Fault-*, MT-Reason,
+	// NServiceBus.ExceptionInfo.*, NServiceBus.FailedQ,
+	// NServiceBus.TimeOfFailure; SQS: attributes so named); by default they
+	// are stripped, as they describe the failure being redriven.
 	KeepFailureHeaders bool
+	// ResetRetries sets the retry counters that frameworks read
+	// (broker.IsRetryCounter: Spring's retry-count, MassTransit's
+	// MT-Fault-RetryCount and MT-Fault-RedeliveryCount, NServiceBus.Retries)
+	// to 0 where a moved message still carries them, so that it gets its
+	// full retries; ResetHeaders does so for the headers (SQS: attributes)
+	// named.
+	ResetRetries bool
+	ResetHeaders []string
+	// Unwrap sends, of a Lambda on-failure record, its requestPayload (the
+	// event the function was invoked with), and of an SNS notification its
+	// Message, instead of the envelope (inspect.Unwrap); other messages
+	// move as they are. By default every message moves exactly as it came.
+	Unwrap bool
 	// NoRedriveHeader leaves out the x-dlq-redrive header/attribute.
 	NoRedriveHeader bool
 
@@ -189,6 +205,12 @@ type Summary struct {
 	// Destinations counts moved (or, in a dry run, planned) messages per
 	// destination.
 	Destinations map[string]int64 `json:"destinations,omitempty"`
+	// OriginRules says, for each destination a redrive to origin chose,
+	// which record chose it (x-death, x-original-exchange,
+	// MT-Fault-InputAddress, NServiceBus.FailedQ,
+	// DeadLetterQueueSourceArn, the DLQ's only source queue); several are
+	// joined with ", ".
+	OriginRules map[string]string `json:"origin_rules,omitempty"`
 	// Archived counts messages written to the archive (discard, purge).
 	Archived int64 `json:"archived,omitempty"`
 	// IDs are the fingerprints of the moved messages (a dry run: of the
@@ -293,6 +315,26 @@ func (p Progress) ETA() time.Duration {
 func (s *Summary) skip(reason string)          { s.Skipped[reason]++ }
 func (s *Summary) fail(reason string, n int64) { s.Failed[reason] += n }
 func (s *Summary) dest(d string, n int64)      { s.Destinations[d] += n }
+
+// rule records that via chose destination d.
+func (s *Summary) rule(d, via string) {
+	if via == "" {
+		return
+	}
+	if s.OriginRules == nil {
+		s.OriginRules = map[string]string{}
+	}
+	have := s.OriginRules[d]
+	for _, r := range strings.Split(have, ", ") {
+		if r == via {
+			return
+		}
+	}
+	if have != "" {
+		have += ", "
+	}
+	s.OriginRules[d] = have + via
+}
 func newSummary(src, dst string, dry bool) Summary {
 	return Summary{Source: src, Destination: dst, DryRun: dry,
 		Skipped: map[string]int64{}, Failed: map[string]int64{}, Destinations: map[string]int64{}}

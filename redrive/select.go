@@ -186,15 +186,19 @@ func (e *engine) prepare(ctx context.Context, m *broker.Message) (*broker.Outgoi
 	if reason != "" {
 		return nil, "", reason, err
 	}
-	nm := m
+	src := m
+	if e.opts.Unwrap {
+		src, _ = inspect.Unwrap(m)
+	}
+	nm := src
 	if e.opts.Transform != nil {
-		t, err := e.opts.Transform(ctx, m)
+		t, err := e.opts.Transform(ctx, src)
 		if err != nil {
 			return nil, "", ReasonInvalidTransform, err
 		}
 		nm = t
 	} else {
-		nm = shallowCopy(m)
+		nm = shallowCopy(src)
 	}
 	if err := e.shape(nm, m); err != nil {
 		if errors.Is(err, errAttributeLimit) {
@@ -250,7 +254,14 @@ func (e *engine) resolve(ctx context.Context, m *broker.Message) (broker.Destina
 	r, ok := o.m[key]
 	o.mu.Unlock()
 	if !ok {
-		d, err := e.src.(broker.OriginResolver).Origin(ctx, e.queue, m)
+		var d broker.Destination
+		var err error
+		if fo := frameworkOrigin(m); fo != nil {
+			d = fo.Destination()
+			d.Via = fo.From
+		} else {
+			d, err = e.src.(broker.OriginResolver).Origin(ctx, e.queue, m)
+		}
 		r = originResult{d, err}
 		if err == nil || errors.Is(err, broker.ErrConflict) || errors.Is(err, broker.ErrNotFound) {
 			o.mu.Lock()
@@ -271,12 +282,33 @@ func (e *engine) resolve(ctx context.Context, m *broker.Message) (broker.Destina
 	}
 }
 
+// frameworkOrigin is the way home that the framework which dead-lettered m
+// recorded, nil when the broker recorded one (a death record: x-death,
+// DeadLetterQueueSourceArn), which comes first, or when there is none.
+// Redrive to origin resolves, in order: x-death; Spring's
+// x-original-exchange and x-original-routingKey; MassTransit's
+// MT-Fault-InputAddress; NServiceBus's NServiceBus.FailedQ; a DLQ's single
+// SQS source (the source's OriginResolver).
+func frameworkOrigin(m *broker.Message) *inspect.FailureOrigin {
+	if m.Death != nil {
+		return nil
+	}
+	if f := inspect.FailureOf(m); f != nil {
+		return f.Origin
+	}
+	return nil
+}
+
 // messageKeys are the routing keys an exchange destination given without
 // one uses: those the message was routed with before it was dead-lettered
-// (its most recent death record), else the key it was delivered with.
+// (its most recent death record, else the routing key its framework
+// recorded), else the key it was delivered with.
 func messageKeys(m *broker.Message) []string {
 	if m.Death != nil && len(m.Death.RoutingKeys) > 0 {
 		return m.Death.RoutingKeys
+	}
+	if fo := frameworkOrigin(m); fo != nil && fo.Exchange != "" {
+		return []string{fo.RoutingKey}
 	}
 	return []string{m.RoutingKey}
 }
@@ -284,6 +316,9 @@ func messageKeys(m *broker.Message) []string {
 // originKey groups messages whose origin is the same.
 func originKey(m *broker.Message) string {
 	if m.Death == nil {
+		if fo := frameworkOrigin(m); fo != nil {
+			return "f|" + fo.Exchange + "|" + fo.RoutingKey + "|" + fo.Queue + "|" + fo.From
+		}
 		return "|" + m.SystemAttributes["DeadLetterQueueSourceArn"]
 	}
 	d := m.Death

@@ -42,6 +42,7 @@ func (e *engine) shape(nm, orig *broker.Message) error {
 			}
 		}
 	}
+	e.resetCounters(nm)
 	fromAttrs := e.traits.Attributes != nil && e.traits.Attributes(orig)
 	maxAttrs := e.dstTraits.MaxAttributes
 	toAttrs := maxAttrs > 0
@@ -146,5 +147,41 @@ func attributesToHeaders(m *broker.Message) {
 	}
 	if m.Properties.DeliveryMode == 0 {
 		m.Properties.DeliveryMode = 2
+	}
+}
+
+// resetCounters sets the retry counters that Options.ResetRetries and
+// Options.ResetHeaders name to 0, keeping each one's type; a counter the
+// message does not carry is not added.
+func (e *engine) resetCounters(nm *broker.Message) {
+	if !e.opts.ResetRetries && len(e.opts.ResetHeaders) == 0 {
+		return
+	}
+	reset := func(k string) bool {
+		if e.opts.ResetRetries && broker.IsRetryCounter(k) {
+			return true
+		}
+		for _, n := range e.opts.ResetHeaders {
+			if strings.EqualFold(k, n) {
+				return true
+			}
+		}
+		return false
+	}
+	for k, v := range nm.Headers {
+		if reset(k) {
+			if z, ok := broker.ZeroCount(v); ok {
+				nm.Headers[k] = z
+			}
+		}
+	}
+	for k, a := range nm.Attributes {
+		if reset(k) {
+			a.StringValue, a.BinaryValue = "0", nil
+			if !strings.HasPrefix(a.DataType, "Number") && !strings.HasPrefix(a.DataType, "String") {
+				a.DataType = "Number"
+			}
+			nm.Attributes[k] = a
+		}
 	}
 }

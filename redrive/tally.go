@@ -118,6 +118,9 @@ func (t *tally) moved(items []item, discard bool) {
 				t.sum.Archived += boolInt(discard)
 			}
 			t.sum.dest(it.dest, 1)
+			if it.out != nil {
+				t.sum.rule(it.dest, it.out.Dest.Via)
+			}
 		}
 		if len(t.sum.IDs) < t.maxIDs {
 			t.sum.IDs = append(t.sum.IDs, it.id)

@@ -11,6 +11,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/inspect"
 )
 
 type bodyMode int
@@ -143,6 +144,31 @@ func (d *detailView) render() []string {
 		kv("published", m.Timestamp.UTC().Format(time.RFC3339))
 	}
 
+	if f := inspect.FailureOf(m); f != nil {
+		section("failure · " + f.Framework)
+		kv("exception type", f.ExceptionType)
+		kv("message", f.Message)
+		if o := f.Origin; o != nil {
+			kv("origin", o.Destination().String()+" (from "+o.From+")")
+		}
+		if f.Attempts > 0 {
+			kv("attempts", itoa64(f.Attempts))
+		}
+		if !f.FailedAt.IsZero() {
+			kv("failed at", f.FailedAt.UTC().Format(time.RFC3339))
+		}
+		kv("consumer", f.Consumer)
+		kv("message type", f.MessageType)
+		if f.Envelope != "" {
+			kv("envelope", f.Envelope+" (the body below is the payload inside it)")
+		}
+		if f.Stack != "" {
+			out = append(out, "  "+st.subtle.Render("stack (folded to its causes)"))
+			for _, l := range inspect.FoldStack(strings.Split(strings.TrimRight(f.Stack, "\n"), "\n"), 3) {
+				out = append(out, "    "+vis(strings.ReplaceAll(strings.TrimRight(l, "\r"), "\t", "    ")))
+			}
+		}
+	}
 	if dth := m.Death; dth != nil {
 		section("death history (newest first)")
 		out = append(out, deathTimeline(st, dth)...)

@@ -746,3 +746,24 @@ func TestReasonGroupsMergeAsStatsDoes(t *testing.T) {
 		t.Fatalf("visible %d, want 4", m.Visible())
 	}
 }
+
+// The detail view shows a message's failure record, its Java trace folded
+// to its causes and their first frames.
+func TestDetailShowsTheFailureRecord(t *testing.T) {
+	f := newFake()
+	m := f.messages["orders.dlq"][0]
+	m.Headers = map[string]any{
+		"x-exception-message": "Listener method threw exception",
+		"x-exception-stacktrace": "org.springframework.amqp.rabbit.support.ListenerExecutionFailedException: Listener method threw exception\n" +
+			"\tat org.springframework.amqp.rabbit.listener.A.a(A.java:1)\n\tat org.springframework.amqp.rabbit.listener.A.b(A.java:2)\n" +
+			"\tat org.springframework.amqp.rabbit.listener.A.c(A.java:3)\n\tat org.springframework.amqp.rabbit.listener.A.d(A.java:4)\n" +
+			"Caused by: java.lang.IllegalStateException: price missing for sku 42\n\tat com.example.Orders.handle(Orders.java:17)\n\t... 12 more\n",
+		"x-original-exchange":   "shop",
+		"x-original-routingKey": "order.created",
+	}
+	h := start(t, f.backend(false), Options{Queue: "orders.dlq"})
+	h.waitFor("6 read")
+	h.key("enter")
+	h.waitFor("failure · spring", "java.lang.IllegalStateException", "exchange:shop:order.created (from x-original-exchange)",
+		"A.c(A.java:3)", "Caused by: java.lang.IllegalStateException: price missing for sku 42", "… 1 lines")
+}

@@ -42,14 +42,18 @@ func (b *Broker) Origin(ctx context.Context, queue string, m *broker.Message) (b
 		return broker.Destination{}, &broker.Error{Kind: broker.ErrNotFound, Op: op,
 			Hint: broker.Hintf("it has no x-death header (it was not dead-lettered into `%s` by RabbitMQ), so its origin is unknown: choose a destination with %s or %s", queue, broker.OptTo.With("queue:NAME"), broker.OptTo.With("exchange:NAME:KEY"))}
 	}
+	via := "x-death"
+	if len(d.History) == 0 {
+		via = "x-last-death-queue"
+	}
 	if len(d.History) == 0 || d.Exchange == "" {
-		return broker.Destination{Kind: broker.ToQueue, Queue: d.Queue}, nil
+		return broker.Destination{Kind: broker.ToQueue, Queue: d.Queue, Via: via}, nil
 	}
 	keys := d.RoutingKeys
 	if len(keys) == 0 {
 		keys = []string{""}
 	}
-	return broker.Destination{Kind: broker.ToExchange, Exchange: d.Exchange, RoutingKeys: append([]string(nil), keys...)}, nil
+	return broker.Destination{Kind: broker.ToExchange, Exchange: d.Exchange, RoutingKeys: append([]string(nil), keys...), Via: via}, nil
 }
 
 // Purge removes every ready message of queue (queue.purge) and returns how

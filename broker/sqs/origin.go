@@ -52,7 +52,7 @@ func (b *Broker) Origin(ctx context.Context, queue string, m *broker.Message) (b
 		return broker.Destination{}, err
 	}
 	if src != "" {
-		return broker.Destination{Kind: broker.ToQueue, Queue: b.sameAccountName(ctx, dlqURL, src)}, nil
+		return broker.Destination{Kind: broker.ToQueue, Queue: b.sameAccountName(ctx, dlqURL, src), Via: sysDLQSourceArn}, nil
 	}
 	sources, err := b.deadLetterSources(ctx, dlqURL)
 	if err != nil {
@@ -64,7 +64,7 @@ func (b *Broker) Origin(ctx context.Context, queue string, m *broker.Message) (b
 		return broker.Destination{}, broker.Errorf(broker.ErrNotFound, op,
 			"no queue has `%s` as its dead-letter queue and the message does not say where it came from: pass %s", queueName(queue), broker.OptTo.With("queue:NAME"))
 	case 1:
-		return broker.Destination{Kind: broker.ToQueue, Queue: nameFromURL(sources[0])}, nil
+		return broker.Destination{Kind: broker.ToQueue, Queue: nameFromURL(sources[0]), Via: "the DLQ's only source queue"}, nil
 	}
 	names := make([]string, len(sources))
 	for i, s := range sources {

@@ -11,11 +11,19 @@
 #     100k to 1M.
 #  2. 1M messages from 100,000 distinct templates: memory stays bounded by
 #     --max-groups (default 10,000; the rest is counted as "(other)").
+#  3. Mixed framework dead letters (Spring with Java traces, MassTransit
+#     envelopes, NServiceBus with .NET inner exceptions, SNS envelopes,
+#     Lambda on-failure records, EventBridge attributes, plain bodies;
+#     256-byte payloads), decoded with no configuration, against jq with
+#     the same rule (root cause of a trace, type and message, the error
+#     inside an envelope), also at 1M: the decoders keep dlq >= 10x jq in
+#     flat memory.
 #
 # dlq's figures are the median of 3 runs after a warm-up run; jq runs once.
 # The machine is often shared: the load average is printed with the figures.
 #
 #   DLQ_BENCH_GROUPS_N   archive sizes (default "100000 1000000")
+#   DLQ_BENCH_FRAMEWORKS_N  sizes of the mixed framework archives (default "100000 1000000")
 #   DLQ_BENCH_SKIP_JQ=1  skip jq (about 7 minutes at 1M)
 #   DLQ_BENCH_DIR        where archives are cached (default /tmp/dlq-bench)
 set -euo pipefail
@@ -64,10 +72,58 @@ for n in $SIZES; do
   fi
 done
 
+# The reason rule of dlq's framework decoders, as far as jq goes: the
+# innermost Caused by: of a Java trace, MassTransit's type and message, the
+# innermost inner exception of a .NET trace, EventBridge's code and
+# message, a Lambda record's errorType and errorMessage, a body's error.
+# shellcheck disable=SC2016 # a jq program: its $m is jq's
+JQ_FW_PROG='def shape:
+  gsub("[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"; "<uuid>")
+  | gsub("\"[^\"]*\""; "\"<str>\"")
+  | gsub("[A-Za-z]+[-_][0-9]+"; "<id>")
+  | gsub("[0-9]+ms"; "<time>")
+  | gsub("[0-9]+"; "<num>");
+def reason:
+  (.headers // {}) as $h | (.attributes // {}) as $a |
+  if $h["x-exception-stacktrace"] then [$h["x-exception-stacktrace"].value | scan("Caused by: ([^\n]*)")] | last | .[0]
+  elif $h["MT-Fault-Message"] then $h["MT-Fault-ExceptionType"].value + ": " + $h["MT-Fault-Message"].value
+  elif $h["NServiceBus.ExceptionInfo.StackTrace"] then [$h["NServiceBus.ExceptionInfo.StackTrace"].value | scan("---> ([^\n]*)")] | last | .[0]
+  elif $a["ERROR_MESSAGE"] then $a["ERROR_CODE"].string_value + ": " + $a["ERROR_MESSAGE"].string_value
+  else (.body | fromjson? // {}) as $b
+    | if ($b | type) != "object" then "(unknown)"
+      elif $b.responsePayload then $b.responsePayload.errorType + ": " + $b.responsePayload.errorMessage
+      else $b.error // "(unknown)" end
+  end;
+reduce inputs as $m ({}; ($m | reason | shape) as $k | .[$k] += 1)'
+
+echo
+echo "== dlq stats vs jq over mixed framework dead letters (Spring, MassTransit, NServiceBus, SNS, Lambda, EventBridge, plain)"
+printf '%-9s %-5s %9s %7s %11s %12s %7s\n' messages tool seconds cpu_s msgs/s peak_RSS_MB groups
+fw_first="" fw_last=""
+for n in ${DLQ_BENCH_FRAMEWORKS_N:-"100000 1000000"}; do
+  f="$DIR/groups-frameworks-$n.jsonl"
+  [ -s "$f" ] || { echo "generating $f…" >&2; "$GEN" -n "$n" -frameworks -size 256 -o "$f"; }
+  median 3 "$BIN" stats "file://$f" --output json
+  groups=$(grep -c '"template"' "$DIR/groups-out" || true)
+  d_secs=$SECS d_cpu=$CPU d_rss=$RSS_MB
+  printf '%-9s %-5s %9.2f %7s %11.0f %12s %7s\n' "$n" dlq "$d_secs" "$d_cpu" "$(ratio "$n" "$d_secs")" "$d_rss" "$groups"
+  [ -n "$fw_first" ] || fw_first="$d_rss MB at $n messages"
+  fw_last="$d_rss MB at $n"
+  if [ "${DLQ_BENCH_SKIP_JQ:-}" != 1 ]; then
+    measure jq -n "$JQ_FW_PROG" "$f"
+    groups=$(grep -c '": [0-9]' "$DIR/groups-out" || true)
+    printf '%-9s %-5s %9.2f %7s %11.0f %12s %7s\n' "$n" jq "$SECS" "$CPU" "$(ratio "$n" "$SECS")" "$RSS_MB" "$groups"
+    x=$(ratio "$SECS" "$d_secs")
+    verdict=$(awk -v x="$x" 'BEGIN{print (x >= 10) ? "ok" : "MISSED"}')
+    summary+=("$(printf 'frameworks, %s messages: dlq %.2f s, jq %.2f s: dlq is %sx faster (target >= 10x): %s; in CPU time %sx' "$n" "$d_secs" "$SECS" "$x" "$verdict" "$(ratio "$CPU" "$d_cpu")")")
+  fi
+done
+
 many="$DIR/groups-many-1000000.jsonl"
 [ -s "$many" ] || { echo "generating $many…" >&2; "$GEN" -n 1000000 -templates 100000 -size 256 -o "$many"; }
 median 3 "$BIN" stats "file://$many" --output json
 folded=$(grep -m1 -o '"folded": *[0-9]*' "$DIR/groups-out" | grep -o '[0-9]*$' || echo 0)
 printf '%-9s %-5s %9.2f %7s %11.0f %12s %7s\n' "1000000" dlq "$SECS" "$CPU" "$(ratio 1000000 "$SECS")" "$RSS_MB" "100000 templates"
+summary+=("frameworks: dlq peak RSS $fw_first, $fw_last")
 print_summary
 echo "  1,000,000 messages from 100,000 templates: peak RSS $RSS_MB MB, $folded messages beyond --max-groups counted as (other)"

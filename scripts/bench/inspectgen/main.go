@@ -5,6 +5,7 @@
 // on RabbitMQ or SQS filled by a fast pipelined publisher.
 //
 //	inspectgen -n 1000000 -o /tmp/dlq-1m.jsonl
+//	inspectgen -n 1000000 -frameworks -size 256 -o /tmp/dlq-frameworks-1m.jsonl
 //	inspectgen -n 1000000 -rabbit amqp://user:pass@127.0.0.1:5672/ -queue deep.dlq
 //	inspectgen -n 100000 -sqs http://127.0.0.1:9324 -queue deep-dlq
 //	inspectgen -rabbit URL -queue deep.dlq -delete
@@ -31,6 +32,7 @@ func main() {
 	queue := flag.String("queue", "", "queue to fill (created when missing)")
 	del := flag.Bool("delete", false, "delete -queue instead of filling it")
 	templates := flag.Int("templates", -1, "write an incident archive instead: failure reasons with variable parts from this many templates (0: the five of an incident)")
+	frameworks := flag.Bool("frameworks", false, "write an archive of mixed framework dead letters instead (Spring, MassTransit, NServiceBus, SNS, Lambda, EventBridge, plain)")
 	flag.Parse()
 	var err error
 	switch {
@@ -40,6 +42,8 @@ func main() {
 		err = fillSQS(*sqsEndpoint, *queue, *n, *size, *del)
 	case *out == "":
 		err = fmt.Errorf("-o FILE, -rabbit URL or -sqs ENDPOINT is required")
+	case *frameworks:
+		err = mixedFrameworks(*n, *out, *size)
 	case *templates >= 0:
 		err = incident(*n, *out, *size, *templates)
 	default:
