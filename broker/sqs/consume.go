@@ -77,22 +77,30 @@ func (s *subscription) Next(ctx context.Context) (*broker.Delivery, error) {
 	if s.opts.Limit > 0 && s.delivered >= s.opts.Limit {
 		return nil, io.EOF
 	}
-	if len(s.buf) == 0 {
+	if s.buffered() == 0 {
 		if err := s.fill(ctx); err != nil {
 			return nil, err
 		}
-		if len(s.buf) == 0 {
-			return nil, io.EOF
-		}
+	}
+	s.mu.Lock()
+	if s.closed || len(s.buf) == 0 {
+		s.mu.Unlock()
+		return nil, io.EOF
 	}
 	m := s.buf[0]
 	s.buf = s.buf[1:]
 	s.delivered++
 	h := aws.ToString(m.ReceiptHandle)
-	s.mu.Lock()
 	s.unsettled[h] = struct{}{}
 	s.mu.Unlock()
 	return &broker.Delivery{Message: fromSQS(m, s.name), Receipt: broker.Receipt{Handle: h}}, nil
+}
+
+// buffered is how many received messages wait to be handed out.
+func (s *subscription) buffered() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.buf)
 }
 
 // fill receives the next batch, long-polling for up to opts.Idle in total.
@@ -120,7 +128,17 @@ func (s *subscription) fill(ctx context.Context) error {
 			return err
 		}
 		if len(msgs) > 0 {
-			s.buf = msgs
+			s.mu.Lock()
+			closed := s.closed
+			if !closed {
+				s.buf = msgs
+			}
+			s.mu.Unlock()
+			if closed {
+				// Closed while this receive was on its way: give them back.
+				_, err := s.b.changeVisibility(context.WithoutCancel(ctx), s.url, handlesOf(msgs), 0)
+				return err
+			}
 			return nil
 		}
 		if !time.Now().Before(deadline) {
@@ -180,11 +198,15 @@ func (s *subscription) Close() error {
 		return nil
 	}
 	s.closed = true
-	handles := make([]string, 0, len(s.unsettled))
+	handles := make([]string, 0, len(s.unsettled)+len(s.buf))
 	for h := range s.unsettled {
 		handles = append(handles, h)
 	}
 	s.unsettled = map[string]struct{}{}
+	// Received but never handed out (the run stopped reading: a limit
+	// reached by another receiver, a cancel, an error): hidden all the same.
+	handles = append(handles, handlesOf(s.buf)...)
+	s.buf = nil
 	s.mu.Unlock()
 	if len(handles) == 0 {
 		return nil
