@@ -152,6 +152,12 @@ func TestFromMgmt(t *testing.T) {
 // message is shown, marked, at its position.
 func TestUnreadableOnALimitedQuorumQueue(t *testing.T) {
 	b, env := openTest(t)
+	if !b.requeueCounts() {
+		// RabbitMQ 4.3 reads a quorum queue by holding it, not rotating;
+		// where it puts the deliveries of a dropped connection back, and so
+		// at which position the get finds the message, is not settled yet.
+		t.Skipf("RabbitMQ %s holds a quorum queue to read it; this test is of the rotation", env.Version)
+	}
 	q := brokertest.Name(t, "unreadable-quorum")
 	declareQueue(t, b, q, amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int32(5)})
 	publishN(t, b, q, "a", 100, nil)
