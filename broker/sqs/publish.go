@@ -259,19 +259,25 @@ func (b *Broker) sendBatch(ctx context.Context, q queueInfo, batch []pending, ms
 
 // sentTwice reports whether the SDK sent a request again after an attempt
 // whose request may have reached SQS: one that failed without an answer
-// (connection reset, EOF, a timeout) rather than before sending (connection
-// refused) or with SQS's own error.
+// (connection reset, EOF, a timeout) or with a server error (5xx: SQS, or a
+// proxy in front of it, may have stored the messages before it failed),
+// rather than before sending (connection refused) or with a refusal (4xx).
 func sentTwice(md middleware.Metadata) bool {
 	ar, ok := retry.GetAttemptResults(md)
 	if !ok {
 		return false
 	}
-	for _, r := range ar.Results {
+	return sentAgainAfter(ar.Results)
+}
+
+// sentAgainAfter is sentTwice over the attempts of one request.
+func sentAgainAfter(results []retry.AttemptResult) bool {
+	for _, r := range results {
 		if r.Err == nil {
 			continue
 		}
 		var re *awshttp.ResponseError
-		if errors.As(r.Err, &re) && re.HTTPStatusCode() != 0 {
+		if errors.As(r.Err, &re) && re.HTTPStatusCode() != 0 && re.HTTPStatusCode() < 500 {
 			continue // SQS answered: it refused the request
 		}
 		var oe *net.OpError

@@ -3,12 +3,17 @@ package sqs
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/brokertest"
@@ -75,5 +80,23 @@ func TestPublishReportsResentAfterALostAnswer(t *testing.T) {
 	out[0].Resent = false
 	if errs, err := b.Publish(context.Background(), out); err != nil || errs[0] != nil || out[0].Resent {
 		t.Errorf("second publish: %v %v resent %v", err, errs, out[0].Resent)
+	}
+}
+
+// An attempt answered with a server error (a 502 from a proxy whose
+// upstream restarted mid-request, SQS's own 500) may have stored the
+// messages: a retry after it may send them twice. A 4xx is a refusal.
+func TestSentTwiceAfterAServerError(t *testing.T) {
+	for _, c := range []struct {
+		status int
+		want   bool
+	}{{502, true}, {500, true}, {400, false}, {403, false}} {
+		results := []retry.AttemptResult{
+			{Err: &awshttp.ResponseError{ResponseError: &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: c.status}}, Err: errors.New("failed")}}},
+			{},
+		}
+		if got := sentAgainAfter(results); got != c.want {
+			t.Errorf("an attempt answered %d, then a retry: sentTwice = %v, want %v", c.status, got, c.want)
+		}
 	}
 }
