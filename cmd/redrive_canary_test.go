@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/internal/testdiff"
 	"github.com/dlq-tools/dlq/redrive"
+	"github.com/dlq-tools/dlq/tui"
 )
 
 func TestRedriveCanaryFlags(t *testing.T) {
@@ -183,5 +186,40 @@ func TestRedriveCanaryTextSaysWhereItStopped(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "dlq: canary step 1 moved 1; waiting 0s") {
 		t.Errorf("stderr:\n%s", stderr)
+	}
+}
+
+// The TUI's group redrive in canary steps: an unfixed consumer stops it
+// after step 1; the notice says why, and the audit record has its steps.
+func TestTUICanaryGroupRedriveStops(t *testing.T) {
+	b := &moveFake{dlq: fakeDead(12)}
+	b.published = func() {
+		b.dlq = append(b.dlq, b.dest...)
+		b.dest = nil
+	}
+	ios, _, _, _ := Test()
+	f := NewFactory(ios, nil)
+	f.Options.AuditLog = t.TempDir() + "/audit.jsonl"
+	tb := tuiBackend(f, b, &tuiOptions{f: f, Limit: 1000, CanaryWait: time.Millisecond}, false, f.Logger)
+	var ids []string
+	for _, m := range b.dlq {
+		ids = append(ids, m.ID)
+	}
+	var notes []string
+	res, err := tb.Redrive(context.Background(), tui.ActionRequest{Queue: "orders.dlq", IDs: ids, Expected: 12, Groups: []string{"abc"}, Canary: true,
+		Dest: broker.Destination{Kind: broker.ToQueue, Queue: "orders"}}, func(p tui.Progress) { notes = append(notes, p.Note) })
+	if err == nil || !strings.Contains(err.Error(), "canary stopped at step 1 (1): 1 moved messages came back, the same failure group") ||
+		!strings.Contains(err.Error(), "11 stay in orders.dlq") {
+		t.Fatalf("err %v, want the canary's stop", err)
+	}
+	if res.Done != 1 || len(b.dlq) != 12 {
+		t.Errorf("done %d, dlq %d; want 1, 12", res.Done, len(b.dlq))
+	}
+	if !slices.Contains(notes, "step 1 moved 1, waiting 1ms for returns") {
+		t.Errorf("progress notes %q", notes)
+	}
+	recs := readAudit(t, f.Options.AuditLog)
+	if len(recs) != 1 || recs[0].Action != "tui-redrive" || recs[0].Outcome != "canary-stopped" || recs[0].Canary == nil || recs[0].Canary.StoppedAt != 1 {
+		t.Errorf("audit %+v", recs)
 	}
 }

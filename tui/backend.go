@@ -113,6 +113,9 @@ type ActionRequest struct {
 	// Groups are the failure group IDs the messages were chosen by, for the
 	// audit record.
 	Groups []string
+	// Canary redrives in growing steps and stops when moved messages come
+	// back (`dlq redrive --canary`); offered for a group redrive.
+	Canary bool
 	// Words words the settings that per-message errors name, as the TUI
 	// does: keys where it has one (nil: broker.PlainSetting).
 	Words broker.Renderer
@@ -131,7 +134,8 @@ type Progress struct {
 	Done   int64 // messages finished (moved, discarded, exported)
 	Failed int64
 	Total  int64 // 0 when unknown
-	Note   string
+	// Note is shown beside the job's title (a canary's step and wait).
+	Note string
 }
 
 // Result is what an action did.
