@@ -590,7 +590,7 @@ func countReturns(ctx context.Context, watch []Watched, runs map[string]bool, ch
 				mu.Lock()
 				same := chosen[shape]
 				mu.Unlock()
-				g = &ReturnGroup{Queue: w.Queue, Group: inspect.GroupID(shape), Reason: reason, Same: same}
+				g = &ReturnGroup{Queue: w.Queue, Group: inspect.GroupID(shape), Reason: broker.Redact(reason), Same: same}
 				by[key] = g
 				order = append(order, key)
 			}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/internal/testdiff"
@@ -249,5 +251,62 @@ func TestMarkRun(t *testing.T) {
 		if got := MarkRun(tc.m); got != tc.want {
 			t.Errorf("MarkRun(%v %v) = %q, want %q", tc.m.Headers, tc.m.Attributes, got, tc.want)
 		}
+	}
+}
+
+// routeFake describes queues (QueueInspector, QueueLister) and nothing else.
+type routeFake struct {
+	sys broker.System
+	qs  map[string]broker.Queue
+}
+
+func (r *routeFake) System() broker.System { return r.sys }
+func (r *routeFake) String() string        { return "route-fake" }
+func (r *routeFake) Close() error          { return nil }
+func (r *routeFake) Queue(ctx context.Context, name string) (broker.Queue, error) {
+	q, ok := r.qs[name]
+	if !ok {
+		return q, broker.Errorf(broker.ErrNotFound, "queue", "%s", name)
+	}
+	return q, nil
+}
+func (r *routeFake) Queues(ctx context.Context) ([]broker.Queue, error) {
+	var out []broker.Queue
+	for _, q := range r.qs {
+		out = append(out, q)
+	}
+	return out, nil
+}
+
+func TestRouteOfWaitAndWatchedQueues(t *testing.T) {
+	sqs := &routeFake{sys: broker.SQS, qs: map[string]broker.Queue{
+		"jobs-dlq": {System: broker.SQS, Name: "jobs-dlq", DeadLetterSources: []string{"jobs"}},
+		"jobs": {System: broker.SQS, Name: "jobs", DeadLetterQueues: []string{"jobs-dlq"}, DeliveryLimit: 5,
+			Arguments: map[string]any{"VisibilityTimeout": "45"}},
+	}}
+	r := RouteOf(context.Background(), sqs, "jobs-dlq", sqs, broker.Destination{Kind: broker.ToOrigin})
+	if r.Wait != 225*time.Second || r.WaitFrom != "`jobs`'s visibility timeout 45s × maxReceiveCount 5" || len(r.Watch) != 1 {
+		t.Errorf("SQS: wait %s (%s), watch %d; want 3m45s from jobs, 1", r.Wait, r.WaitFrom, len(r.Watch))
+	}
+	rabbit := &routeFake{sys: broker.RabbitMQ, qs: map[string]broker.Queue{
+		"orders.dlq":    {System: broker.RabbitMQ, Name: "orders.dlq", DeadLetterSources: []string{"orders"}},
+		"orders":        {System: broker.RabbitMQ, Name: "orders", DeadLetterQueues: []string{"orders.dlq", "orders.parking"}},
+		"orders.retry1": {System: broker.RabbitMQ, Name: "orders.retry1", Role: broker.RoleRetry, MessageTTL: 10 * time.Second, DeadLetterQueues: []string{"orders"}},
+		"orders.retry2": {System: broker.RabbitMQ, Name: "orders.retry2", Role: broker.RoleRetry, MessageTTL: time.Minute, DeadLetterQueues: []string{"orders"}},
+		"other.retry":   {System: broker.RabbitMQ, Name: "other.retry", Role: broker.RoleRetry, MessageTTL: time.Hour, DeadLetterQueues: []string{"other"}},
+	}}
+	r = RouteOf(context.Background(), rabbit, "orders.dlq", rabbit, broker.Destination{Kind: broker.ToOrigin})
+	var watched []string
+	for _, w := range r.Watch {
+		watched = append(watched, w.Queue)
+	}
+	if r.Wait != 70*time.Second || !strings.Contains(r.WaitFrom, "retry ladder of `orders`: its 2 delay queues' TTLs add up to 1m10s") ||
+		!slices.Equal(watched, []string{"orders.dlq", "orders.parking"}) {
+		t.Errorf("RabbitMQ: wait %s (%s), watched %v; want 1m10s from the ladder, orders.dlq and orders.parking", r.Wait, r.WaitFrom, watched)
+	}
+	delete(rabbit.qs, "orders.retry1")
+	delete(rabbit.qs, "orders.retry2")
+	if r = RouteOf(context.Background(), rabbit, "orders.dlq", rabbit, broker.Destination{Kind: broker.ToOrigin}); r.Wait != CanaryMinWait {
+		t.Errorf("no ladder: wait %s, want the minimum %s", r.Wait, CanaryMinWait)
 	}
 }
