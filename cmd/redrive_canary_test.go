@@ -223,3 +223,48 @@ func TestTUICanaryGroupRedriveStops(t *testing.T) {
 		t.Errorf("audit %+v", recs)
 	}
 }
+
+// A canary's dry run moves nothing and shows the plan its steps would
+// follow, in text and JSON.
+func TestRedriveCanaryDryRun(t *testing.T) {
+	for _, format := range []string{OutputTable, OutputJSON} {
+		t.Run(format, func(t *testing.T) {
+			b := &moveFake{dlq: fakeDead(40)}
+			f, outs := moveFactory(t, b, false)
+			f.Options.Output = format
+			o := &redriveOptions{f: f, Source: "orders.dlq", To: "origin", DryRun: true, format: format, Canary: canaryFlags{Steps: canaryDefault},
+				changed: func(string) bool { return false }}
+			if err := o.validate(); err != nil {
+				t.Fatal(err)
+			}
+			if err := redriveRun(context.Background(), o); err != nil {
+				t.Fatal(err)
+			}
+			stdout, _ := outs()
+			if b.consumed || len(b.dest) != 0 {
+				t.Fatalf("a dry run consumed %t, moved %d", b.consumed, len(b.dest))
+			}
+			if format == OutputTable {
+				for _, want := range []string{"would move 40 of 40 messages examined", "canary: steps 1, 5, 10%=4, 25%=10, rest of 40 selected; wait 30s after each (the minimum 30s"} {
+					if !strings.Contains(stdout, want) {
+						t.Errorf("stdout lacks %q:\n%s", want, stdout)
+					}
+				}
+				return
+			}
+			var got struct {
+				DryRun bool `json:"dry_run"`
+				Canary struct {
+					Plan []redrive.CanaryPlanStep `json:"plan"`
+				} `json:"canary"`
+			}
+			if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+				t.Fatalf("%v: %s", err, stdout)
+			}
+			want := []redrive.CanaryPlanStep{{Label: "1", Size: 1}, {Label: "5", Size: 5}, {Label: "10%", Size: 4}, {Label: "25%", Size: 10}, {Label: "rest"}}
+			if d := testdiff.Diff(want, got.Canary.Plan); d != "" || !got.DryRun {
+				t.Errorf("dry run %t, plan (-want +got):\n%s", got.DryRun, d)
+			}
+		})
+	}
+}
