@@ -189,7 +189,12 @@ func (c *canaryRun) run(ctx context.Context, ro redrive.Options) error {
 		co.Total, co.Start, co.MovedBefore = c.state.Selected, c.state.NextStep, c.state.Moved
 		f.IO.Statusf("dlq: continuing the canary of `%s` at step %d, %d moved before", c.srcName, c.state.NextStep+1, c.state.Moved)
 	}
-	state := &canaryState{Key: c.jkey, Broker: broker.Redact(c.src.String()), Source: c.srcName, Destination: broker.Redact(o.To), Plan: o.plan()}
+	// The state keeps the plan as a journal does: redacted.
+	plan := o.plan()
+	for k, v := range plan {
+		plan[k] = broker.Redact(v)
+	}
+	state := &canaryState{Key: c.jkey, Broker: broker.Redact(c.src.String()), Source: c.srcName, Destination: broker.Redact(o.To), Plan: plan}
 	if !o.DryRun {
 		co.Journal = func(step int) (*redrive.Journal, error) {
 			if o.NoJournal {
