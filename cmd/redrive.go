@@ -627,7 +627,11 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	previewed := false
 	if !o.DryRun {
 		previewed = !f.Options.Yes && f.IO.CanPrompt() && resume == nil
-		n, ids, err := confirmRedrive(ctx, f, src, queue, dst, ro, resume != nil || canary != nil)
+		how := ""
+		if o.Canary.on() {
+			how = " in canary steps of " + strings.ReplaceAll(o.Canary.Steps, ",", ", ") + ", then the rest, stopping if moved messages come back"
+		}
+		n, ids, err := confirmRedrive(ctx, f, src, queue, dst, ro, resume != nil || canary != nil, how)
 		if err != nil {
 			if errors.Is(err, errNothingToMove) {
 				return nil
@@ -725,8 +729,9 @@ func confirmOnTerminal(f *Factory, what string) error {
 // confirmRedrive shows on a terminal what the run would do (a dry run:
 // counts per destination, a sample, what stays and why) and asks, as
 // `terraform apply` does. It returns how many messages would move and
-// their IDs (nil when it did not read). --yes, or no terminal, skips it.
-func confirmRedrive(ctx context.Context, f *Factory, src broker.Broker, queue string, dst broker.Broker, ro redrive.Options, resume bool) (int64, []string, error) {
+// their IDs (nil when it did not read). how words a canary's steps in the
+// question. --yes, or no terminal, skips it.
+func confirmRedrive(ctx context.Context, f *Factory, src broker.Broker, queue string, dst broker.Broker, ro redrive.Options, resume bool, how string) (int64, []string, error) {
 	if f.Options.Yes || !f.IO.CanPrompt() {
 		return 0, nil, nil
 	}
@@ -760,7 +765,7 @@ func confirmRedrive(ctx context.Context, f *Factory, src broker.Broker, queue st
 	if s.ReadChanged != "" {
 		f.IO.Statusf("dlq: no message was moved yet, but reading `%s` changed it: %s", ro.SourceName, s.ReadChanged)
 	}
-	return n, s.IDs, confirmOnTerminal(f, fmt.Sprintf("move these %d messages", n))
+	return n, s.IDs, confirmOnTerminal(f, fmt.Sprintf("move these %d messages%s", n, how))
 }
 
 // readingNote says what reading all of queue to look at it does: a

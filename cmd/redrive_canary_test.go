@@ -268,3 +268,26 @@ func TestRedriveCanaryDryRun(t *testing.T) {
 		})
 	}
 }
+
+// On a terminal the question names the canary's steps; "y" runs them all.
+func TestRedriveCanaryAsksOnTerminal(t *testing.T) {
+	b := &moveFake{dlq: fakeDead(12)}
+	f, outs := moveFactory(t, b, true)
+	f.IO.In = strings.NewReader("y\n")
+	o := &redriveOptions{f: f, Source: "orders.dlq", To: "origin", format: OutputTable, Canary: canaryFlags{Steps: "2,50%"},
+		changed: func(n string) bool { return n == "canary-wait" }}
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
+	}
+	err := redriveRun(context.Background(), o)
+	stdout, stderr := outs()
+	if err != nil {
+		t.Fatalf("%v; stderr:\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "move these 12 messages in canary steps of 2, 50%, then the rest, stopping if moved messages come back? [y/N]") {
+		t.Errorf("stderr:\n%s", stderr)
+	}
+	if len(b.dest) != 12 || !strings.Contains(stdout, "  step 1 (2): moved 2") || !strings.Contains(stdout, "  step 3 (rest): moved 4") {
+		t.Errorf("moved %d; stdout:\n%s", len(b.dest), stdout)
+	}
+}
