@@ -310,3 +310,50 @@ func TestRouteOfWaitAndWatchedQueues(t *testing.T) {
 		t.Errorf("no ladder: wait %s, want the minimum %s", r.Wait, CanaryMinWait)
 	}
 }
+
+// New failures that arrive while the canary waits, and messages an earlier
+// redrive marked, are not counted as returns: only this run's mark is.
+func TestCanaryDoesNotCountUnrelatedFailures(t *testing.T) {
+	f := canaryFake(t, broker.KindClassic, 20)
+	waits := 0
+	r, err := Canary(context.Background(), f, "orders.dlq", f, Options{}, CanaryOptions{
+		OnWait: func(step int, moved int64, d time.Duration) {
+			waits++
+			if step != 1 {
+				return
+			}
+			fresh := dead("new-1", `{"n":100}`)
+			other := dead("old-run", `{"n":101}`)
+			other.Headers[RedriveHeader] = map[string]any{"count": int64(1), "id": "0123456789abcdef-4"}
+			f.put("orders.dlq", fresh, other)
+		}})
+	if err != nil {
+		t.Fatalf("%v (stopped %+v, returns %+v)", err, r.Stopped, r.Returns)
+	}
+	if r.Returned != 0 || r.Moved != 22 || waits != 5 {
+		t.Errorf("returned %d, moved %d, waits %d; want 0, 22 (the newcomers move with the rest), 5", r.Returned, r.Moved, waits)
+	}
+}
+
+func FuzzParseCanarySteps(f *testing.F) {
+	for _, s := range []string{"1,5,10%,25%", "2, 50%, rest", "0", "100%", "1,,2", "1e3", "0.5%", "-1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		steps, err := ParseCanarySteps(s)
+		if err != nil {
+			return
+		}
+		var parts []string
+		for _, st := range steps {
+			if st.size(1_000_000) < 1 {
+				t.Fatalf("%q: step %v moves %d of a million", s, st, st.size(1_000_000))
+			}
+			parts = append(parts, st.String())
+		}
+		again, err := ParseCanarySteps(strings.Join(parts, ","))
+		if err != nil || !slices.Equal(again, steps) {
+			t.Fatalf("%q: %v does not read back (%v, %v)", s, steps, again, err)
+		}
+	})
+}
