@@ -30,8 +30,31 @@ type AuditRecord struct {
 	Transform   string           `json:"transform,omitempty"`
 	Counts      map[string]int64 `json:"counts,omitempty"` // examined, moved (redrive) or discarded (discard, purge), archived, skipped:R, failed:R
 	IDs         []string         `json:"ids,omitempty"`    // message fingerprints
-	Outcome     string           `json:"outcome"`          // ok, partial, failed, cancelled, dry-run
+	Outcome     string           `json:"outcome"`          // ok, partial, failed, cancelled, dry-run, canary-stopped
 	Error       string           `json:"error,omitempty"`
+	// Canary is a canary redrive's steps, and where it stopped.
+	Canary *AuditCanary `json:"canary,omitempty"`
+}
+
+// AuditCanary records a canary redrive: the selection its steps were
+// measured on, each step's moves and the returns counted after it.
+type AuditCanary struct {
+	Selected   int64             `json:"selected"`
+	Wait       string            `json:"wait"`
+	MaxReturns int64             `json:"max_returns"`
+	Steps      []AuditCanaryStep `json:"steps"`
+	Returned   int64             `json:"returned"`
+	Left       int64             `json:"left"`
+	StoppedAt  int               `json:"stopped_at,omitempty"` // the step, 1-based
+	RunIDs     []string          `json:"run_ids,omitempty"`
+}
+
+// AuditCanaryStep is one step of a canary redrive.
+type AuditCanaryStep struct {
+	Step     int    `json:"step"`
+	Label    string `json:"label"`
+	Moved    int64  `json:"moved"`
+	Returned int64  `json:"returned"`
 }
 
 // AuditPath is the audit log file: --audit-log, the context's audit_log,

@@ -18,6 +18,9 @@ const (
 	ExitPartial   ExitCode = 3 // some of the work was done, then it stopped
 	ExitDenied    ExitCode = 4 // authentication, permission, or read-only mode
 	ExitChanges   ExitCode = 5 // `topology plan --detailed-exitcode`: changes pending
+	// ExitCanaryStopped: a canary redrive stopped itself because moved
+	// messages came back; what it had not moved stays in the source.
+	ExitCanaryStopped ExitCode = 6
 )
 
 const exitCodesHelp = `dlq exits with one of these codes; scripts may rely on them.
@@ -33,6 +36,10 @@ const exitCodesHelp = `dlq exits with one of these codes; scripts may rely on th
   4  denied: wrong credentials, missing permission, or a mutating command
      in read-only mode (` + "`--read-only`" + ` or a read-only context)
   5  changes pending: ` + "`topology plan --detailed-exitcode`" + ` found differences
+  6  canary stopped: ` + "`redrive --canary`" + ` moved some messages, more of them
+     came back than ` + "`--canary-max-returns`" + ` allows, and it stopped; every
+     selected message it had not moved stays in the source, and
+     ` + "`dlq redrive SOURCE --resume`" + ` continues it after a fix
 `
 
 // partialError marks an error after which part of the work was done.

@@ -172,7 +172,10 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // "error".
 func errorKind(err error) string {
 	var pe partialError
+	var ee exitError
 	switch {
+	case errors.As(err, &ee) && ee.code == ExitCanaryStopped:
+		return "canary-stopped"
 	case errors.As(err, &pe):
 		return "partial"
 	case errors.Is(err, ErrCancelled), errors.Is(err, context.Canceled):

@@ -116,6 +116,7 @@ type redriveOptions struct {
 	ServerSide       bool
 	NoJournal        bool
 	Take             unreadableFlags
+	Canary           canaryFlags
 
 	format    string
 	transform *inspect.Query
@@ -196,11 +197,30 @@ message move task, RabbitMQ shovel); see ` + "`dlq redrive status`" + ` and ` + 
 that acknowledge it only after the destination confirmed it, without dlq
 reading it; dlq refuses when it cannot be sure it moves that message.
 
+Canary: --canary moves the selection in growing steps, 1, 5, 10%, 25%, then
+the rest (--canary=1,10,50% chooses others: counts, or shares of the
+selection, always followed by the rest; on an SQS FIFO queue a step takes
+whole message groups). Each step is an ordinary run with every guarantee
+above. After it dlq waits --canary-wait, then reads the source and the other
+dead-letter queues of the route (under the peek-safety rules) and counts the
+moved messages that came back, told from other failures by the run ID in
+their x-dlq-redrive record. When more came back than --canary-max-returns
+(default 0) it stops: every selected message not moved yet stays where it
+was, and dlq names the step, the count, the failure reason of what came back
+(the same failure group as before, or a new one) and exits 6;
+` + "`dlq redrive SOURCE --resume`" + ` continues after a fix, with the step that stopped.
+A message that came back is not moved again by the same canary. The default
+--canary-wait comes from the route: an SQS queue's visibility timeout ×
+maxReceiveCount (its redrive policy), or the sum of the TTLs of a RabbitMQ
+retry ladder's delay queues (a message that fails every time passes each of
+them once), and at least 30s; the run says which it used.
+
 Exit codes: 0 all selected messages moved, or none selected; 1 nothing moved
 (error, bad flags); 2 cancelled before any message moved (Ctrl-C: in-flight
 messages were settled); 3 partly done (some moved, then an error or a
 cancel, or some could not be moved: unroutable, refused; the summary says
-what moved); 4 read-only. --dry-run exits as the real run would.`,
+what moved); 4 read-only; 6 the canary stopped itself. --dry-run exits as the
+real run would.`,
 		Example: `  dlq redrive orders.dlq --dry-run
   dlq redrive orders.dlq
   dlq redrive orders.dlq --filter '.death.reason == "rejected"' --transform '.body.retry = 0'
@@ -212,6 +232,8 @@ what moved); 4 read-only. --dry-run exits as the real run would.`,
   dlq redrive https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-dlq --server-side --rate 100
   dlq redrive orders.dlq --resume
   dlq redrive orders.dlq --position 3 --to queue:orders.unreadable   # a message dlq cannot decode
+  dlq redrive orders.dlq --group 2b50f3125b --canary --yes
+  dlq redrive orders.dlq --canary=1,10,50% --canary-wait 5m --canary-max-returns 2
   dlq redrive file://evidence.jsonl --to 'amqp://ops@rabbit:5672/#exchange:orders'`,
 	}
 	takesQueue(cmd, f, func(c *cobra.Command, queue, format string) error {
@@ -267,6 +289,7 @@ what moved); 4 read-only. --dry-run exits as the real run would.`,
 	fl.BoolVar(&opts.Again, "again", false, "send messages of an archive that were already redriven to the same destination")
 	fl.BoolVar(&opts.NoJournal, "no-journal", false, "keep no journal (an interrupted run cannot be resumed)")
 	opts.Take.register(cmd, "moves")
+	opts.Canary.register(cmd)
 	cmd.AddCommand(newCmdRedriveStatus(f, nil), newCmdRedriveCancel(f, nil), newCmdRedriveJournals(f, nil))
 	addOutputFlags(cmd, f, OutputTable, OutputJSON)
 	return cmd
@@ -358,7 +381,7 @@ func (o *redriveOptions) validate() error {
 			return flagErrorf("%v", err)
 		}
 	}
-	return nil
+	return o.validateCanary()
 }
 
 func parseSetHeaders(kvs []string) (map[string]string, error) {
@@ -464,6 +487,7 @@ func (o *redriveOptions) plan() map[string]string {
 	if o.AllowDrop {
 		p["allow-drop"] = "true"
 	}
+	o.Canary.plan(p)
 	return p
 }
 
@@ -500,6 +524,13 @@ func (o *redriveOptions) adoptPlan(p map[string]string) error {
 		set("reset-header", func(v string) error { o.ResetHeaders = strings.Split(v, "\x1f"); return nil }),
 		set("no-redrive-header", func(v string) error { o.NoRedriveHeader = v == "true"; return nil }),
 		set("allow-drop", func(v string) error { o.AllowDrop = v == "true"; return nil }),
+		set("canary", func(v string) error { o.Canary.Steps = v; return nil }),
+		set("canary-wait", func(v string) (err error) {
+			o.Canary.Wait, err = time.ParseDuration(v)
+			o.Canary.waitSet = true
+			return
+		}),
+		set("canary-max-returns", func(v string) (err error) { o.Canary.MaxReturns, err = strconv.ParseInt(v, 10, 64); return }),
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -554,7 +585,11 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	jdir := redrive.JournalDir()
 	jkey := redrive.JournalKey(src.String(), srcName)
 	var resume *redrive.ResumeState
+	var canary *canaryState
 	if o.Resume {
+		// A canary that stopped itself ended its journals: its state says
+		// where it goes on. A canary interrupted in a step has both.
+		canary = loadCanaryState(jkey)
 		cands := interruptedRuns(jdir, jkey)
 		if len(cands) > 0 {
 			paths, err := o.resumeCandidates(cands, srcName)
@@ -565,14 +600,24 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 		} else {
 			err = redrive.ErrNoJournal
 		}
+		if errors.Is(err, redrive.ErrNoJournal) && canary != nil {
+			err = nil
+		}
 		if errors.Is(err, redrive.ErrNoJournal) {
-			return flagErrorf("nothing to resume: no interrupted redrive of `%s` on %s (journals in %s); drop `--resume`", srcName, src.String(), jdir)
+			return flagErrorf("nothing to resume: no interrupted redrive or stopped canary of `%s` on %s (journals in %s); drop `--resume`", srcName, src.String(), jdir)
 		}
 		if err != nil {
 			return err
 		}
-		defer resume.Release()
-		if err := o.adoptPlan(resume.Plan().Plan); err != nil {
+		plan := map[string]string(nil)
+		if resume != nil {
+			defer resume.Release()
+			plan = resume.Plan().Plan
+		}
+		if canary != nil {
+			plan = canary.Plan
+		}
+		if err := o.adoptPlan(plan); err != nil {
 			return err
 		}
 		if !o.changed("to") {
@@ -583,6 +628,8 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 	} else if !o.DryRun && !o.ServerSide && !o.NoJournal {
 		if paths, _ := redrive.Interrupted(jdir, jkey); len(paths) > 0 {
 			f.IO.Statusf("note: an interrupted redrive of `%s` left a journal: `dlq redrive %s --resume` finishes it without moving its confirmed messages twice", srcName, o.Source)
+		} else if loadCanaryState(jkey) != nil {
+			f.IO.Statusf("note: a canary redrive of `%s` stopped before it moved everything: `dlq redrive %s --resume` continues it", srcName, o.Source)
 		}
 	}
 
@@ -648,7 +695,11 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 		ro.Moved = ledger.moved
 	}
 	if !o.DryRun {
-		n, ids, err := confirmRedrive(ctx, f, src, queue, dst, ro, resume != nil)
+		how := ""
+		if o.Canary.on() {
+			how = " in canary steps of " + strings.ReplaceAll(o.Canary.Steps, ",", ", ") + ", then the rest, stopping if moved messages come back"
+		}
+		n, ids, err := confirmRedrive(ctx, f, src, queue, dst, ro, resume != nil || canary != nil, how)
 		ro.Read, kept = nil, nil
 		if err != nil {
 			if errors.Is(err, errNothingToMove) {
@@ -662,6 +713,18 @@ func redriveRun(ctx context.Context, o *redriveOptions) error {
 			// messages it showed, without choosing again.
 			ro.IDs, chosen = ids, ids
 		}
+	}
+	if o.Canary.on() {
+		if !o.DryRun {
+			_, _ = redrive.PruneJournals(jdir, redrive.JournalMaxAge, f.Now())
+		}
+		err := (&canaryRun{o: o, src: src, dst: dst, queue: queue, srcName: srcName, jdir: jdir, jkey: jkey, state: canary}).run(ctx, ro)
+		if ledger != nil && !o.DryRun {
+			if lerr := ledger.record(f.Now()); lerr != nil {
+				f.IO.Statusf("dlq: %v: a second redrive of these messages will not be refused", lerr)
+			}
+		}
+		return err
 	}
 	bar := newRedriveBar(f, "moved")
 	if !o.DryRun {
@@ -735,8 +798,9 @@ func confirmOnTerminal(f *Factory, what string) error {
 // confirmRedrive shows on a terminal what the run would do (a dry run:
 // counts per destination, a sample, what stays and why) and asks, as
 // `terraform apply` does. It returns how many messages would move and
-// their IDs (nil when it did not read). --yes, or no terminal, skips it.
-func confirmRedrive(ctx context.Context, f *Factory, src broker.Broker, queue string, dst broker.Broker, ro redrive.Options, resume bool) (int64, []string, error) {
+// their IDs (nil when it did not read). how words a canary's steps in the
+// question. --yes, or no terminal, skips it.
+func confirmRedrive(ctx context.Context, f *Factory, src broker.Broker, queue string, dst broker.Broker, ro redrive.Options, resume bool, how string) (int64, []string, error) {
 	if f.Options.Yes || !f.IO.CanPrompt() {
 		return 0, nil, nil
 	}
@@ -772,7 +836,7 @@ func confirmRedrive(ctx context.Context, f *Factory, src broker.Broker, queue st
 	if s.ReadChanged != "" {
 		f.IO.Statusf("dlq: no message was moved yet, but reading `%s` changed it: %s", ro.SourceName, s.ReadChanged)
 	}
-	return n, s.IDs, confirmOnTerminal(f, fmt.Sprintf("move these %d messages", n))
+	return n, s.IDs, confirmOnTerminal(f, fmt.Sprintf("move these %d messages%s", n, how))
 }
 
 // readingNote says what reading all of queue to look at it does: a

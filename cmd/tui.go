@@ -29,6 +29,9 @@ type tuiOptions struct {
 	Limit   int
 	Refresh time.Duration
 	Peek    peekFlags
+	// CanaryWait is the settle time of a canary group redrive (0: from
+	// the route, as `dlq redrive --canary` without --canary-wait).
+	CanaryWait time.Duration
 }
 
 func newCmdTUI(f *Factory, runF func(*tuiOptions) error) *cobra.Command {
@@ -46,7 +49,9 @@ with a) → detail (death timeline, pretty JSON, raw/hex with r) → edit (e; th
 JSON is validated, the diff shown, then the edited message is published to
 its origin and the original removed) and stats (s: failure groups by
 reason shape, as ` + "`dlq stats`" + ` counts them, with trends and hot values; tab
-cycles groupings; R, D and x redrive, discard or export a whole group).
+cycles groupings; R, D and x redrive, discard or export a whole group; a
+group's redrive offers the canary of ` + "`dlq redrive --canary`" + `, waiting
+--canary-wait after each step).
 ? shows every key.
 
 Redrive (R, ctrl+a), discard (D, archive first) and edit are audited like the
@@ -68,6 +73,9 @@ temporary directory) writes a debug log; nothing is printed while it runs.`,
 			if o.Limit < 0 {
 				return flagErrorf("`--limit` must be 0 (the default, 100000) or more")
 			}
+			if o.CanaryWait < 0 {
+				return flagErrorf("`--canary-wait` must be positive (0: from the route, see `dlq help redrive`)")
+			}
 			if o.Refresh < 0 {
 				return flagErrorf("`--refresh` must be positive (0 turns the live depth off)")
 			}
@@ -82,6 +90,7 @@ temporary directory) writes a debug log; nothing is printed while it runs.`,
 	}
 	c.Flags().IntVar(&o.Limit, "limit", 100_000, "most messages of a queue to read into the list (0: the default)")
 	c.Flags().DurationVar(&o.Refresh, "refresh", 2*time.Second, "how often queue depths are refreshed (0: never)")
+	c.Flags().DurationVar(&o.CanaryWait, "canary-wait", 0, "settle time after each step of a canary group redrive (default: from the route, as `dlq redrive --canary`)")
 	o.Peek.register(c)
 	return c
 }
@@ -218,7 +227,7 @@ func tuiBackend(f *Factory, b broker.Broker, o *tuiOptions, readOnly bool, logge
 	}
 	if _, ok := b.(broker.Consumer); ok {
 		tb.Redrive = func(ctx context.Context, req tui.ActionRequest, progress func(tui.Progress)) (tui.Result, error) {
-			return tuiRedrive(ctx, f, b, req, progress)
+			return tuiRedrive(ctx, f, b, req, o.CanaryWait, progress)
 		}
 		tb.Discard = func(ctx context.Context, req tui.ActionRequest, progress func(tui.Progress)) (tui.Result, error) {
 			return tuiDiscard(ctx, f, b, req, progress)
@@ -315,7 +324,7 @@ func tuiDestination(ctx context.Context, f *Factory, b broker.Broker, dest broke
 	return db, func() { db.Close() }, nil
 }
 
-func tuiRedrive(ctx context.Context, f *Factory, b broker.Broker, req tui.ActionRequest, progress func(tui.Progress)) (tui.Result, error) {
+func tuiRedrive(ctx context.Context, f *Factory, b broker.Broker, req tui.ActionRequest, canaryWait time.Duration, progress func(tui.Progress)) (tui.Result, error) {
 	if err := f.CheckWritable("redrive"); err != nil {
 		return tui.Result{}, err
 	}
@@ -335,11 +344,60 @@ func tuiRedrive(ctx context.Context, f *Factory, b broker.Broker, req tui.Action
 		return tui.Result{}, err
 	}
 	defer closeDst()
+	if req.Canary {
+		return tuiCanary(ctx, f, b, dst, req, ro, canaryWait, progress)
+	}
 	sum, err := tuiAct(f, "redrive", "moved", AuditRecord{Broker: b.String(), Source: req.Queue, Destination: req.Dest.String(),
 		Filter: req.Filter, Groups: req.Groups}, func() (redrive.Summary, error) {
 		return redrive.Run(ctx, b, req.Queue, dst, ro)
 	})
 	return tuiResult(sum, "moved to "+req.Dest.String()+":"), err
+}
+
+// tuiCanary is a group redrive in canary steps, with the wait the route
+// gives (as `dlq redrive --canary` without --canary-wait), audited as
+// tui-redrive with its steps.
+func tuiCanary(ctx context.Context, f *Factory, b, dst broker.Broker, req tui.ActionRequest, ro redrive.Options, wait time.Duration, progress func(tui.Progress)) (tui.Result, error) {
+	route := redrive.RouteOf(ctx, b, req.Queue, dst, req.Dest)
+	if wait > 0 {
+		route.Wait = wait
+	}
+	// Progress comes from the engine's goroutine while a step runs, OnWait
+	// between steps: never at once.
+	var moved int64
+	note := "step 1"
+	ro.Progress = func(p redrive.Progress) {
+		progress(tui.Progress{Done: moved + p.Moved, Failed: p.Failed, Total: req.Expected, Step: note})
+	}
+	co := redrive.CanaryOptions{Wait: route.Wait, Watch: route.Watch, Total: req.Expected,
+		OnWait: func(step int, n int64, d time.Duration) {
+			moved += n
+			progress(tui.Progress{Done: moved, Total: req.Expected, Step: fmt.Sprintf("step %d moved %d, waiting %s for returns", step, n, d)})
+			note = fmt.Sprintf("step %d", step+1)
+		}}
+	rep, runErr := redrive.Canary(ctx, b, req.Queue, dst, ro, co)
+	sum := rep.Summary
+	exitErr, outcome := canaryOutcome(sum, rep, runErr, false, "")
+	rec := AuditRecord{Action: "tui-redrive", Broker: b.String(), Source: req.Queue, Destination: req.Dest.String(), Filter: req.Filter, Groups: req.Groups,
+		Counts: sum.Counts(), IDs: sum.IDs, Outcome: outcome, Error: errString(runErr), Canary: auditCanary(rep)}
+	if aerr := f.Audit(rec); aerr != nil && exitErr == nil {
+		exitErr = fmt.Errorf("moved %d, but the audit log failed: %w", sum.Moved, aerr)
+	}
+	res := tuiResult(sum, "canary moved to "+req.Dest.String()+":")
+	res.Summary += fmt.Sprintf(" in %d steps", len(rep.Steps))
+	if rep.Stopped != nil {
+		same := "a new failure group"
+		if len(rep.Returns) > 0 && rep.Returns[0].Same {
+			same = "the same failure group"
+		}
+		reason := ""
+		if len(rep.Returns) > 0 {
+			reason = ": " + human.Visible(rep.Returns[0].Reason)
+		}
+		exitErr = fmt.Errorf("canary stopped at step %d (%s): %d moved messages came back, %s%s; %d stay in %s: redrive the group again once its cause is fixed",
+			rep.Stopped.Step, rep.Stopped.Label, rep.Stopped.Returned, same, reason, rep.Left, req.Queue)
+	}
+	return res, exitErr
 }
 
 func tuiDiscard(ctx context.Context, f *Factory, b broker.Broker, req tui.ActionRequest, progress func(tui.Progress)) (tui.Result, error) {

@@ -125,11 +125,19 @@ func newEngine(src broker.Broker, queue string, dst broker.Broker, opts Options,
 	if opts.Journal != nil {
 		e.runID = opts.Journal.RunID()
 	}
+	if e.sel.skipRuns != nil {
+		// A message this run moved that comes back while it still reads
+		// is not moved round again.
+		e.sel.skipRuns[e.runID] = true
+	}
 	e.destName = opts.Dest.String()
 	if mode == modeDiscard && dst == nil {
 		e.destName = "discard"
 	}
 	e.tally = tally{maxIDs: opts.MaxIDs, onMoved: opts.Moved, notify: opts.Notice, words: opts.Words, sum: newSummary(queue, e.destName, opts.DryRun)}
+	if !opts.DryRun {
+		e.tally.sum.RunID = e.runID
+	}
 	e.flow.notice = e.tally.notice
 	e.origins.m = map[string]originResult{}
 	e.groups.stopped = map[string]groupStop{}
@@ -262,7 +270,7 @@ func (e *engine) open(ctx context.Context, cons broker.Consumer) error {
 		Visibility: e.opts.Visibility,
 		Idle:       e.opts.Idle,
 	}
-	if e.opts.Limit > 0 && !e.sel.selective() && e.opts.Resume == nil {
+	if e.opts.Limit > 0 && !e.sel.selective() && e.opts.Resume == nil && !e.wholeGroups() {
 		co.Limit = e.opts.Limit
 		if int64(co.Prefetch) > e.opts.Limit {
 			co.Prefetch = int(e.opts.Limit)

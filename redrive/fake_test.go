@@ -36,11 +36,16 @@ type fakeBroker struct {
 	// the message back at the end of its queue: a delete the broker
 	// forgot (SQS's at-least-once delete, a restarted emulator).
 	deliverAgain func(m *broker.Message) bool
-	flow         []func(bool, string)
-	published    int
-	acked        int
-	calls        map[string]int
-	tag          uint64
+	// consumer, when set, is the consumer of the queues messages are
+	// published to: it returns where it dead-letters m and the failure
+	// it records, or "" when it processes m (the message then stays in
+	// the queue it was published to).
+	consumer  func(queue string, m *broker.Message) (dlq, reason string)
+	flow      []func(bool, string)
+	published int
+	acked     int
+	calls     map[string]int
+	tag       uint64
 }
 
 type fakeQueue struct {
@@ -225,6 +230,18 @@ func (f *fakeBroker) Publish(ctx context.Context, outs []broker.Outgoing) ([]err
 			m.Queue = n
 			m.Redelivered = false
 			m.DeliveryCount = 0
+			if f.consumer != nil {
+				if dlq, reason := f.consumer(n, m); dlq != "" {
+					if m.Headers == nil {
+						m.Headers = map[string]any{}
+					}
+					m.Headers["x-exception-message"] = reason
+					m.Death = &broker.Death{Reason: "rejected", Queue: n, Exchange: o.Dest.Exchange, RoutingKeys: o.Dest.RoutingKeys, Count: 1}
+					q, n = f.queues[dlq], dlq
+					m.Queue = n
+					m.ID = ""
+				}
+			}
 			q.seq++
 			m.Position = fmt.Sprint(q.seq)
 			if o.GroupID != "" {
@@ -233,6 +250,9 @@ func (f *fakeBroker) Publish(ctx context.Context, outs []broker.Outgoing) ([]err
 				}
 				m.SystemAttributes["MessageGroupId"] = o.GroupID
 				m.SystemAttributes["MessageDeduplicationId"] = o.DeduplicationID
+			}
+			if m.ID == "" {
+				m.ID = broker.Fingerprint(m)
 			}
 			q.ready = append(q.ready, m)
 		}

@@ -14,6 +14,8 @@ type groups struct {
 	pos     atomic.Int64
 	mu      sync.Mutex
 	stopped map[string]groupStop
+	// chosen are the groups a run that takes whole groups chose (mu).
+	chosen map[string]bool
 }
 
 // groupStop is where a group stopped, and whether a failure (rather than a

@@ -152,6 +152,23 @@ type Options struct {
 	// Moved receives the fingerprints of the messages moved, every one,
 	// as they are acknowledged (one call at a time).
 	Moved func(ids []string)
+	// Chosen is given each message the run chose to move (selected,
+	// transformed and addressed), before it is published; a canary learns
+	// the failure groups of what it moved from it. Keep it quick.
+	Chosen func(m *broker.Message)
+
+	// SkipRuns leaves in the source every message whose x-dlq-redrive
+	// record was written by one of these runs, or by this run when
+	// SkipRuns is not nil (ReasonReturned): a canary's steps do not move
+	// again what it moved and the route dead-lettered back. It does not
+	// make a run selective (Selective): the messages it leaves are parked
+	// as failures are.
+	SkipRuns []string
+	// WholeGroups makes Limit end at a message group's end on a source
+	// with ordered message groups (SQS FIFO): once Limit messages are
+	// chosen, messages of the groups already chosen still move and every
+	// other group stays whole in the source (ReasonLaterStep).
+	WholeGroups bool
 }
 
 // Skip and failure reasons counted in a Summary.
@@ -181,10 +198,19 @@ const (
 	// message attributes SQS allows (its own, --set-header, the transform's
 	// and x-dlq-redrive).
 	ReasonAttributeLimit = "attribute-limit"
+	// ReasonReturned: this canary moved the message in an earlier step and
+	// its route dead-lettered it back (Options.SkipRuns).
+	ReasonReturned = "returned"
+	// ReasonLaterStep: a canary step took whole message groups up to its
+	// size, and this message's group is left for a later step.
+	ReasonLaterStep = "later-step"
 )
 
 // Summary is what a run did. Counts are messages, not publishes.
 type Summary struct {
+	// RunID names the run in the x-dlq-redrive record of every message it
+	// moved ("" for a dry run that moved nothing).
+	RunID       string `json:"run_id,omitempty"`
 	Source      string `json:"source"`
 	Destination string `json:"destination"`
 	DryRun      bool   `json:"dry_run,omitempty"`

@@ -22,6 +22,7 @@ type selector struct {
 	filter        Filter
 	dedupeBy      func(ctx context.Context, m *broker.Message) (string, error)
 	maxRedrives   int64
+	skipRuns      map[string]bool
 	now           func() time.Time
 	mu            sync.Mutex
 	dedupe        map[string]bool // dedupe keys selected in this run
@@ -52,6 +53,13 @@ func newSelector(opts Options) *selector {
 		maxRedrives: opts.MaxRedrives, now: opts.Now}
 	s.ids = set(opts.IDs)
 	s.excluded = set(opts.ExcludeIDs)
+	if opts.SkipRuns != nil {
+		// The run's own ID is added once it is known (newEngine).
+		s.skipRuns = set(opts.SkipRuns)
+		if s.skipRuns == nil {
+			s.skipRuns = map[string]bool{}
+		}
+	}
 	return s
 }
 
@@ -80,6 +88,9 @@ func (s *selector) reason(ctx context.Context, m *broker.Message) (string, error
 	}
 	if s.excluded[m.ID] {
 		return ReasonExcluded, nil
+	}
+	if s.skipRuns != nil && s.skipRuns[MarkRun(m)] {
+		return ReasonReturned, nil
 	}
 	if !s.window.IsZero() {
 		tooNew, tooOld := s.window.Outside(m, s.now())
@@ -129,8 +140,40 @@ func (s *selector) reason(ctx context.Context, m *broker.Message) (string, error
 	return "", nil
 }
 
+// limitReached reports whether the run chose Limit messages. A run that
+// takes whole groups (wholeGroups) never reaches it: it reads on for the
+// rest of the groups it chose.
 func (e *engine) limitReached() bool {
-	return e.opts.Limit > 0 && e.selected.Load() >= e.opts.Limit
+	return e.opts.Limit > 0 && !e.wholeGroups() && e.selected.Load() >= e.opts.Limit
+}
+
+// wholeGroups reports whether Limit ends at a message group's end
+// (Options.WholeGroups on a source with ordered groups).
+func (e *engine) wholeGroups() bool {
+	return e.opts.WholeGroups && e.opts.Limit > 0 && e.traits.Ordered
+}
+
+// laterStep reports whether m's group must wait for a later step: the run
+// takes whole groups, has chosen Limit messages, and m's group is not one
+// of those it chose. A group it takes is remembered.
+func (e *engine) laterStep(m *broker.Message) bool {
+	if !e.wholeGroups() {
+		return false
+	}
+	g := m.SystemAttributes["MessageGroupId"]
+	e.groups.mu.Lock()
+	defer e.groups.mu.Unlock()
+	if e.groups.chosen[g] {
+		return false
+	}
+	if e.selected.Load() >= e.opts.Limit {
+		return true
+	}
+	if e.groups.chosen == nil {
+		e.groups.chosen = map[string]bool{}
+	}
+	e.groups.chosen[g] = true
+	return false
 }
 
 // decide selects, transforms and addresses one delivery.
@@ -169,6 +212,11 @@ func (e *engine) decide(ctx context.Context, d *broker.Delivery) item {
 		}
 		return it
 	}
+	if e.laterStep(m) {
+		e.tally.skip(ReasonLaterStep, m.ID, nil)
+		it.reason = ReasonLaterStep
+		return it
+	}
 	out, dest, reason, err := e.prepare(ctx, m)
 	if reason != "" {
 		e.tally.fail(reason, m.ID, err)
@@ -177,6 +225,9 @@ func (e *engine) decide(ctx context.Context, d *broker.Delivery) item {
 	}
 	e.selected.Add(1)
 	it.out, it.dest = out, dest
+	if e.opts.Chosen != nil {
+		e.opts.Chosen(m)
+	}
 	return it
 }
 

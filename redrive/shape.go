@@ -185,3 +185,35 @@ func (e *engine) resetCounters(nm *broker.Message) {
 		}
 	}
 }
+
+// MarkRun is the ID of the run that wrote m's x-dlq-redrive record (the
+// record's id without its sequence number), "" without one.
+func MarkRun(m *broker.Message) string {
+	var id string
+	if v, ok := m.Headers[RedriveHeader]; ok {
+		switch t := v.(type) {
+		case map[string]any:
+			id, _ = t["id"].(string)
+		case string:
+			id = markID(t)
+		case []byte:
+			id = markID(string(t))
+		}
+	} else if a, ok := m.Attributes[RedriveHeader]; ok {
+		id = markID(a.StringValue)
+	}
+	if i := strings.LastIndexByte(id, '-'); i > 0 {
+		return id[:i]
+	}
+	return ""
+}
+
+func markID(raw string) string {
+	var rec struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal([]byte(raw), &rec) != nil {
+		return ""
+	}
+	return rec.ID
+}

@@ -76,7 +76,11 @@ func (m Model) askRedrive(ids []string, filter string, count int64, sample *brok
 	m.dialog = newChoice("redrive "+what+" to", []string{"messages are removed from " + queue + " only after the destination confirms them"}, opts, hints,
 		func(m Model, choice int, _ string) (Model, tea.Cmd) {
 			confirm := func(m Model, dest broker.Destination) (Model, tea.Cmd) {
-				return m.confirmRedrive(ActionRequest{Queue: queue, IDs: ids, Filter: filter, Dest: dest, Expected: count, Groups: groups, Words: m.c.settingWords})
+				req := ActionRequest{Queue: queue, IDs: ids, Filter: filter, Dest: dest, Expected: count, Groups: groups, Words: m.c.settingWords}
+				if len(groups) > 0 {
+					return m.askCanary(req)
+				}
+				return m.confirmRedrive(req)
 			}
 			if dests[choice] == nil {
 				return m.askCustomDestination(confirm)
@@ -86,10 +90,27 @@ func (m Model) askRedrive(ids []string, filter string, count int64, sample *brok
 	return m, nil
 }
 
+// askCanary offers a group redrive in canary steps (the default) or all
+// at once.
+func (m Model) askCanary(req ActionRequest) (Model, tea.Cmd) {
+	m.dialog = newChoice(fmt.Sprintf("redrive %d message(s): how", req.Expected), []string{"a group often fails the same way again until its cause is fixed"},
+		[]string{"canary", "all at once"},
+		[]string{"1, 5, 10%, 25%, rest; stops if any come back", "move every message of the group in one run"},
+		func(m Model, choice int, _ string) (Model, tea.Cmd) {
+			req.Canary = choice == 0
+			return m.confirmRedrive(req)
+		})
+	return m, nil
+}
+
 func (m Model) confirmRedrive(req ActionRequest) (Model, tea.Cmd) {
 	body := []string{
 		fmt.Sprintf("move %d message(s) from %s to %s.", req.Expected, req.Queue, req.Dest),
 		"each is removed from the DLQ only after the destination confirmed it.",
+	}
+	if req.Canary {
+		body = append(body, "in steps of 1, 5, 10%, 25%, then the rest: after each step dlq waits for moved",
+			"messages that fail again and stops, leaving the rest in the DLQ, when any come back.")
 	}
 	if req.Filter != "" {
 		body = append(body, "filter: "+req.Filter+" (evaluated again on the queue)")
@@ -98,9 +119,15 @@ func (m Model) confirmRedrive(req ActionRequest) (Model, tea.Cmd) {
 		body = append(body, "ids: "+strings.Join(req.IDs, ", "))
 	}
 	redrive := m.c.backend.Redrive
-	m.dialog = newConfirm(fmt.Sprintf("redrive %d message(s)?", req.Expected), body, true, func(m Model) (Model, tea.Cmd) {
+	title := fmt.Sprintf("redrive %d message(s)?", req.Expected)
+	job := fmt.Sprintf("redriving %d to %s", req.Expected, req.Dest)
+	if req.Canary {
+		title = fmt.Sprintf("canary redrive %d message(s)?", req.Expected)
+		job = fmt.Sprintf("canary redriving %d to %s", req.Expected, req.Dest)
+	}
+	m.dialog = newConfirm(title, body, true, func(m Model) (Model, tea.Cmd) {
 		m.msgs.selected = map[string]bool{}
-		return m.startJob(fmt.Sprintf("redriving %d to %s", req.Expected, req.Dest), func(ctx context.Context, p func(Progress)) (Result, error) {
+		return m.startJob(job, func(ctx context.Context, p func(Progress)) (Result, error) {
 			return redrive(ctx, req, p)
 		}, func(m Model, _ Result) (Model, tea.Cmd) { return m.reload() })
 	})

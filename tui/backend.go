@@ -113,6 +113,9 @@ type ActionRequest struct {
 	// Groups are the failure group IDs the messages were chosen by, for the
 	// audit record.
 	Groups []string
+	// Canary redrives in growing steps and stops when moved messages come
+	// back (`dlq redrive --canary`); offered for a group redrive.
+	Canary bool
 	// Words words the settings that per-message errors name, as the TUI
 	// does: keys where it has one (nil: broker.PlainSetting).
 	Words broker.Renderer
@@ -137,6 +140,8 @@ type Progress struct {
 	// Note, when set, words the count in place of Done/Total ("moved
 	// 24/60", "moved 24, examined 84 of ~200 in the queue").
 	Note string
+	// Step is shown beside the job's title (a canary's step and wait).
+	Step string
 }
 
 // Result is what an action did.

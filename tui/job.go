@@ -141,6 +141,9 @@ func (m Model) jobDone(msg jobDoneMsg) (tea.Model, tea.Cmd) {
 func (j *job) view(st styles, cancel key.Binding, width int) string {
 	p := j.progress
 	label := j.title
+	if p.Step != "" {
+		label += ": " + p.Step
+	}
 	if j.cancelling {
 		label += " (cancelling…)"
 	}

@@ -673,6 +673,9 @@ func TestGroupViewTrendsAndGroupActions(t *testing.T) {
 	h.key("R")
 	h.waitFor("redrive 15 message(s) to")
 	h.key("enter")
+	// A group's redrive offers the canary first; all at once here.
+	h.waitFor("redrive 15 message(s): how", "canary", "all at once")
+	h.key("down", "enter")
 	h.waitFor("redrive 15 message(s)?")
 	h.key("y")
 	h.waitFor("moved 15 messages to origin", "45 read")
@@ -695,12 +698,38 @@ func TestGroupViewTrendsAndGroupActions(t *testing.T) {
 		want = append(want, fmt.Sprintf("inc-%02d", i))
 	}
 	req := f.redrives[0]
-	if d := cmpLines(want, req.IDs); d != "" || !slices.Equal(req.Groups, []string{customers}) {
-		t.Fatalf("redrive of the customers group: groups %v, ids:\n%s", req.Groups, d)
+	if d := cmpLines(want, req.IDs); d != "" || !slices.Equal(req.Groups, []string{customers}) || req.Canary {
+		t.Fatalf("redrive of the customers group: groups %v, canary %t, ids:\n%s", req.Groups, req.Canary, d)
 	}
 	dreq := f.discards[0]
 	if len(dreq.IDs) != 15 || !slices.Equal(dreq.Groups, []string{inspect.GroupID("Inventory service returned <num> for <id>")}) {
 		t.Fatalf("discard of the 503 group: %+v", dreq)
+	}
+}
+
+// TestGroupRedriveOffersTheCanary: R on a group, enter on the destination
+// and enter on the offer ask for a canary redrive, which the confirmation
+// explains and the request carries.
+func TestGroupRedriveOffersTheCanary(t *testing.T) {
+	f := newFake()
+	f.messages["orders.dlq"] = incidentMessages("orders.dlq")
+	f.expectCall("redrive")
+	h := start(t, f.backend(false), Options{Queue: "orders.dlq"})
+	h.waitFor("45 read", "Customer <id>")
+	h.key("s")
+	h.waitFor("group by reason", "45 messages, 3 groups")
+	h.key("R")
+	h.waitFor("redrive 15 message(s) to")
+	h.key("enter")
+	h.waitFor("redrive 15 message(s): how", "stops if any come back")
+	h.key("enter")
+	h.waitFor("canary redrive 15 message(s)?", "in steps of 1, 5, 10%, 25%, then the rest")
+	h.key("y")
+	h.waitFor("moved 15 messages to origin")
+	h.final()
+	f.verify(t)
+	if req := f.redrives[0]; !req.Canary || len(req.IDs) != 15 {
+		t.Fatalf("request canary %t with %d ids; want a canary of 15", req.Canary, len(req.IDs))
 	}
 }
 
