@@ -282,6 +282,11 @@ func (e *engine) open(ctx context.Context, cons broker.Consumer) error {
 	nreaders := 1
 	if e.traits.ParallelReceivers {
 		nreaders = e.opts.Concurrency
+		if co.Limit > 0 {
+			// Each receive takes up to ten: more readers than a small
+			// limit needs only hide messages the run will not move.
+			nreaders = int(min(int64(nreaders), (co.Limit+9)/10))
+		}
 	}
 	e.set.slots = map[broker.Subscription]chan struct{}{}
 	for i := 0; i < nreaders; i++ {

@@ -25,6 +25,10 @@ var (
 // defaultIdle is how long Next long-polls an empty queue before io.EOF.
 const defaultIdle = time.Second
 
+// receiveGrace bounds a receive beyond its long poll, once its run was
+// cancelled (see fill).
+const receiveGrace = 10 * time.Second
+
 // maxVisibility is SQS's upper bound on a visibility timeout.
 const maxVisibility = 12 * time.Hour
 
@@ -123,21 +127,39 @@ func (s *subscription) fill(ctx context.Context) error {
 		// and again until the deadline.
 		wait := min(time.Until(deadline), 20*time.Second)
 		wait = max(((wait+time.Second-1)/time.Second)*time.Second, 0)
-		msgs, err := s.b.receive(ctx, s.url, want, vis, wait)
+		// A receive cut off by a cancel still hides what the server picked
+		// for it, and dlq never learns their receipt handles: they would
+		// stay hidden for the whole visibility timeout. So a receive on its
+		// way is let finish (it ends after its long poll), and what it
+		// brings after a cancel or a Close is given back.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait+receiveGrace)
+		msgs, err := s.b.receive(rctx, s.url, want, vis, wait)
+		cancel()
 		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("receive from queue `%s`: %w", s.name, ctx.Err())
+			}
 			return err
 		}
 		if len(msgs) > 0 {
 			s.mu.Lock()
 			closed := s.closed
-			if !closed {
+			if !closed && ctx.Err() == nil {
 				s.buf = msgs
 			}
 			s.mu.Unlock()
-			if closed {
-				// Closed while this receive was on its way: give them back.
-				_, err := s.b.changeVisibility(context.WithoutCancel(ctx), s.url, handlesOf(msgs), 0)
-				return err
+			if closed || ctx.Err() != nil {
+				// Closed or cancelled while this receive was on its way:
+				// give them back.
+				gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+				defer gcancel()
+				if _, err := s.b.changeVisibility(gctx, s.url, handlesOf(msgs), 0); err != nil {
+					return err
+				}
+				if closed {
+					return nil
+				}
+				return fmt.Errorf("receive from queue `%s`: %w", s.name, ctx.Err())
 			}
 			return nil
 		}

@@ -35,8 +35,10 @@ func (b *Broker) receive(ctx context.Context, url string, max int, visibility, w
 	}
 	out, err := b.api.ReceiveMessage(ctx, in)
 	if err != nil {
+		b.log.Debug("sqs: receive", "queue", nameFromURL(url), "asked", max, "visibility", visibility, "wait", wait, "err", err)
 		return nil, b.queueErr("receive from queue `"+nameFromURL(url)+"`", url, err)
 	}
+	b.log.Debug("sqs: receive", "queue", nameFromURL(url), "asked", max, "got", len(out.Messages), "visibility", visibility, "wait", wait)
 	return out.Messages, nil
 }
 
@@ -69,5 +71,6 @@ func (b *Broker) changeVisibility(ctx context.Context, url string, handles []str
 			err = fmt.Errorf("change visibility in queue `%s`: %s (%s)", nameFromURL(url), aws.ToString(f.Message), aws.ToString(f.Code))
 		}
 	}
+	b.log.Debug("sqs: change visibility", "queue", nameFromURL(url), "messages", len(handles), "to", d, "failed", failed, "err", err)
 	return failed, err
 }
