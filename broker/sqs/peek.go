@@ -56,7 +56,11 @@ const (
 //     receives each message once, not again to find out that it is done);
 //     after consecutive empty long polls; or after consecutive batches of
 //     only already-seen messages. Standard queues have no order to keep; a
-//     returned message may be delivered later than before.
+//     returned message may be delivered later than before. A server that
+//     hands the returned messages out again first (a batch of only
+//     already-seen messages while fewer were seen than the queue held)
+//     would hide the rest from the walk: from there on, the walk holds what
+//     it reads, as on a FIFO queue.
 //   - FIFO queues: SQS locks a message group while any of its messages is in
 //     flight, and a message made visible again goes back to the head of its
 //     group, so returning each batch at once would show the same heads
@@ -95,7 +99,7 @@ func (b *Broker) Peek(ctx context.Context, queue string, opts broker.PeekOptions
 	p.depth, _ = strconv.ParseInt(attrs[attrDepth], 10, 64)
 	p.inFlight, _ = strconv.ParseInt(attrs[attrNotVisible], 10, 64)
 	if p.fifo {
-		err = p.walkFIFO(ctx)
+		err = p.walkHolding(ctx)
 	} else {
 		err = p.walkStandard(ctx)
 	}
@@ -224,13 +228,25 @@ func (p *peeker) walkStandard(ctx context.Context) error {
 		}
 		if fresh {
 			stale = 0
-		} else if stale++; stale >= peekStaleBatches {
+			continue
+		}
+		if p.depth > 0 && p.received < p.depth {
+			// Only messages already seen, though more are there: this
+			// server hands back the messages a peek returned first (some
+			// emulators keep a standard queue in order). Hold the rest
+			// of the walk, as on a FIFO queue, to reach them.
+			return p.walkHolding(ctx)
+		}
+		if stale++; stale >= peekStaleBatches {
 			return nil
 		}
 	}
 }
 
-func (p *peeker) walkFIFO(ctx context.Context) (err error) {
+// walkHolding walks a FIFO queue, or the rest of a standard queue whose
+// server hands the returned messages out again first: it keeps what it
+// read hidden until the walk ends (see Peek).
+func (p *peeker) walkHolding(ctx context.Context) (err error) {
 	hold := p.opts.MaxUnacked
 	if hold <= 0 {
 		hold = peekFIFOHold
@@ -253,6 +269,9 @@ func (p *peeker) walkFIFO(ctx context.Context) (err error) {
 		}
 		if len(held) >= hold {
 			p.heldMax = true
+			return nil
+		}
+		if !p.fifo && p.depth > 0 && p.received >= p.depth {
 			return nil
 		}
 		if time.Since(lastExtend) > peekVisibility/2 {

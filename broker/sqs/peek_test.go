@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/broker/brokertest"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 // peekAll peeks and returns the bodies and IDs visited.
@@ -178,4 +180,26 @@ func contains(l []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// local-aws-sqs hands the messages a peek made visible again out first, so
+// a walk that returns each batch at once sees the same ten again and again.
+// The walk then holds the rest, and still sees every message once.
+func TestPeekStandardWhereReturnedMessagesComeFirst(t *testing.T) {
+	env := brokertest.SQS(t)
+	b := openAt(t, env.MoveEndpoint)
+	u := createQueue(t, b, baseName(t), nil)
+	want := bodies("m", 35)
+	sendBodies(t, b, u, "", want...)
+	waitDepth(t, b, u, 35)
+	got, _, rep := peekAll(t, b, u, broker.PeekOptions{})
+	sort.Strings(got)
+	if d := testdiff.Diff(want, got); d != "" {
+		t.Fatalf("peek read %d (%+v) (-want +got):\n%s", len(got), rep, d)
+	}
+	if rep.Read != 35 {
+		t.Errorf("read %d, want 35", rep.Read)
+	}
+	// Everything held was given back.
+	waitDepth(t, b, u, 35)
 }
