@@ -192,7 +192,9 @@ func consumeSQS(t *testing.T, s *riSQS, src, dlq string, fifo bool) *sqsConsumer
 		seq := 0
 		for ctx.Err() == nil {
 			out, err := s.c.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{QueueUrl: aws.String(src), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
-				MessageAttributeNames: []string{"All"}, MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{"All"}})
+				MessageAttributeNames: []string{"All"}, MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{"All"},
+				//lint:ignore SA1019 local-aws-sqs returns MessageGroupId only for the deprecated field.
+				AttributeNames: []sqstypes.QueueAttributeName{"All"}})
 			if err != nil {
 				continue
 			}
@@ -222,8 +224,8 @@ func consumeSQS(t *testing.T, s *riSQS, src, dlq string, fifo bool) *sqsConsumer
 
 func TestCanaryIntegrationSQS(t *testing.T) {
 	env := brokertest.SQS(t)
-	for _, ep := range []struct{ name, url string }{{"fauxqs", env.Endpoint}} {
-		for _, fifo := range []bool{true} {
+	for _, ep := range []struct{ name, url string }{{"fauxqs", env.Endpoint}, {"local-aws-sqs", env.MoveEndpoint}} {
+		for _, fifo := range []bool{false, true} {
 			name := ep.name + "-" + map[bool]string{false: "standard", true: "fifo"}[fifo]
 			t.Run(name, func(t *testing.T) {
 				s := newRISQS(t, ep.url)
