@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -289,5 +291,61 @@ func TestRedriveCanaryAsksOnTerminal(t *testing.T) {
 	}
 	if len(b.dest) != 12 || !strings.Contains(stdout, "  step 1 (2): moved 2") || !strings.Contains(stdout, "  step 3 (rest): moved 4") {
 		t.Errorf("moved %d; stdout:\n%s", len(b.dest), stdout)
+	}
+}
+
+// What a stopped canary keeps for --resume (its state, its journals)
+// holds no password, though the destination named one.
+func TestRedriveCanaryKeepsNoSecret(t *testing.T) {
+	const secret = "canary-s3cret"
+	b := &moveFake{dlq: fakeDead(12)}
+	b.published = func() { // b.mu is held
+		b.dlq = append(b.dlq, b.dest...)
+		b.dest = nil
+	}
+	f, outs := moveFactory(t, b, false)
+	f.Options.Output = OutputJSON
+	f.OpenDestination = func(ctx context.Context, ref string) (broker.Broker, string, error) {
+		_, dest, _ := strings.Cut(ref, "#")
+		return b, dest, nil
+	}
+	o := &redriveOptions{f: f, Source: "orders.dlq", To: "amqp://ops:" + secret + "@fake:5672/#queue:orders", format: OutputJSON,
+		Canary: canaryFlags{Steps: canaryDefault}, changed: func(n string) bool { return n == "canary-wait" }}
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
+	}
+	err := redriveRun(context.Background(), o)
+	stdout, stderr := outs()
+	if code := exitCodeFor(err); code != ExitCanaryStopped {
+		t.Fatalf("exit %d (%v), want %d; stderr:\n%s", code, err, ExitCanaryStopped, stderr)
+	}
+	if loadCanaryState(redrive.JournalKey(b.String(), "orders.dlq")) == nil {
+		t.Fatal("the stopped canary kept no state")
+	}
+	kept := 0
+	walkErr := filepath.WalkDir(os.Getenv("XDG_STATE_HOME"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		kept++
+		if strings.Contains(string(data), secret) {
+			t.Errorf("%s holds the password:\n%s", path, data)
+		}
+		return nil
+	})
+	if walkErr != nil {
+		t.Fatal(walkErr)
+	}
+	if kept < 2 {
+		t.Errorf("%d files kept, want the canary's state and a journal at least", kept)
+	}
+	for name, s := range map[string]string{"stdout": stdout, "stderr": stderr, "error": err.Error()} {
+		if strings.Contains(s, secret) {
+			t.Errorf("%s holds the password: %s", name, s)
+		}
 	}
 }
