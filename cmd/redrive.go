@@ -161,7 +161,8 @@ and --set-header. Death headers (x-death, x-first-death-*, x-last-death-*,
 x-delivery-count) are stripped unless --keep-death-headers, and the failure
 headers of Spring (x-exception-*), MassTransit (MT-Fault-*, MT-Reason) and
 NServiceBus (NServiceBus.ExceptionInfo.*), with the origin recorded with
-them (x-original-*, NServiceBus.FailedQ, NServiceBus.TimeOfFailure), unless
+them (x-original-*, NServiceBus.FailedQ, NServiceBus.TimeOfFailure; on SQS
+NServiceBus keeps them in the body's Headers, where they go too), unless
 --keep-failure-headers; --reset-retries sets the retry counters frameworks
 read to 0, and --reset-header NAME an application's own; an x-dlq-redrive
 header (SQS: attribute) records count, time and source.

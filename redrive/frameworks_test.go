@@ -1,7 +1,9 @@
 package redrive
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/dlq-tools/dlq/broker"
@@ -237,5 +239,60 @@ func TestEnvelopesMoveAsTheyCameUnlessUnwrapped(t *testing.T) {
 		if d := testdiff.Diff(want, got); d != "" {
 			t.Errorf("unwrap %v: bodies moved (-want +got):\n%s", unwrap, d)
 		}
+	}
+}
+
+// NServiceBus on SQS keeps every header inside the body. A redrive strips
+// the failure headers there too (the consumer would otherwise see the old
+// failure as its own), resets the retry counter on --reset-retries, and
+// keeps every other byte of the envelope.
+func TestNServiceBusOnSQSEnvelopeHeadersAreShaped(t *testing.T) {
+	const payload = "eyJjYXJkIjoiNDI0MiJ9" // {"card":"4242"}
+	body := `{"Headers":{"NServiceBus.MessageId":"m1","NServiceBus.EnclosedMessageTypes":"Billing.ChargeCard, Billing",` +
+		`"NServiceBus.ExceptionInfo.ExceptionType":"System.TimeoutException","NServiceBus.ExceptionInfo.Message":"timed out <db> & gave up",` +
+		`"NServiceBus.FailedQ":"billing@host","NServiceBus.TimeOfFailure":"2026-11-20 10:00:00:000000 Z","NServiceBus.Retries":"2",` +
+		`"NServiceBus.ProcessingEndpoint":"billing"},"Body":"` + payload + `","S3BodyKey":null}`
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want map[string]string
+	}{
+		{"default", Options{}, map[string]string{"NServiceBus.MessageId": "m1", "NServiceBus.EnclosedMessageTypes": "Billing.ChargeCard, Billing",
+			"NServiceBus.Retries": "2", "NServiceBus.ProcessingEndpoint": "billing"}},
+		{"reset-retries", Options{ResetRetries: true}, map[string]string{"NServiceBus.MessageId": "m1", "NServiceBus.EnclosedMessageTypes": "Billing.ChargeCard, Billing",
+			"NServiceBus.Retries": "0", "NServiceBus.ProcessingEndpoint": "billing"}},
+		{"keep-failure-headers", Options{KeepFailureHeaders: true}, map[string]string{"NServiceBus.MessageId": "m1", "NServiceBus.EnclosedMessageTypes": "Billing.ChargeCard, Billing",
+			"NServiceBus.ExceptionInfo.ExceptionType": "System.TimeoutException", "NServiceBus.ExceptionInfo.Message": "timed out <db> & gave up",
+			"NServiceBus.FailedQ": "billing@host", "NServiceBus.TimeOfFailure": "2026-11-20 10:00:00:000000 Z", "NServiceBus.Retries": "2",
+			"NServiceBus.ProcessingEndpoint": "billing"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, broker.RabbitMQ)
+			f.declare("billing-errors", broker.KindClassic)
+			f.declare("billing", broker.KindClassic)
+			f.put("billing-errors", &broker.Message{ID: "nsb", Body: []byte(body)})
+			s, err := Run(context.Background(), f, "billing-errors", f, tc.opts)
+			if err != nil || s.Moved != 1 {
+				t.Fatalf("moved %d, err %v; want 1 to billing (from NServiceBus.FailedQ in the body)", s.Moved, err)
+			}
+			got := f.ready("billing")[0].Body
+			var env struct {
+				Headers   map[string]string
+				Body      string
+				S3BodyKey *string
+			}
+			if err := json.Unmarshal(got, &env); err != nil {
+				t.Fatalf("%v: %s", err, got)
+			}
+			if d := testdiff.Diff(tc.want, env.Headers); d != "" {
+				t.Errorf("headers in the body (-want +got):\n%s", d)
+			}
+			if env.Body != payload || env.S3BodyKey != nil || !bytes.Contains(got, []byte(`"S3BodyKey":null`)) {
+				t.Errorf("the envelope's other fields changed: %s", got)
+			}
+			if tc.name == "keep-failure-headers" && !bytes.Equal(got, []byte(body)) {
+				t.Errorf("kept headers, but the body changed:\n%s\nwant\n%s", got, body)
+			}
+		})
 	}
 }

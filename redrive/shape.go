@@ -43,6 +43,7 @@ func (e *engine) shape(nm, orig *broker.Message) error {
 		}
 	}
 	e.resetCounters(nm)
+	e.shapeEnvelope(nm)
 	fromAttrs := e.traits.Attributes != nil && e.traits.Attributes(orig)
 	maxAttrs := e.dstTraits.MaxAttributes
 	toAttrs := maxAttrs > 0
@@ -150,6 +151,29 @@ func attributesToHeaders(m *broker.Message) {
 	}
 }
 
+// shapeEnvelope does to the headers that NServiceBus on SQS keeps inside
+// the body what shape and resetCounters do to a message's own: failure
+// headers go unless kept, and the named retry counters become "0".
+func (e *engine) shapeEnvelope(nm *broker.Message) {
+	if e.opts.KeepFailureHeaders && !e.opts.ResetRetries && len(e.opts.ResetHeaders) == 0 {
+		return
+	}
+	inspect.EditEnvelopeHeaders(nm, func(k string, v json.RawMessage) json.RawMessage {
+		if !e.opts.KeepFailureHeaders && broker.IsFailureHeader(k) {
+			return nil
+		}
+		if e.resets(k) && len(v) > 0 {
+			switch {
+			case v[0] == '"':
+				return json.RawMessage(`"0"`)
+			case v[0] == '-' || v[0] >= '0' && v[0] <= '9':
+				return json.RawMessage(`0`)
+			}
+		}
+		return v
+	})
+}
+
 // resetCounters sets the retry counters that Options.ResetRetries and
 // Options.ResetHeaders name to 0, keeping each one's type; a counter the
 // message does not carry is not added.
@@ -157,26 +181,15 @@ func (e *engine) resetCounters(nm *broker.Message) {
 	if !e.opts.ResetRetries && len(e.opts.ResetHeaders) == 0 {
 		return
 	}
-	reset := func(k string) bool {
-		if e.opts.ResetRetries && broker.IsRetryCounter(k) {
-			return true
-		}
-		for _, n := range e.opts.ResetHeaders {
-			if strings.EqualFold(k, n) {
-				return true
-			}
-		}
-		return false
-	}
 	for k, v := range nm.Headers {
-		if reset(k) {
+		if e.resets(k) {
 			if z, ok := broker.ZeroCount(v); ok {
 				nm.Headers[k] = z
 			}
 		}
 	}
 	for k, a := range nm.Attributes {
-		if reset(k) {
+		if e.resets(k) {
 			a.StringValue, a.BinaryValue = "0", nil
 			if !strings.HasPrefix(a.DataType, "Number") && !strings.HasPrefix(a.DataType, "String") {
 				a.DataType = "Number"
@@ -184,6 +197,20 @@ func (e *engine) resetCounters(nm *broker.Message) {
 			nm.Attributes[k] = a
 		}
 	}
+}
+
+// resets reports whether Options.ResetRetries or Options.ResetHeaders
+// name the counter k.
+func (e *engine) resets(k string) bool {
+	if e.opts.ResetRetries && broker.IsRetryCounter(k) {
+		return true
+	}
+	for _, n := range e.opts.ResetHeaders {
+		if strings.EqualFold(k, n) {
+			return true
+		}
+	}
+	return false
 }
 
 // MarkRun is the ID of the run that wrote m's x-dlq-redrive record (the
