@@ -50,13 +50,6 @@ func Export(ctx context.Context, b broker.Broker, opts ExportOptions) (*Spec, er
 
 func boolp(b bool) *bool { return &b }
 
-// Attributes that GetQueueAttributes reports but nobody sets.
-var readOnlySQS = map[string]bool{
-	"ApproximateNumberOfMessages": true, "ApproximateNumberOfMessagesNotVisible": true,
-	"ApproximateNumberOfMessagesDelayed": true, "CreatedTimestamp": true, "LastModifiedTimestamp": true,
-	"QueueArn": true, "FifoQueue": true,
-}
-
 // MarshalSpec writes a spec as YAML with a header comment.
 func MarshalSpec(s *Spec, header string) ([]byte, error) {
 	var buf bytes.Buffer

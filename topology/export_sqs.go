@@ -98,3 +98,10 @@ func ExportSQS(qs []broker.SQSQueueState) *Spec {
 	sort.Slice(s.Queues, func(i, j int) bool { return s.Queues[i].Name < s.Queues[j].Name })
 	return &Spec{Version: SpecVersion, SQS: s}
 }
+
+// Attributes that GetQueueAttributes reports but nobody sets.
+var readOnlySQS = map[string]bool{
+	"ApproximateNumberOfMessages": true, "ApproximateNumberOfMessagesNotVisible": true,
+	"ApproximateNumberOfMessagesDelayed": true, "CreatedTimestamp": true, "LastModifiedTimestamp": true,
+	"QueueArn": true, "FifoQueue": true,
+}
