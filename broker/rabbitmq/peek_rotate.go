@@ -13,13 +13,10 @@ import (
 // rotator republishes deliveries to the back of their queue with publisher
 // confirms, on a dedicated confirm-mode channel.
 type rotator struct {
-	b        *Broker
-	queue    string
-	ch       *amqp.Channel
-	confirms chan amqp.Confirmation
-	returns  chan amqp.Return
-	closed   chan *amqp.Error
-	window   int
+	*confirmChannel
+	b      *Broker
+	queue  string
+	window int
 	// published and confirmed count publishes; failed is set when the
 	// broker refused (nack) or returned a copy: nothing more may be acked.
 	published, confirmed uint64
@@ -34,16 +31,11 @@ func (b *Broker) newRotator(ctx context.Context, queue string, window int) (*rot
 	if err != nil {
 		return nil, err
 	}
-	if err := ch.Confirm(false); err != nil {
-		_ = ch.Close()
+	cc, err := confirmMode(ch, window+1, window+1)
+	if err != nil {
 		return nil, err
 	}
-	r := &rotator{b: b, queue: queue, ch: ch, window: window,
-		confirms: ch.NotifyPublish(make(chan amqp.Confirmation, window+1)),
-		returns:  ch.NotifyReturn(make(chan amqp.Return, window+1)),
-		closed:   ch.NotifyClose(make(chan *amqp.Error, 1)),
-	}
-	return r, nil
+	return &rotator{confirmChannel: cc, b: b, queue: queue, window: window}, nil
 }
 
 func (r *rotator) close() { _ = r.ch.Close() }
@@ -120,17 +112,6 @@ func (r *rotator) awaitOne(ctx context.Context) (bool, error) {
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}
-}
-
-func (r *rotator) closeErr() error {
-	select {
-	case e := <-r.closed:
-		if e != nil {
-			return e
-		}
-	default:
-	}
-	return amqp.ErrClosed
 }
 
 // drain takes the confirms that have already arrived, without waiting.

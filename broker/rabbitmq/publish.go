@@ -187,7 +187,7 @@ func toKnownExchanges(pubs []publication, exchanges map[string]error, results []
 // a goroutine writes them (publishAll) while the caller settles their
 // confirms (publishConfirmed). mu guards every field below it.
 type pipeline struct {
-	ch   *amqp.Channel
+	cc   *confirmChannel
 	pubs []publication
 	seed maphash.Seed
 	// done is closed when publishAll has returned.
@@ -208,7 +208,7 @@ type pipeline struct {
 // failure (its own or stop's).
 func (pl *pipeline) publishAll() {
 	defer close(pl.done)
-	mu, cond, ch := &pl.mu, pl.cond, pl.ch
+	mu, cond, ch := &pl.mu, pl.cond, pl.cc.ch
 	for i := range pl.pubs {
 		p := &pl.pubs[i]
 		mu.Lock()
@@ -250,7 +250,7 @@ func (pl *pipeline) stop() {
 	pl.failed = true
 	pl.cond.Broadcast()
 	pl.mu.Unlock()
-	_ = pl.ch.Close() // unblocks a publish stuck on a blocked connection
+	_ = pl.cc.ch.Close() // unblocks a publish stuck on a blocked connection
 	<-pl.done
 }
 
@@ -269,11 +269,11 @@ func (pl *pipeline) takeReturn(r amqp.Return) bool {
 }
 
 // onReturn takes a message the broker returned; an error ends the batch.
-func (pl *pipeline) onReturn(r amqp.Return, ok bool, closed chan *amqp.Error) error {
+func (pl *pipeline) onReturn(r amqp.Return, ok bool) error {
 	if !ok {
 		// The channel closed: its returns channel gives zero values,
 		// which are no returns.
-		return translateErr("publish", closeErrOf(closed))
+		return translateErr("publish", pl.cc.closeErr())
 	}
 	if !pl.takeReturn(r) {
 		return &broker.Error{Kind: broker.ErrUnroutable, Op: "publish",
@@ -320,7 +320,7 @@ func (pl *pipeline) settle(c amqp.Confirmation, msgs []broker.Outgoing, pubErrs 
 // of the whole call, after which no publish may be taken as confirmed.
 func publishConfirmed(ctx context.Context, cc *confirmChannel, msgs []broker.Outgoing, pubs []publication, seed maphash.Seed) ([]error, error) {
 	confirms, returns, closed := cc.confirms, cc.returns, cc.closed
-	pl := &pipeline{ch: cc.ch, pubs: pubs, seed: seed, done: make(chan struct{}),
+	pl := &pipeline{cc: cc, pubs: pubs, seed: seed, done: make(chan struct{}),
 		inflight: map[uint64]uint64{}, bySeq: make(map[uint64]int, len(pubs)), returned: map[uint64]amqp.Return{}}
 	pl.cond = sync.NewCond(&pl.mu)
 	go pl.publishAll()
@@ -338,20 +338,20 @@ func publishConfirmed(ctx context.Context, cc *confirmChannel, msgs []broker.Out
 		}
 		select {
 		case r, ok := <-returns:
-			if err := pl.onReturn(r, ok, closed); err != nil {
+			if err := pl.onReturn(r, ok); err != nil {
 				pl.stop()
 				return nil, err
 			}
 		case c, ok := <-confirms:
 			if !ok {
 				pl.stop()
-				return nil, translateErr("publish", closeErrOf(closed))
+				return nil, translateErr("publish", cc.closeErr())
 			}
 			// The return of this message, if any, arrived before its confirm.
 			for drained := false; !drained; {
 				select {
 				case r, ok := <-returns:
-					if err := pl.onReturn(r, ok, closed); err != nil {
+					if err := pl.onReturn(r, ok); err != nil {
 						pl.stop()
 						return nil, err
 					}
@@ -383,17 +383,6 @@ func publishConfirmed(ctx context.Context, cc *confirmChannel, msgs []broker.Out
 		}
 	}
 	return pubErrs, nil
-}
-
-func closeErrOf(closed chan *amqp.Error) error {
-	select {
-	case e := <-closed:
-		if e != nil {
-			return e
-		}
-	default:
-	}
-	return amqp.ErrClosed
 }
 
 // matchKey identifies a publish well enough to match a basic.return to it:
