@@ -3,7 +3,6 @@ package topology
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -23,29 +22,18 @@ type ExportOptions struct {
 // attributes). Planning the result against the same broker shows no
 // changes.
 func Export(ctx context.Context, b broker.Broker, opts ExportOptions) (*Spec, error) {
-	switch b.System() {
-	case broker.RabbitMQ:
-		r, ok := b.(broker.RabbitTopologyReader)
-		if !ok {
-			return nil, broker.Errorf(broker.ErrUnsupported, "export", "this RabbitMQ connection cannot read topology: it needs the management API (%s)", broker.OptManagementURL)
-		}
-		t, err := r.ReadRabbitTopology(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("read topology: %w", err)
-		}
-		return ExportRabbit(t, opts), nil
-	case broker.SQS:
-		r, ok := b.(broker.SQSTopologyReader)
-		if !ok {
-			return nil, broker.Errorf(broker.ErrUnsupported, "export", "this SQS connection cannot read queue attributes")
-		}
-		qs, err := r.ListSQSQueues(ctx, opts.Prefix)
-		if err != nil {
-			return nil, fmt.Errorf("list queues: %w", err)
-		}
-		return ExportSQS(qs), nil
+	export, ok := exporters[b.System()]
+	if !ok {
+		return nil, broker.Errorf(broker.ErrUnsupported, "export", "topology needs a RabbitMQ or SQS %s, not %s", broker.OptBroker, b.System())
 	}
-	return nil, broker.Errorf(broker.ErrUnsupported, "export", "topology needs a RabbitMQ or SQS %s, not %s", broker.OptBroker, b.System())
+	return export(ctx, b, opts)
+}
+
+// exporters read a broker's topology as a spec, one for each system; each
+// lives in its broker's file (export_rabbitmq.go, export_sqs.go).
+var exporters = map[broker.System]func(ctx context.Context, b broker.Broker, opts ExportOptions) (*Spec, error){
+	broker.RabbitMQ: exportRabbitMQ,
+	broker.SQS:      exportSQS,
 }
 
 func boolp(b bool) *bool { return &b }

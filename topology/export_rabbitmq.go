@@ -1,6 +1,8 @@
 package topology
 
 import (
+	"context"
+	"fmt"
 	"regexp"
 	"sort"
 	"strings"
@@ -87,4 +89,17 @@ func exportTable(t map[string]any) map[string]any {
 		return nil
 	}
 	return normalizeTable(t)
+}
+
+// exportRabbitMQ reads b's topology through the management API.
+func exportRabbitMQ(ctx context.Context, b broker.Broker, opts ExportOptions) (*Spec, error) {
+	r, ok := b.(broker.RabbitTopologyReader)
+	if !ok {
+		return nil, broker.Errorf(broker.ErrUnsupported, "export", "this RabbitMQ connection cannot read topology: it needs the management API (%s)", broker.OptManagementURL)
+	}
+	t, err := r.ReadRabbitTopology(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read topology: %w", err)
+	}
+	return ExportRabbit(t, opts), nil
 }

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -104,4 +105,18 @@ var readOnlySQS = map[string]bool{
 	"ApproximateNumberOfMessages": true, "ApproximateNumberOfMessagesNotVisible": true,
 	"ApproximateNumberOfMessagesDelayed": true, "CreatedTimestamp": true, "LastModifiedTimestamp": true,
 	"QueueArn": true, "FifoQueue": true,
+}
+
+// exportSQS reads the attributes of b's queues whose names start with
+// opts.Prefix.
+func exportSQS(ctx context.Context, b broker.Broker, opts ExportOptions) (*Spec, error) {
+	r, ok := b.(broker.SQSTopologyReader)
+	if !ok {
+		return nil, broker.Errorf(broker.ErrUnsupported, "export", "this SQS connection cannot read queue attributes")
+	}
+	qs, err := r.ListSQSQueues(ctx, opts.Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("list queues: %w", err)
+	}
+	return ExportSQS(qs), nil
 }

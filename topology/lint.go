@@ -63,11 +63,8 @@ func Lint(m *Model) []Finding {
 		}
 		out = append(out, Finding{Severity: sev, Rule: rule, Pos: pos, Object: obj, Message: fmt.Sprintf(format, args...)})
 	}
-	if m.Rabbit != nil {
-		lintRabbit(m.Rabbit, add)
-	}
-	if m.SQS != nil {
-		lintSQS(m.SQS, add)
+	for _, lint := range linters {
+		lint(m, add)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Pos.Line != out[j].Pos.Line {
@@ -77,6 +74,10 @@ func Lint(m *Model) []Finding {
 	})
 	return out
 }
+
+// linters check each broker's part of a model, in this order; each lives
+// in its broker's file (lint_rabbitmq.go, lint_sqs.go).
+var linters = []func(m *Model, add addFunc){lintRabbitMQ, lintSQSModel}
 
 // CountSeverity counts findings of one severity.
 func CountSeverity(fs []Finding, s Severity) int {

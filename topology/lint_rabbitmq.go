@@ -336,3 +336,10 @@ func cycles(qs []Queue, edges map[string][]string) [][]string {
 	}
 	return out
 }
+
+// lintRabbitMQ checks the model's RabbitMQ part, if any.
+func lintRabbitMQ(m *Model, add addFunc) {
+	if m.Rabbit != nil {
+		lintRabbit(m.Rabbit, add)
+	}
+}

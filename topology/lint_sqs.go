@@ -63,3 +63,10 @@ func lintSQS(m *SQSModel, add addFunc) {
 		}
 	}
 }
+
+// lintSQSModel checks the model's SQS part, if any.
+func lintSQSModel(m *Model, add addFunc) {
+	if m.SQS != nil {
+		lintSQS(m.SQS, add)
+	}
+}

@@ -50,6 +50,11 @@ func (e *expander) name(n string) string {
 	return e.spec.NamePrefix + n
 }
 
+// sections expand each broker's section of a spec, in this order; each
+// lives in its broker's file (model_rabbitmq.go, model_sqs.go) and reports
+// whether the spec has its section.
+var sections = []func(e *expander) bool{expandRabbitMQ, expandSQS}
+
 // Expand turns a parsed spec into a model. Problems that need more than the
 // schema (duplicate names with different settings, impossible settings) are
 // a *SpecError.
@@ -62,13 +67,13 @@ func Expand(s *Spec) (*Model, error) {
 	if s.Version != SpecVersion {
 		e.add(Pos{Line: 1, Col: 1}, "`version: %d` is required", SpecVersion)
 	}
-	if s.RabbitMQ != nil {
-		e.rabbit(s.RabbitMQ)
+	declared := false
+	for _, expand := range sections {
+		if expand(e) {
+			declared = true
+		}
 	}
-	if s.SQS != nil {
-		e.sqs(s.SQS)
-	}
-	if s.RabbitMQ == nil && s.SQS == nil {
+	if !declared {
 		e.add(Pos{Line: 1, Col: 1}, "spec declares nothing: add a `rabbitmq:` or `sqs:` section")
 	}
 	if len(e.problems) > 0 {

@@ -479,3 +479,12 @@ func (e *expander) workQueue(w *WorkQueue) {
 	e.queue(queueIntent{name: dl.Queue, typ: or(dl.QueueType, typ), durable: d, via: e.via(w.DeadLetterVia), pos: w.Pos, from: from})
 	e.binding(broker.Binding{Source: e.name(dl.Exchange), Destination: e.name(dl.Queue), DestinationType: "queue", RoutingKey: or(dl.BindingKey, "#")}, w.Pos, from)
 }
+
+// expandRabbitMQ expands the spec's `rabbitmq:` section, if any.
+func expandRabbitMQ(e *expander) bool {
+	if e.spec.RabbitMQ == nil {
+		return false
+	}
+	e.rabbit(e.spec.RabbitMQ)
+	return true
+}

@@ -216,3 +216,12 @@ func (e *expander) sqsQueue(name string, s SQSSettings, dl *SQSDeadLetter, ra *S
 	}
 	return q
 }
+
+// expandSQS expands the spec's `sqs:` section, if any.
+func expandSQS(e *expander) bool {
+	if e.spec.SQS == nil {
+		return false
+	}
+	e.sqs(e.spec.SQS)
+	return true
+}

@@ -102,6 +102,14 @@ func (p *Plan) Conflicts() []Change {
 	return out
 }
 
+// planners plan a model against a broker, one for each system; each
+// lives in its broker's file (plan_rabbitmq.go, plan_sqs.go). A planner
+// fills p or fails.
+var planners = map[broker.System]func(ctx context.Context, b broker.Broker, m *Model, p *Plan, opts PlanOptions) error{
+	broker.RabbitMQ: planRabbitMQ,
+	broker.SQS:      planSQSBroker,
+}
+
 // PlanOptions shape a plan.
 type PlanOptions struct {
 	// Prune adds deletions of objects that the broker has and the spec does
@@ -118,50 +126,12 @@ func MakePlan(ctx context.Context, b broker.Broker, m *Model, opts PlanOptions) 
 		return nil, fmt.Errorf("pruning needs a scope: set `name_prefix` in the spec so that only objects whose names start with it are considered")
 	}
 	p := &Plan{System: b.System(), Broker: b.String()}
-	switch b.System() {
-	case broker.RabbitMQ:
-		if m.Rabbit == nil {
-			return nil, broker.Hintf("the spec has no `rabbitmq:` section but %s is a RabbitMQ broker: point %s at SQS (sqs://REGION)", broker.OptBroker, broker.OptBroker)
-		}
-		if m.SQS != nil {
-			p.Skipped = "sqs"
-		}
-		r, ok := b.(broker.RabbitTopologyReader)
-		if !ok {
-			return nil, broker.Errorf(broker.ErrUnsupported, "plan", "this RabbitMQ connection cannot read topology: it needs the management API (%s)", broker.OptManagementURL)
-		}
-		cur, err := r.ReadRabbitTopology(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("read topology: %w", err)
-		}
-		if m.Rabbit.Vhost != "" && cur.Vhost != "" && m.Rabbit.Vhost != cur.Vhost {
-			return nil, broker.Hintf("the spec is for vhost `%s` but %s connects to vhost `%s`: add the vhost to the broker URL (amqp://host/%s)",
-				m.Rabbit.Vhost, broker.OptBroker, cur.Vhost, urlVhost(m.Rabbit.Vhost))
-		}
-		p.Vhost = cur.Vhost
-		planRabbit(p, m.Rabbit, cur, opts)
-		if v, ok := b.(broker.ServerVersioner); ok {
-			if ver, err := v.ServerVersion(ctx); err == nil {
-				p.ServerVersion = ver
-				p.Warnings = append(p.Warnings, silentDrops(m.Rabbit, cur, ver)...)
-			}
-		}
-	case broker.SQS:
-		if m.SQS == nil {
-			return nil, broker.Hintf("the spec has no `sqs:` section but %s is SQS: point %s at RabbitMQ (amqp://…)", broker.OptBroker, broker.OptBroker)
-		}
-		if m.Rabbit != nil {
-			p.Skipped = "rabbitmq"
-		}
-		r, ok := b.(broker.SQSTopologyReader)
-		if !ok {
-			return nil, broker.Errorf(broker.ErrUnsupported, "plan", "this SQS connection cannot read queue attributes")
-		}
-		if err := planSQS(ctx, p, m.SQS, r, opts); err != nil {
-			return nil, err
-		}
-	default:
+	plan, ok := planners[b.System()]
+	if !ok {
 		return nil, broker.Errorf(broker.ErrUnsupported, "plan", "topology needs a RabbitMQ or SQS %s, not %s", broker.OptBroker, b.System())
+	}
+	if err := plan(ctx, b, m, p, opts); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -375,4 +376,35 @@ func pruneRabbit(m *RabbitModel, cur broker.RabbitTopology, scope string) []Chan
 			rabbit: &broker.RabbitChange{Action: broker.Delete, Exchange: &xx}})
 	}
 	return out
+}
+
+// planRabbitMQ plans the model's RabbitMQ section against b's topology.
+func planRabbitMQ(ctx context.Context, b broker.Broker, m *Model, p *Plan, opts PlanOptions) error {
+	if m.Rabbit == nil {
+		return broker.Hintf("the spec has no `rabbitmq:` section but %s is a RabbitMQ broker: point %s at SQS (sqs://REGION)", broker.OptBroker, broker.OptBroker)
+	}
+	if m.SQS != nil {
+		p.Skipped = "sqs"
+	}
+	r, ok := b.(broker.RabbitTopologyReader)
+	if !ok {
+		return broker.Errorf(broker.ErrUnsupported, "plan", "this RabbitMQ connection cannot read topology: it needs the management API (%s)", broker.OptManagementURL)
+	}
+	cur, err := r.ReadRabbitTopology(ctx)
+	if err != nil {
+		return fmt.Errorf("read topology: %w", err)
+	}
+	if m.Rabbit.Vhost != "" && cur.Vhost != "" && m.Rabbit.Vhost != cur.Vhost {
+		return broker.Hintf("the spec is for vhost `%s` but %s connects to vhost `%s`: add the vhost to the broker URL (amqp://host/%s)",
+			m.Rabbit.Vhost, broker.OptBroker, cur.Vhost, urlVhost(m.Rabbit.Vhost))
+	}
+	p.Vhost = cur.Vhost
+	planRabbit(p, m.Rabbit, cur, opts)
+	if v, ok := b.(broker.ServerVersioner); ok {
+		if ver, err := v.ServerVersion(ctx); err == nil {
+			p.ServerVersion = ver
+			p.Warnings = append(p.Warnings, silentDrops(m.Rabbit, cur, ver)...)
+		}
+	}
+	return nil
 }

@@ -223,3 +223,18 @@ func planSQS(ctx context.Context, p *Plan, m *SQSModel, r broker.SQSTopologyRead
 	}
 	return nil
 }
+
+// planSQSBroker plans the model's SQS section against b's queues.
+func planSQSBroker(ctx context.Context, b broker.Broker, m *Model, p *Plan, opts PlanOptions) error {
+	if m.SQS == nil {
+		return broker.Hintf("the spec has no `sqs:` section but %s is SQS: point %s at RabbitMQ (amqp://…)", broker.OptBroker, broker.OptBroker)
+	}
+	if m.Rabbit != nil {
+		p.Skipped = "rabbitmq"
+	}
+	r, ok := b.(broker.SQSTopologyReader)
+	if !ok {
+		return broker.Errorf(broker.ErrUnsupported, "plan", "this SQS connection cannot read queue attributes")
+	}
+	return planSQS(ctx, p, m.SQS, r, opts)
+}
