@@ -2,8 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -103,29 +101,6 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// parseSince reads "30m", "2h", "7d", "1w" or an RFC 3339 time.
-func parseSince(s string, now time.Time) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t, nil
-	}
-	unit := time.Duration(0)
-	switch {
-	case strings.HasSuffix(s, "d"):
-		unit = 24 * time.Hour
-	case strings.HasSuffix(s, "w"):
-		unit = 7 * 24 * time.Hour
-	}
-	if unit != 0 {
-		n, err := strconv.ParseFloat(strings.TrimSpace(s[:len(s)-1]), 64)
-		if err == nil && n >= 0 {
-			return now.Add(-time.Duration(n * float64(unit))), nil
-		}
-	} else if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return now.Add(-d), nil
-	}
-	return time.Time{}, flagErrorf("bad `--since` %q: use a duration such as 30m, 2h, 7d, or an RFC 3339 time such as 2026-03-01T12:00:00Z", s)
-}
-
 // options builds the broker.PeekOptions of the flags.
 func (p *peekFlags) options(now time.Time, limit int) broker.PeekOptions {
 	o := broker.PeekOptions{Limit: limit, Offset: p.Offset, Force: p.Force, MaxUnacked: p.MaxUnacked, GetUnreadable: p.GetUnreadable}
@@ -138,73 +113,6 @@ func (p *peekFlags) options(now time.Time, limit int) broker.PeekOptions {
 		}
 	}
 	return o
-}
-
-// openPeeker opens the broker of a queue reference for peeking.
-func openPeeker(ctx context.Context, f *Factory, ref string) (broker.Broker, broker.Peeker, string, error) {
-	if f.OpenQueue == nil {
-		return nil, nil, "", errors.New("no broker configured: give `--broker URL`, a context, or a file:// archive")
-	}
-	b, name, err := f.OpenQueue(ctx, ref)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	p, ok := b.(broker.Peeker)
-	if !ok {
-		b.Close()
-		return nil, nil, "", broker.Errorf(broker.ErrUnsupported, "peek "+ref, "%s cannot read messages without removing them", b.String())
-	}
-	return b, p, name, nil
-}
-
-// fullRead picks the read mode of a command that reads a whole queue (stats,
-// export) when `--mode` was not given: the one the queue's traits give for
-// a whole read (RabbitMQ classic and quorum queues: rotation, so that at
-// most a window of deliveries is ever unacknowledged however deep the
-// queue). A broker that declares none is not asked about the queue; a
-// queue that could not be inspected keeps the adapter's default.
-func fullRead(ctx context.Context, b broker.Broker, queue string, po broker.PeekOptions) broker.PeekOptions {
-	if po.Mode != broker.PeekAuto || po.Limit != 0 || broker.TraitsOf(b, broker.Queue{Name: queue}).PeekAll == broker.PeekAuto {
-		return po
-	}
-	qi, ok := b.(broker.QueueInspector)
-	if !ok {
-		return po
-	}
-	if q, err := qi.Queue(ctx, queue); err == nil {
-		po.Mode = broker.TraitsOf(b, q).PeekAll
-	}
-	return po
-}
-
-// compileFlag compiles a jq flag, naming it in the error.
-func compileFlag(flag, expr string) (*inspect.Query, error) {
-	if expr == "" {
-		return nil, nil
-	}
-	q, err := inspect.Compile(expr)
-	if err != nil {
-		return nil, flagErrorf("`%s`: %v", flag, err)
-	}
-	return q, nil
-}
-
-// warnMissingPaths says on stderr which paths a filter reads were null in
-// every message it saw, with the nearest paths that exist; it reports
-// whether there was one.
-func warnMissingPaths(f *Factory, flag string, q *inspect.Query) bool {
-	if q == nil {
-		return false
-	}
-	ms := q.MissingPaths()
-	for _, m := range ms {
-		hint := "check the path against `dlq peek -o json`"
-		if len(m.Nearest) > 0 {
-			hint = "did you mean `" + strings.Join(m.Nearest, "`, `") + "`?"
-		}
-		f.IO.Statusf("dlq: `%s`: `%s` is null in all %d messages examined; %s", flag, m.Path, m.Examined, hint)
-	}
-	return len(ms) > 0
 }
 
 type peekOptions struct {
@@ -534,14 +442,6 @@ func peekDocument(m *broker.Message, now time.Time) map[string]any {
 	return doc
 }
 
-func marshalDoc(doc map[string]any, indent bool) ([]byte, error) {
-	if indent {
-		b, err := json.MarshalIndent(doc, "  ", "  ")
-		return b, err
-	}
-	return json.Marshal(doc)
-}
-
 // fitRow pads or truncates each cell to its width, two spaces apart.
 func fitRow(cells []string, widths []int) string {
 	var b strings.Builder
@@ -561,35 +461,6 @@ func fitRow(cells []string, widths []int) string {
 	}
 	return strings.TrimRight(b.String(), " ")
 }
-
-// truncate cuts s to n runes with an ellipsis and makes it one line.
-func truncate(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\r' || r == '\t' {
-			return ' '
-		}
-		return r
-	}, s)
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:max(n-1, 0)]) + "…"
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// humanAge and humanBytes are the short formats the TUI uses too: 45s, 12m,
-// 5h, 3d ("-" when unknown); 512B, 1.2K, 3.4M, 1.1G.
-var (
-	humanAge   = human.Age
-	humanBytes = human.Bytes
-)
 
 // peekShape is the shape of a reason, as stats groups it.
 func peekShape(r string) string {

@@ -1,11 +1,15 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
-	"maps"
-	"slices"
+	"os"
+	"strconv"
 	"strings"
 	"time"
+
+	"maps"
+	"slices"
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/redrive"
@@ -123,4 +127,131 @@ func (o *redriveOptions) supersede(dir, key, srcName string, now time.Time) {
 	if err != nil {
 		o.f.IO.Statusf("dlq: %v", err)
 	}
+}
+
+// plan is what a journal records to finish the run the same way.
+func (o *redriveOptions) plan() map[string]string {
+	p := map[string]string{"to": broker.Redact(o.To)}
+	add := func(k, v string) {
+		if v != "" {
+			p[k] = v
+		}
+	}
+	add("filter", o.Select.Filter)
+	add("group", strings.Join(o.Select.Groups.IDs, ","))
+	add("id", strings.Join(o.Select.IDs, ","))
+	add("exclude-id", strings.Join(o.Select.Exclude, ","))
+	if o.Select.Limit > 0 {
+		p["limit"] = strconv.FormatInt(o.Select.Limit, 10)
+	}
+	if o.Select.OlderThan > 0 {
+		p["older-than"] = o.Select.OlderThan.String()
+	}
+	if o.MaxRedrives > 0 {
+		p["max-redrives"] = strconv.FormatInt(o.MaxRedrives, 10)
+	}
+	if o.Select.NewerThan > 0 {
+		p["newer-than"] = o.Select.NewerThan.String()
+	}
+	add("transform", o.Transform)
+	add("dedupe-by", o.DedupeBy)
+	add("set-header", strings.Join(o.SetHeaders, "\x1f"))
+	if o.KeepDeathHeaders {
+		p["keep-death-headers"] = "true"
+	}
+	if o.KeepFailure {
+		p["keep-failure-headers"] = "true"
+	}
+	if o.ResetRetries {
+		p["reset-retries"] = "true"
+	}
+	if o.Unwrap {
+		p["unwrap"] = "true"
+	}
+	add("reset-header", strings.Join(o.ResetHeaders, "\x1f"))
+	if o.NoRedriveHeader {
+		p["no-redrive-header"] = "true"
+	}
+	if o.AllowDrop {
+		p["allow-drop"] = "true"
+	}
+	o.Canary.plan(p)
+	return p
+}
+
+// adoptPlan takes the interrupted run's settings for every flag not given
+// now.
+func (o *redriveOptions) adoptPlan(p map[string]string) error {
+	set := func(flag string, fn func(v string) error) error {
+		v, ok := p[flag]
+		if !ok || o.changed(flag) {
+			return nil
+		}
+		if err := fn(v); err != nil {
+			return fmt.Errorf("journal: `--%s %s`: %w", flag, v, err)
+		}
+		return nil
+	}
+	errs := []error{
+		set("to", func(v string) error { o.To = v; return nil }),
+		set("filter", func(v string) error { o.Select.Filter = v; return nil }),
+		set("group", func(v string) error { o.Select.Groups.IDs = strings.Split(v, ","); return nil }),
+		set("id", func(v string) error { o.Select.IDs = strings.Split(v, ","); return nil }),
+		set("exclude-id", func(v string) error { o.Select.Exclude = strings.Split(v, ","); return nil }),
+		set("limit", func(v string) (err error) { o.Select.Limit, err = strconv.ParseInt(v, 10, 64); return }),
+		set("older-than", func(v string) (err error) { o.Select.OlderThan, err = time.ParseDuration(v); return }),
+		set("max-redrives", func(v string) (err error) { o.MaxRedrives, err = strconv.ParseInt(v, 10, 64); return }),
+		set("newer-than", func(v string) (err error) { o.Select.NewerThan, err = time.ParseDuration(v); return }),
+		set("transform", func(v string) error { o.Transform = v; return nil }),
+		set("dedupe-by", func(v string) error { o.DedupeBy = v; return nil }),
+		set("set-header", func(v string) error { o.SetHeaders = strings.Split(v, "\x1f"); return nil }),
+		set("keep-death-headers", func(v string) error { o.KeepDeathHeaders = v == "true"; return nil }),
+		set("keep-failure-headers", func(v string) error { o.KeepFailure = v == "true"; return nil }),
+		set("reset-retries", func(v string) error { o.ResetRetries = v == "true"; return nil }),
+		set("unwrap", func(v string) error { o.Unwrap = v == "true"; return nil }),
+		set("reset-header", func(v string) error { o.ResetHeaders = strings.Split(v, "\x1f"); return nil }),
+		set("no-redrive-header", func(v string) error { o.NoRedriveHeader = v == "true"; return nil }),
+		set("allow-drop", func(v string) error { o.AllowDrop = v == "true"; return nil }),
+		set("canary", func(v string) error { o.Canary.Steps = v; return nil }),
+		set("canary-wait", func(v string) (err error) {
+			o.Canary.Wait, err = time.ParseDuration(v)
+			o.Canary.waitSet = true
+			return
+		}),
+		set("canary-max-returns", func(v string) (err error) { o.Canary.MaxReturns, err = strconv.ParseInt(v, 10, 64); return }),
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return o.validate()
+}
+
+// unmaskTo gives a journal's `--to`, which holds no password, the password
+// of this run: the broker URL of --broker or DLQ_BROKER when it names the
+// same broker and user, else DLQ_PASSWORD. Without either it fails with the
+// ways to give it.
+func (f *Factory) unmaskTo(to string) (string, error) {
+	brokerPart, dest, hasDest := strings.Cut(to, "#")
+	if !broker.HasPassword(brokerPart) {
+		return to, nil
+	}
+	join := func(b string) string {
+		if hasDest {
+			return b + "#" + dest
+		}
+		return b
+	}
+	candidates := []string{f.Options.Broker, os.Getenv("DLQ_BROKER")}
+	if s, err := f.resolveBroker(); err == nil {
+		candidates = append(candidates, s.Ref)
+	}
+	for _, c := range candidates {
+		if c != brokerPart && broker.HasPassword(c) && broker.Redact(c) == brokerPart {
+			return join(c), nil
+		}
+	}
+	if os.Getenv("DLQ_PASSWORD") != "" {
+		return join(strings.ReplaceAll(brokerPart, ":"+broker.Mask+"@", "@")), nil
+	}
+	return "", flagErrorf("the journal keeps `--to %s` without its password: pass `--to` again with the password, set DLQ_PASSWORD, or name the broker by a context (`--to CONTEXT#%s`)", to, dest)
 }

@@ -9,6 +9,13 @@
 // The library speaks only the broker package's interfaces
 // (broker.RabbitTopologyReader, broker.RabbitTopologyApplier,
 // broker.SQSTopologyReader, broker.SQSTopologyApplier).
+//
+// What every broker shares (the spec's parser, the plan and its rendering,
+// the lint framework, the graph) is in files without a broker's name. Each
+// broker's expansion, plan, export and lint rules are in files of its own
+// (model_rabbitmq.go, plan_rabbitmq.go, export_rabbitmq.go,
+// lint_rabbitmq.go; the same with _sqs.go), reached through one entry in
+// each of the tables sections, planners, exporters and linters.
 package topology
 
 import (

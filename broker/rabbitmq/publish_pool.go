@@ -28,7 +28,9 @@ const maxPooledChannels = 8
 // closes the channel), which no message survives as confirmed.
 const exchangeTTL = 5 * time.Second
 
-// confirmChannel is a channel in confirm mode with its listeners.
+// confirmChannel is a channel in confirm mode with its listeners. Publish
+// takes one from the pool for each call; the rotator of a rotate peek opens
+// its own, with a window's buffers.
 type confirmChannel struct {
 	ch       *amqp.Channel
 	confirms chan amqp.Confirmation
@@ -57,15 +59,39 @@ func (b *Broker) getConfirmChannel(ctx context.Context) (*confirmChannel, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := ch.Confirm(false); err != nil {
-		_ = ch.Close()
+	cc, err := confirmMode(ch, confirmBuffer, 1024)
+	if err != nil {
 		return nil, translateErr("publish", err)
 	}
+	return cc, nil
+}
+
+// confirmMode puts ch in confirm mode and listens to it: confirms and
+// returns are buffered as given, so that the connection's reader does not
+// wait for the one who publishes. On an error ch is closed.
+func confirmMode(ch *amqp.Channel, confirms, returns int) (*confirmChannel, error) {
+	if err := ch.Confirm(false); err != nil {
+		_ = ch.Close()
+		return nil, err
+	}
 	return &confirmChannel{ch: ch,
-		confirms: ch.NotifyPublish(make(chan amqp.Confirmation, confirmBuffer)),
-		returns:  ch.NotifyReturn(make(chan amqp.Return, 1024)),
+		confirms: ch.NotifyPublish(make(chan amqp.Confirmation, confirms)),
+		returns:  ch.NotifyReturn(make(chan amqp.Return, returns)),
 		closed:   ch.NotifyClose(make(chan *amqp.Error, 1)),
 	}, nil
+}
+
+// closeErr is why the channel closed, or amqp.ErrClosed when it does not
+// say.
+func (cc *confirmChannel) closeErr() error {
+	select {
+	case e := <-cc.closed:
+		if e != nil {
+			return e
+		}
+	default:
+	}
+	return amqp.ErrClosed
 }
 
 // putConfirmChannel gives back a channel whose publishes are all settled.
