@@ -308,3 +308,13 @@ func (t *Triage) Result() (StatsResult, map[string]*TriageEvidence) {
 	}
 	return res, ev
 }
+
+// GroupOf returns the ID of the group m is counted in by the last Result
+// ("" when m is not counted: outside the window).
+func (t *Triage) GroupOf(ctx context.Context, m *broker.Message) (string, error) {
+	vals, err := t.stats.Classify(ctx, m)
+	if err != nil || vals == nil {
+		return "", err
+	}
+	return GroupID(vals[0]), nil
+}
