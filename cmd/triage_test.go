@@ -152,3 +152,23 @@ func sortedPairs(m map[string]string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// Bad flags are one line that names the fix, before anything is read.
+func TestTriageFlags(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"triage", "q", "--quiet", "0s"}, "`--quiet 0s`: give a positive duration such as 10m"},
+		{[]string{"triage", "q", "--max-groups", "0"}, "`--max-groups` at least 1"},
+		{[]string{"triage", "q", "-o", "csv"}, "unknown `--output` \"csv\" for this command: use one of table, json, yaml"},
+		{[]string{"triage", "apply", "p.yaml", "--canary-wait", "-1s"}, "`--canary-wait` must be 0"},
+	}
+	for _, c := range cases {
+		_, errOut, code := runDLQ(t, append([]string{"--broker", "demo:"}, c.args...)...)
+		if code != ExitError || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 1 and %q", c.args, code, errOut, c.want)
+		}
+		assertOneLine(t, errOut)
+	}
+}
