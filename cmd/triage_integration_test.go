@@ -210,6 +210,7 @@ func TestTriageIntegrationRabbit(t *testing.T) {
 	if code != ExitCanaryStopped {
 		t.Fatalf("apply: exit %d, want %d (the payments canary stops)\nstdout: %s\nstderr: %s", code, ExitCanaryStopped, stdout, stderr)
 	}
+	t.Logf("triage apply:\n%s", stderr)
 	var out applyOut
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
 		t.Fatalf("apply -o json: %v\n%s", err, stdout)
@@ -284,6 +285,32 @@ func TestTriageIntegrationRabbit(t *testing.T) {
 	if code != ExitError || !strings.Contains(stderr, "vanished") || !strings.Contains(stderr, "pass `--refresh`") {
 		t.Errorf("stale plan: exit %d, stderr %q; want 1 with the difference", code, stderr)
 	}
+
+	// Payments is fixed: --refresh applies the plan's choices to the
+	// groups as they are now, and everything left to act on goes.
+	groups[3].svc.handle.Store(always)
+	stdout, stderr, code = runDLQWith(t, runOpts{Timeout: 5 * time.Minute}, append(slices.Clone(r.args), "triage", "apply", path, "--yes", "--refresh", "--canary-wait", "4s",
+		"--archive-dir", dir, "--audit-log", audit, "-o", "json")...)
+	if code != ExitOK {
+		t.Fatalf("apply --refresh: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	out = applyOut{}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("apply --refresh -o json: %v\n%s", err, stdout)
+	}
+	var done []string
+	for _, s := range out.Steps {
+		if s.Outcome == "done" {
+			done = append(done, s.ID)
+		}
+	}
+	slices.Sort(done)
+	wantDone := []string{byName["payments"].ID, byName["events"].ID}
+	slices.Sort(wantDone)
+	if !slices.Equal(done, wantDone) {
+		t.Errorf("refreshed apply did %v, want payments and events %v", done, wantDone)
+	}
+	riPoll(t, 30*time.Second, "payments handled 8", func() bool { return groups[3].svc.handled.Load() == 8 })
 }
 
 // countArchived is the number of messages `dlq stats` reads in an archive.
