@@ -20,5 +20,6 @@ func addCommands(root *cobra.Command, f *Factory) {
 	root.AddCommand(newCmdAudit(f, nil))
 	root.AddCommand(newHelpRedriveSafety())
 	root.AddCommand(newCmdTUI(f, nil))
+	root.AddCommand(newCmdTriage(f, nil))
 	root.AddCommand(newHelpTopics(root))
 }

@@ -90,7 +90,7 @@ func TestExamplesRunAsWritten(t *testing.T) {
 				if err := target.ParseFlags(rest); err != nil {
 					t.Fatalf("flags: %v", err)
 				}
-				if o, _ := target.Flags().GetString("output"); o != "" && !map[string]bool{"table": true, "json": true, "jsonl": true, "csv": true, "raw": true, "prom": true}[o] {
+				if o, _ := target.Flags().GetString("output"); o != "" && !map[string]bool{"table": true, "json": true, "jsonl": true, "csv": true, "raw": true, "prom": true, "yaml": true}[o] {
 					t.Fatalf("`--output %s` is no output format", o)
 				}
 				if !runsOnDemo(target, words) {

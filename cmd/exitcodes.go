@@ -39,7 +39,9 @@ const exitCodesHelp = `dlq exits with one of these codes; scripts may rely on th
   6  canary stopped: ` + "`redrive --canary`" + ` moved some messages, more of them
      came back than ` + "`--canary-max-returns`" + ` allows, and it stopped; every
      selected message it had not moved stays in the source, and
-     ` + "`dlq redrive SOURCE --resume`" + ` continues it after a fix
+     ` + "`dlq redrive SOURCE --resume`" + ` continues it after a fix;
+     ` + "`dlq triage apply`" + ` exits 6 when a group's canary stopped, the groups
+     after it untouched
 `
 
 // partialError marks an error after which part of the work was done.

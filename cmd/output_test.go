@@ -130,6 +130,7 @@ func TestOutputFormatsDeclared(t *testing.T) {
 		"dlq redrive": {"q"}, "dlq redrive status": {"q"}, "dlq redrive cancel": {"q"}, "dlq stats": {"q"},
 		"dlq topology plan": {"-f", spec}, "dlq topology apply": {"-f", spec},
 		"dlq topology lint": {"-f", spec}, "dlq topology export": nil,
+		"dlq triage": {"q"}, "dlq triage apply": {"plan.yaml"}, "dlq triage rules": nil,
 	}
 	ios, _, _, _ := Test()
 	root := NewRootCmd(NewFactory(ios, nil))

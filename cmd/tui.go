@@ -203,6 +203,9 @@ func tuiBackend(f *Factory, b broker.Broker, o *tuiOptions, readOnly bool, logge
 		Group: func(ctx context.Context, spec string, msgs []*broker.Message) (tui.Grouping, error) {
 			return tuiGrouping(ctx, spec, msgs, f.Now())
 		},
+		Triage: func(ctx context.Context, msgs []*broker.Message) (tui.Triage, error) {
+			return tuiTriage(ctx, f, msgs)
+		},
 	}
 	if ql, ok := b.(broker.QueueLister); ok {
 		tb.Queues = ql.Queues

@@ -22,10 +22,11 @@ const (
 	screenDetail
 	screenEdit
 	screenStats
+	screenTriage
 )
 
 func (s screen) String() string {
-	return [...]string{"queues", "messages", "detail", "edit", "stats"}[s]
+	return [...]string{"queues", "messages", "detail", "edit", "stats", "triage"}[s]
 }
 
 // Model is the whole TUI. It routes input to the focused screen (or to the
@@ -39,6 +40,7 @@ type Model struct {
 	detail  detailView
 	edit    editView
 	stats   statsView
+	triage  triageView
 	dialog  *dialog
 	job     *job
 	notice  *notice
@@ -85,6 +87,7 @@ func New(ctx context.Context, b Backend, opts Options, logger *slog.Logger) Mode
 	m.queues = newQueuesView(c)
 	m.msgs = newMessagesView(c)
 	m.stats = newStatsView(c)
+	m.triage = newTriageView(c)
 	return m
 }
 
@@ -174,6 +177,9 @@ func (m Model) route(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case statsMsg:
 		m.stats, cmd = m.stats.update(msg)
 		return m, cmd
+	case triageMsg:
+		m.triage, cmd = m.triage.update(msg)
+		return m, cmd
 	case editorDoneMsg:
 		return m.updateEdit(msg)
 	}
@@ -236,6 +242,8 @@ func (m Model) handleKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.updateEdit(k)
 	case screenStats:
 		m.stats, cmd, ask = m.stats.updateKey(k)
+	case screenTriage:
+		m.triage, cmd, ask = m.triage.updateKey(k)
 	}
 	return m.then(cmd, ask)
 }
@@ -306,7 +314,7 @@ func (m Model) render() string {
 
 	header := st.title.Render("dlq") + st.subtle.Render(" ▸ "+c.backend.Name)
 	switch m.screen {
-	case screenMessages, screenDetail, screenEdit, screenStats:
+	case screenMessages, screenDetail, screenEdit, screenStats, screenTriage:
 		header += st.subtle.Render(" ▸ ") + st.header.Render(m.msgs.queue)
 		header += st.subtle.Render(" ▸ " + m.screen.String())
 	default:
@@ -342,6 +350,8 @@ func (m Model) render() string {
 		body = m.edit.view(bodyH, w)
 	case screenStats:
 		body = m.stats.view(bodyH, w)
+	case screenTriage:
+		body = m.triage.view(bodyH, w)
 	}
 	body = padLines(body, bodyH)
 	if m.helpAll {
@@ -411,6 +421,8 @@ func (m Model) currentHelp() helpMap {
 		return k.editHelp()
 	case screenStats:
 		return k.statsHelp()
+	case screenTriage:
+		return k.triageHelp()
 	}
 	return k.queuesHelp()
 }

@@ -51,6 +51,10 @@ type Backend struct {
 	// body:.path, age, day, hour), as `dlq stats` does; nil leaves the TUI
 	// without its statistics screen.
 	Group func(ctx context.Context, spec string, msgs []*broker.Message) (Grouping, error)
+	// Triage plans msgs as `dlq triage` does: per failure group, the
+	// suggested action, its rule and evidence; nil leaves the TUI without
+	// its triage screen.
+	Triage func(ctx context.Context, msgs []*broker.Message) (Triage, error)
 
 	// Redrive moves messages from a queue to a destination (origin by
 	// default); every record of it goes to the audit log.

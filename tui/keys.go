@@ -16,6 +16,7 @@ type keyMap struct {
 	detail   detailKeys
 	edit     editKeys
 	stats    statsKeys
+	triage   triageKeys
 	dialog   dialogKeys
 	input    inputKeys
 }
@@ -160,6 +161,7 @@ func newKeyMap(c capabilities) keyMap {
 			Cancel: bind([]string{"esc"}, "esc", "cancel"),
 		},
 	}
+	km.triage = newTriageKeys(c, up, down)
 	if c.export {
 		km.messages.Export = bind([]string{"x"}, "x", "export to archive")
 		km.detail.Export = bind([]string{"x"}, "x", "export to archive")
@@ -221,7 +223,7 @@ func (k keyMap) messagesHelp() helpMap {
 		short: present(m.Open, m.Filter, m.Select, m.Redrive, m.Discard, m.Stats, g.Help, g.Back),
 		full: [][]key.Binding{
 			present(m.Up, m.Down, m.PageUp, m.PageDown, m.Top, m.Bottom),
-			present(m.Open, m.Filter, m.Reasons, m.Stats, m.Reload),
+			present(m.Open, m.Filter, m.Reasons, m.Stats, k.triage.Open, m.Reload),
 			present(m.Select, m.SelectAll, m.SelectNone, m.Export),
 			present(m.Redrive, m.RedriveAll, m.Discard),
 			present(g.Help, g.Back, g.CancelJob, g.Quit),

@@ -309,6 +309,8 @@ func (mv messagesView) updateKey(k tea.KeyPressMsg) (messagesView, tea.Cmd, tea.
 		return mv, mv.countReasons(), nil
 	case key.Matches(k, km.Stats):
 		return mv, nil, openStatsMsg{}
+	case key.Matches(k, mv.c.keys.triage.Open):
+		return mv, nil, openTriageMsg{}
 	case key.Matches(k, km.Reload):
 		return mv, nil, reloadMsg{}
 	case key.Matches(k, km.Select):

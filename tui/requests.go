@@ -128,8 +128,17 @@ func (m Model) request(msg tea.Msg) (Model, tea.Cmd, bool) {
 		m.stats, cmd = m.stats.open(m.msgs.rows, m.msgs.loading)
 		return m, cmd, true
 	case loadedMsg:
-		var cmd tea.Cmd
+		var cmd, tcmd tea.Cmd
 		m.stats, cmd = m.stats.loaded(msg.rows)
+		m.triage, tcmd = m.triage.loaded(msg.rows)
+		return m, tea.Batch(cmd, tcmd), true
+	case openTriageMsg:
+		m.screen = screenTriage
+		var cmd tea.Cmd
+		m.triage, cmd = m.triage.open(m.msgs.rows, m.msgs.loading)
+		return m, cmd, true
+	case applyTriageMsg:
+		m, cmd := m.reviewTriage()
 		return m, cmd, true
 	case openEditMsg:
 		e, cmd, err := newEditView(m.c, m.msgs.queue, msg.msg)
