@@ -108,6 +108,9 @@ func (t testingT) Run(name string, f func(TB)) bool {
 	return t.T.Run(name, func(t *testing.T) { f(testingT{t}) })
 }
 
+// NameTB is Name for a TB: a queue or exchange name unique to this run.
+func NameTB(t TB, prefix string) string { return name(t.Name(), prefix) }
+
 // AsTB adapts a *testing.T to TB, for harness helpers that want to run
 // outside Conformance.
 func AsTB(t *testing.T) TB { return testingT{t} }

@@ -139,9 +139,13 @@ var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
 // within SQS's 80 characters (leaving room for ".fifo").
 func Name(t testing.TB, prefix string) string {
 	t.Helper()
+	return name(t.Name(), prefix)
+}
+
+func name(test, prefix string) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	tn := unsafeChars.ReplaceAllString(strings.ToLower(t.Name()), "-")
+	tn := unsafeChars.ReplaceAllString(strings.ToLower(test), "-")
 	if len(tn) > 40 {
 		tn = tn[len(tn)-40:]
 	}
