@@ -658,6 +658,11 @@ func (s *suite) publish(t TB, k Kind) {
 			t.Errorf("Publish put a group out of order:\n%s", testdiff.Lines(w, g))
 		}
 	}
+	if tr.FilesOnly {
+		// An archive opened for appending takes every destination into
+		// its own file: no queue is missing.
+		return
+	}
 	errs, err = pub.Publish(c, []broker.Outgoing{{Message: &broker.Message{Body: []byte("to nowhere")},
 		Dest: broker.Destination{Kind: broker.ToQueue, Queue: missing(t)}, GroupID: "g0", DeduplicationID: "to-nowhere"}})
 	if err == nil && len(errs) != 1 {
