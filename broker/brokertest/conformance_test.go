@@ -25,12 +25,14 @@ type memory struct {
 	queues map[string][]*entry
 	tag    uint64
 	n      int
+	moves  map[string]broker.MoveTask // by source queue
 }
 
 type entry struct {
 	body  string
 	tag   uint64
 	taken bool
+	from  string // the queue it was dead-lettered from
 }
 
 // The rules a flawed memory adapter breaks, and the subtest that must
@@ -46,9 +48,15 @@ var flaws = []struct{ flaw, caught string }{
 	{"release-drops", "classic/consume"},       // Release removes the message
 	{"limit-ignored", "classic/consume-limit"}, // Limit is not kept
 	{"refuses-consume", "classic/consume"},     // an undeclared ErrUnsupported
+	{"origin-wrong", "origin"},                 // Origin names another queue
+	{"origin-guesses", "no-origin"},            // Origin of a message never dead-lettered
+	{"move-loses", "server-side-move"},         // a move drops a message
+	{"move-silent", "server-side-move"},        // a move reports no progress
 }
 
-func newMemory(flaw string) *memory { return &memory{flaw: flaw, queues: map[string][]*entry{}} }
+func newMemory(flaw string) *memory {
+	return &memory{flaw: flaw, queues: map[string][]*entry{}, moves: map[string]broker.MoveTask{}}
+}
 
 func (m *memory) System() broker.System { return "memory" }
 func (m *memory) String() string        { return "memory:" }
@@ -108,7 +116,11 @@ func (m *memory) Peek(_ context.Context, q string, opts broker.PeekOptions, visi
 			break
 		}
 		rep.Read++
-		if err := visit(&broker.Message{ID: e.body, System: "memory", Queue: q, Body: []byte(e.body)}); err != nil {
+		m := &broker.Message{ID: e.body, System: "memory", Queue: q, Body: []byte(e.body)}
+		if e.from != "" {
+			m.Death = &broker.Death{Queue: e.from, Reason: "rejected"}
+		}
+		if err := visit(m); err != nil {
 			if errors.Is(err, broker.ErrStop) {
 				return rep, nil
 			}
@@ -242,6 +254,74 @@ func (m *memory) Purge(_ context.Context, q string) (int64, error) {
 	return n, nil
 }
 
+// deadLetters makes a work queue and a dead-letter queue of n messages
+// dead-lettered from it.
+func (m *memory) deadLetters(_ brokertest.TB, n int) (string, broker.Destination) {
+	src := m.make(nil)
+	dlq := m.make(nil)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := range n {
+		m.tag++
+		m.queues[dlq] = append(m.queues[dlq], &entry{body: fmt.Sprintf("dead-%d", i), tag: m.tag, from: src})
+	}
+	return dlq, broker.Destination{Kind: broker.ToQueue, Queue: src}
+}
+
+func (m *memory) Origin(_ context.Context, q string, msg *broker.Message) (broker.Destination, error) {
+	switch {
+	case msg.Death != nil && m.flaw == "origin-wrong":
+		return broker.Destination{Kind: broker.ToQueue, Queue: q, Via: "death"}, nil
+	case msg.Death != nil:
+		return broker.Destination{Kind: broker.ToQueue, Queue: msg.Death.Queue, Via: "death"}, nil
+	case m.flaw == "origin-guesses":
+		return broker.Destination{Kind: broker.ToQueue, Queue: "q1", Via: "a guess"}, nil
+	}
+	return broker.Destination{}, &broker.Error{Kind: broker.ErrNotFound, Op: "origin", Msg: "the message was never dead-lettered"}
+}
+
+// StartMove moves the whole queue at once and remembers the task.
+func (m *memory) StartMove(_ context.Context, q string, dest broker.Destination, _ broker.MoveOptions) (broker.MoveTask, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	es, ok := m.queues[q]
+	if !ok {
+		return broker.MoveTask{}, m.notFound("move", q)
+	}
+	moved := int64(len(es))
+	if m.flaw == "move-loses" {
+		es = es[1:]
+	}
+	for _, e := range es {
+		e.from = ""
+	}
+	m.queues[dest.Queue] = append(m.queues[dest.Queue], es...)
+	m.queues[q] = []*entry{}
+	task := broker.MoveTask{Handle: "move-" + q, Source: q, Destination: dest.String(), State: broker.MoveCompleted, Moved: &moved, ToMove: &moved}
+	if m.flaw == "move-silent" {
+		task.Moved, task.ToMove = nil, nil
+	}
+	m.moves[q] = task
+	return task, nil
+}
+
+func (m *memory) MoveStatus(_ context.Context, q string) ([]broker.MoveTask, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t, ok := m.moves[q]; ok {
+		return []broker.MoveTask{t}, nil
+	}
+	return nil, nil
+}
+
+func (m *memory) CancelMove(_ context.Context, q, _ string) (broker.MoveTask, error) {
+	t, _ := m.MoveStatus(context.Background(), q)
+	if len(t) == 0 {
+		return broker.MoveTask{}, m.notFound("cancel move", q)
+	}
+	return t[0], nil
+}
+
 func memoryHarness(m *memory) brokertest.Harness {
 	return brokertest.Harness{
 		Broker: m,
@@ -262,6 +342,7 @@ func memoryHarness(m *memory) brokertest.Harness {
 			}
 			return b
 		},
+		DeadLetters: m.deadLetters,
 		Unroutable: func(brokertest.TB) broker.Destination {
 			return broker.Destination{Kind: broker.ToExchange, Exchange: "nowhere"}
 		},
@@ -346,14 +427,13 @@ func TestConformanceOfAGoodAdapter(t *testing.T) {
 		t.Fatalf("the suite failed an adapter that keeps its rules:\n%s", strings.Join(log.fails, "\n"))
 	}
 	for _, want := range []string{"broker", "classic/inspect", "classic/peek", "classic/peek-limit", "classic/consume",
-		"classic/consume-limit", "classic/publish", "classic/purge", "unroutable"} {
+		"classic/consume-limit", "classic/publish", "classic/purge", "unroutable", "origin", "no-origin", "server-side-move"} {
 		if !slices.Contains(log.passed, want) {
 			t.Errorf("subtest %s did not pass (passed: %q; skipped: %q)", want, log.passed, log.skipped)
 		}
 	}
 	for _, want := range []string{"classic/list: memory does not implement broker.QueueLister or broker.Namer",
-		"origin: memory does not implement broker.OriginResolver",
-		"server-side-move: memory does not implement broker.ServerSideMover",
+		"route: memory does not implement broker.RouteChecker",
 		"refused: memory has no destination that refuses a valid message (Harness.Refusing is nil)"} {
 		if !slices.Contains(log.skipped, want) {
 			t.Errorf("no skip %q; skipped:\n%s", want, strings.Join(log.skipped, "\n"))
