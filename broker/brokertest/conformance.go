@@ -146,6 +146,16 @@ func Check(t TB, h Harness) {
 	t.Run("origin", s.origin)
 	t.Run("no-origin", s.noOrigin)
 	t.Run("server-side-move", s.move)
+	t.Run("exchange-names", s.exchangeNames)
+	t.Run("server-version", func(t TB) {
+		sv, ok := s.b.(broker.ServerVersioner)
+		if !ok {
+			s.lacks(t, "ServerVersioner")
+		}
+		if v, err := sv.ServerVersion(ctx(t)); err != nil || v == "" {
+			t.Errorf("ServerVersion() = %q, %v; want the server's version", v, err)
+		}
+	})
 	t.Run("flow", func(t TB) {
 		if _, ok := s.b.(broker.FlowWatcher); !ok {
 			s.lacks(t, "FlowWatcher")
@@ -558,7 +568,13 @@ func (s *suite) consume(t TB, k Kind) {
 	if err := sub.Release(c, released.Receipt); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	next() // held unsettled: Close returns it
+	held := next() // unsettled: Close returns it
+	if ext, ok := sub.(broker.Extender); ok {
+		// Hidden for longer, it still comes back at Close.
+		if err := ext.Extend(c, time.Minute, held.Receipt); err != nil {
+			t.Errorf("Extend: %v", err)
+		}
+	}
 	closed = true
 	if err := sub.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -772,6 +788,28 @@ func (s *suite) route(t TB) {
 		}
 	}
 	s.waitCount(t, q, 0, "Routable publishes nothing")
+}
+
+// exchangeNames: an exchange is listed by its name's prefix.
+func (s *suite) exchangeNames(t TB) {
+	en, ok := s.b.(broker.ExchangeNamer)
+	if !ok {
+		s.lacks(t, "ExchangeNamer")
+	}
+	if s.h.Unroutable == nil {
+		t.Skipf("the harness makes no exchange (Harness.Unroutable is nil)")
+	}
+	dest := s.h.Unroutable(t)
+	if dest.Kind != broker.ToExchange {
+		t.Skipf("the harness's unroutable destination %s is not an exchange", dest)
+	}
+	ns, err := en.ExchangeNames(ctx(t), dest.Exchange)
+	if err != nil {
+		t.Fatalf("ExchangeNames(%s): %v", dest.Exchange, err)
+	}
+	if !slices.Equal(ns, []string{dest.Exchange}) {
+		t.Errorf("ExchangeNames(%s) = %q, want just it", dest.Exchange, ns)
+	}
 }
 
 // deadLetters peeks the dead letters the harness made.
