@@ -167,7 +167,7 @@ func (h *rabbitHarness) contents(t brokertest.TB, q string) []string {
 		for {
 			select {
 			case d := <-ds:
-				wait = 300 * time.Millisecond
+				wait = time.Second
 				bodies = append(bodies, string(d.Body))
 				_ = d.Ack(false)
 			case <-time.After(wait):
