@@ -1,5 +1,7 @@
 // Package brokertest finds the real servers that `make test` starts (see
-// scripts/brokers) and gives tests unique names to work in.
+// scripts/brokers) and gives tests unique names to work in. Conformance
+// checks an adapter against the rules of every capability it has (see
+// docs/adapters.md).
 //
 // Integration tests call RabbitMQ(t) or SQS(t) first. Without the servers'
 // environment they skip, so `go test ./...` runs the unit tests anywhere;
