@@ -214,6 +214,20 @@ func (s *suite) peekLimit(t TB, k Kind) {
 		t.Errorf("Peek stopped by ErrStop at the first message visited %d, reports %d read; want 1, 1", n, rep.Read)
 	}
 	s.waitCount(t, q, int64(len(f)), "a stopped peek takes nothing")
+	// A peek that ends early in a mode that keeps order (a rotation puts
+	// the rest behind what it rotated) still leaves the queue in order.
+	after := s.h.Contents(t, q)
+	tr := broker.TraitsOf(s.b, broker.Queue{Name: q, Kind: k.Kind, Depth: int64(len(f))})
+	switch {
+	case ordered(rep.Mode):
+		if d := testdiff.Lines(bodiesOf(f), after); d != "" {
+			t.Errorf("after %s peeks that ended early the queue holds, not in its order:\n%s", rep.Mode, d)
+		}
+	case tr.Ordered:
+		if w, g := groupOrder(f, after); !slices.Equal(w, g) {
+			t.Errorf("after peeks that ended early a group is out of order:\n%s", testdiff.Lines(w, g))
+		}
+	}
 }
 
 // consume: Ack removes exactly the message acknowledged, Release returns

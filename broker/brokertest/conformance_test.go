@@ -48,6 +48,7 @@ var flaws = []struct{ flaw, caught string }{
 	{"release-drops", "classic/consume"},       // Release removes the message
 	{"limit-ignored", "classic/consume-limit"}, // Limit is not kept
 	{"refuses-consume", "classic/consume"},     // an undeclared ErrUnsupported
+	{"limit-rotates", "classic/peek-limit"},    // a limited peek leaves what it read at the back
 	{"origin-wrong", "origin"},                 // Origin names another queue
 	{"origin-guesses", "no-origin"},            // Origin of a message never dead-lettered
 	{"move-loses", "server-side-move"},         // a move drops a message
@@ -102,6 +103,9 @@ func (m *memory) Peek(_ context.Context, q string, opts broker.PeekOptions, visi
 	es = slices.Clone(es)
 	if ok && m.flaw == "peek-takes" && len(es) > 0 {
 		m.queues[q] = m.queues[q][:len(es)-1]
+	}
+	if ok && m.flaw == "limit-rotates" && opts.Limit > 0 && opts.Limit < len(es) {
+		m.queues[q] = append(slices.Clone(es[opts.Limit:]), es[:opts.Limit]...)
 	}
 	m.mu.Unlock()
 	rep := broker.PeekReport{Mode: broker.PeekHold}
