@@ -109,10 +109,6 @@ func (t testingT) Run(name string, f func(TB)) bool {
 // NameTB is Name for a TB: a queue or exchange name unique to this run.
 func NameTB(t TB, prefix string) string { return name(t.Name(), prefix) }
 
-// AsTB adapts a *testing.T to TB, for harness helpers that want to run
-// outside Conformance.
-func AsTB(t *testing.T) TB { return testingT{t} }
-
 // Conformance checks an adapter against the rules every adapter keeps, the
 // way testing/fstest.TestFS checks a file system: it type-asserts each
 // capability interface of package broker and, for every capability the
