@@ -1,5 +1,7 @@
 // Package brokertest finds the real servers that `make test` starts (see
-// scripts/brokers) and gives tests unique names to work in.
+// scripts/brokers) and gives tests unique names to work in. Conformance
+// checks an adapter against the rules of every capability it has (see
+// docs/adapters.md).
 //
 // Integration tests call RabbitMQ(t) or SQS(t) first. Without the servers'
 // environment they skip, so `go test ./...` runs the unit tests anywhere;
@@ -139,9 +141,13 @@ var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
 // within SQS's 80 characters (leaving room for ".fifo").
 func Name(t testing.TB, prefix string) string {
 	t.Helper()
+	return name(t.Name(), prefix)
+}
+
+func name(test, prefix string) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	tn := unsafeChars.ReplaceAllString(strings.ToLower(t.Name()), "-")
+	tn := unsafeChars.ReplaceAllString(strings.ToLower(test), "-")
 	if len(tn) > 40 {
 		tn = tn[len(tn)-40:]
 	}

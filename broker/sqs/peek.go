@@ -165,12 +165,13 @@ func (p *peeker) note(m types.Message) (fresh bool) {
 	return n == 0
 }
 
-// emit visits one message; it returns broker.ErrStop at the limit.
+// emit visits one message; it returns broker.ErrStop at the limit. A
+// message handed to visit counts as read even when visit ends the walk.
 func (p *peeker) emit(m types.Message) error {
+	p.read++
 	if err := p.visit(fromSQS(m, p.name)); err != nil {
 		return err
 	}
-	p.read++
 	if p.opts.Limit > 0 && p.read >= int64(p.opts.Limit) {
 		return broker.ErrStop
 	}
