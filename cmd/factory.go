@@ -60,6 +60,8 @@ type Factory struct {
 	OpenDestination func(ctx context.Context, ref string) (broker.Broker, string, error)
 	// ReadOnly reports whether mutations are refused (flag or context).
 	ReadOnly func() bool
+	// Registry lists the broker adapters; nil: dlq's own (adapters).
+	Registry *broker.Registry
 
 	jq *jqFilter // while `--jq` holds back the output
 	// stdout counts a JSON command's output (countJSON).
