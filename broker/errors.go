@@ -89,3 +89,14 @@ func Errorf(kind error, op, format string, args ...any) error {
 	}
 	return &Error{Kind: kind, Op: op, Msg: fmt.Sprintf(format, args...)}
 }
+
+// ContextError is an error about one named context of the front end's
+// configuration (an environment variable its password_env names is not
+// set). It says which, so that no caller adds the name a second time.
+type ContextError struct {
+	Context string
+	Err     error
+}
+
+func (e *ContextError) Error() string { return "context `" + e.Context + "`: " + e.Err.Error() }
+func (e *ContextError) Unwrap() error { return e.Err }

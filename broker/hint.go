@@ -226,3 +226,45 @@ func walkRenderable(err error, fn func(renderable)) {
 		}
 	}
 }
+
+// NamesOption reports whether err, or an error it wraps, is a message that
+// names o (a Hint, or an *Error whose Hint does): a front end that would
+// add "raise the timeout" leaves it out when the broker's words say so.
+func NamesOption(err error, o Option) bool {
+	found := false
+	var walk func(error)
+	walk = func(err error) {
+		if err == nil || found {
+			return
+		}
+		switch e := err.(type) {
+		case *Hint:
+			for _, a := range e.args {
+				switch a := a.(type) {
+				case Option:
+					found = found || a == o
+				case Setting:
+					found = found || a.Option == o
+				case Alternative:
+					found = found || a.Setting.Option == o
+				case error:
+					walk(a)
+				}
+			}
+		case *Error:
+			if e.Hint != nil {
+				walk(e.Hint)
+			}
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		}
+	}
+	walk(err)
+	return found
+}

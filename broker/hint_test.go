@@ -157,3 +157,27 @@ func TestNoFlagTextOutsideCmd(t *testing.T) {
 		t.Fatalf("checked only %d files: is %s the module root?", checked, root)
 	}
 }
+
+func TestNamesOption(t *testing.T) {
+	hint := Hintf("no answer within 30s: raise %s", OptTimeout)
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"hint", hint, true},
+		{"wrapped hint", fmt.Errorf("open: %w", hint), true},
+		{"error with hint", &Error{Kind: ErrUnreachable, Hint: hint}, true},
+		{"setting", Hintf("set %s", OptTimeout.With("1m")), true},
+		{"alternative", Hintf("%s", OptTimeout.Or("raise %s", "wait")), true},
+		{"hint inside a hint", Hintf("open: %w", hint), true},
+		{"other option", Hintf("check %s", OptBroker), false},
+		{"words only", errors.New("raise `--timeout`"), false},
+		{"nil", nil, false},
+	}
+	for _, tt := range tests {
+		if got := NamesOption(tt.err, OptTimeout); got != tt.want {
+			t.Errorf("%s: NamesOption = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

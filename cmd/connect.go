@@ -226,11 +226,11 @@ func (f *Factory) openRef(ctx context.Context, s brokerSpec, ref string) (broker
 // openError makes a failed open one line that names the fix.
 func (f *Factory) openError(ctx context.Context, s brokerSpec, err error, took time.Duration) error {
 	if errors.Is(err, context.DeadlineExceeded) || (ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, context.Canceled)) {
-		if !strings.Contains(errorText(err), "--timeout") {
+		if !broker.NamesOption(err, broker.OptTimeout) {
 			return fmt.Errorf("%w: no answer within %s: check the host and port, or raise `--timeout`", err, f.timeout())
 		}
 	}
-	if s.Context != "" && !strings.Contains(err.Error(), "context `") {
+	if ce := (*broker.ContextError)(nil); s.Context != "" && !errors.As(err, &ce) {
 		return fmt.Errorf("context `%s`: %w", s.Context, err)
 	}
 	return err

@@ -31,7 +31,7 @@ func DemoAdapter() broker.Adapter {
 		Schemes: []string{"demo:"},
 		Open: func(_ context.Context, s broker.Settings) (broker.Broker, error) {
 			if _, rest, _ := strings.Cut(s.Ref, ":"); rest != "" {
-				return nil, fmt.Errorf("`--broker demo:` takes no queue: pass the queue as the argument (`dlq peek --broker demo: orders.dlq`)")
+				return nil, broker.Hintf("%s takes no queue: pass the queue as the argument, with %s", broker.OptBroker.With(s.Ref), broker.OptBroker.With("demo:"))
 			}
 			b, err := Demo()
 			if err != nil {

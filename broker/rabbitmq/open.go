@@ -104,7 +104,7 @@ func contextSecret(s broker.Settings, env, key, what string) (string, error) {
 		v, ok = s.LookupEnv(env)
 	}
 	if !ok || v == "" {
-		return "", fmt.Errorf("context `%s`: environment variable %s (its `%s`) is not set: export it with %s", s.Context, env, key, what)
+		return "", &broker.ContextError{Context: s.Context, Err: fmt.Errorf("environment variable %s (its `%s`) is not set: export it with %s", env, key, what)}
 	}
 	return v, nil
 }
