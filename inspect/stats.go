@@ -657,7 +657,7 @@ func AgeBucket(d time.Duration) string {
 }
 
 // Source is the queue a message was dead-lettered from: the death record's
-// queue, else the queue named by an SQS DeadLetterQueueSourceArn, else the
+// queue, else the source queue its broker recorded (broker.RecordedSource), else the
 // origin its failure record names (a queue, or exchange:NAME:KEY); "" when
 // unknown.
 func Source(m *broker.Message) string {
@@ -666,11 +666,11 @@ func Source(m *broker.Message) string {
 			return m.Death.Queue
 		}
 		if m.Death.QueueARN != "" {
-			return arnName(m.Death.QueueARN)
+			return broker.SourceName(m.Death.QueueARN)
 		}
 	}
-	if arn := m.SystemAttributes["DeadLetterQueueSourceArn"]; arn != "" {
-		return arnName(arn)
+	if id := broker.RecordedSource(m); id != "" {
+		return broker.SourceName(id)
 	}
 	if f := FailureOf(m); f != nil && f.Origin != nil {
 		if d := f.Origin.Destination(); d.Kind == broker.ToQueue {
@@ -683,7 +683,7 @@ func Source(m *broker.Message) string {
 }
 
 // QueueSource finds the source of the messages of one queue that do not
-// name theirs (no death record, no DeadLetterQueueSourceArn): the origin the
+// name theirs (no death record, no recorded source): the origin the
 // broker resolves for such a message, as a redrive to the origin would
 // (SQS: the queue's only dead-letter source queue; RabbitMQ: none, since
 // only x-death tells). The broker is asked once, when a message first needs
@@ -713,17 +713,10 @@ func (q *QueueSource) Of(ctx context.Context, m *broker.Message) string {
 	q.once.Do(func() {
 		d, err := q.b.Origin(ctx, q.queue, &broker.Message{System: m.System, Queue: q.queue})
 		if err == nil && d.Kind == broker.ToQueue {
-			q.name = arnName(d.Queue)
+			q.name = broker.SourceName(d.Queue)
 		}
 	})
 	return q.name
-}
-
-func arnName(arn string) string {
-	if i := strings.LastIndexByte(arn, ':'); i >= 0 {
-		return arn[i+1:]
-	}
-	return arn
 }
 
 // jsonBody returns the body, inflated when its content encoding says so.
