@@ -80,14 +80,14 @@ func (b *Broker) ApplySQSChange(ctx context.Context, c broker.SQSChange) (broker
 		if missing {
 			return st, nil
 		}
-		if _, err := b.client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)}); err != nil {
+		if _, err := b.api.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)}); err != nil {
 			return st, b.queueErr("delete queue `"+c.Name+"`", u, err)
 		}
 		b.forget(c.Name, u)
 		return st, nil
 	}
 	if missing {
-		out, err := b.client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(c.Name), Attributes: c.Attributes})
+		out, err := b.api.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(c.Name), Attributes: c.Attributes})
 		if err != nil {
 			return st, translateErr("create queue `"+c.Name+"`", err)
 		}
@@ -102,7 +102,7 @@ func (b *Broker) ApplySQSChange(ctx context.Context, c broker.SQSChange) (broker
 				attrs[k] = v
 			}
 		}
-		if _, err := b.client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(u), Attributes: attrs}); err != nil {
+		if _, err := b.api.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(u), Attributes: attrs}); err != nil {
 			return st, b.queueErr("set attributes of queue `"+c.Name+"`", u, err)
 		}
 	}
