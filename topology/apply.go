@@ -87,7 +87,7 @@ func Apply(ctx context.Context, b broker.Broker, p *Plan, progress func(Change, 
 	fail := func(c Change, err error) error {
 		cc := c
 		res.Failed = &cc
-		if strings.Contains(err.Error(), "`"+c.Name+"`") {
+		if broker.ErrorNames(err, c.Name) {
 			return err
 		}
 		return fmt.Errorf("%s %s `%s`: %w", c.Action, c.Kind, c.Name, err)

@@ -69,7 +69,9 @@ func (b *Broker) queueStates(ctx context.Context, urls []string) ([]broker.SQSQu
 // ApplySQSChange creates a queue with its attributes, sets the attributes
 // of an existing one in place, or deletes one (a missing queue is already
 // deleted).
-func (b *Broker) ApplySQSChange(ctx context.Context, c broker.SQSChange) (broker.SQSQueueState, error) {
+func (b *Broker) ApplySQSChange(ctx context.Context, c broker.SQSChange) (_ broker.SQSQueueState, err error) {
+	// Every failure names the queue (its operation says which).
+	defer func() { err = broker.Naming(c.Name, err) }()
 	st := broker.SQSQueueState{Name: c.Name}
 	u, err := b.queueURL(ctx, c.Name)
 	missing := errors.Is(err, broker.ErrNotFound)

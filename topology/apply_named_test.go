@@ -1,0 +1,43 @@
+package topology
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/dlq-tools/dlq/broker"
+)
+
+// failingApplier is a RabbitMQ broker whose every change fails with err.
+type failingApplier struct{ err error }
+
+func (failingApplier) System() broker.System { return broker.RabbitMQ }
+func (failingApplier) String() string        { return "fake" }
+func (failingApplier) Close() error          { return nil }
+func (f failingApplier) ApplyRabbitChange(context.Context, broker.RabbitChange) error {
+	return f.err
+}
+
+// A failed change is named once: by the adapter when it marks its error
+// as naming the object, else by Apply. The words of the error decide
+// nothing.
+func TestApplyNamesTheFailedObjectOnce(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"marked by the adapter", broker.Naming("orders", errors.New("declare queue `orders`: refused")), "declare queue `orders`: refused"},
+		{"unmarked", errors.New("refused"), "create queue `orders`: refused"},
+		{"unmarked, though its words name it", errors.New("`orders` refused"), "create queue `orders`: `orders` refused"},
+		{"marked for another object", broker.Naming("other", errors.New("refused")), "create queue `orders`: refused"},
+	}
+	for _, tt := range tests {
+		p := &Plan{System: broker.RabbitMQ, Changes: []Change{{Action: Create, System: broker.RabbitMQ, Kind: "queue", Name: "orders",
+			rabbit: &broker.RabbitChange{Action: broker.Declare, Queue: &broker.QueueDecl{Name: "orders"}}}}}
+		res, err := Apply(context.Background(), failingApplier{tt.err}, p, nil)
+		if err == nil || err.Error() != tt.want || res.Failed == nil {
+			t.Errorf("%s: %v (failed change recorded: %v), want %q", tt.name, err, res.Failed != nil, tt.want)
+		}
+	}
+}
