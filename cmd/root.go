@@ -64,5 +64,7 @@ Brokers are named with --broker (or a context from the config file):
 	_ = root.RegisterFlagCompletionFunc("auth", cobra.FixedCompletions([]string{"plain\tuser and password", "external\tTLS client certificate"}, cobra.ShellCompDirectiveNoFileComp))
 
 	addCommands(root, f)
+	// Unknown flags and bad flag values are a FlagError: the usage follows.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &FlagError{err: err} })
 	return root
 }
