@@ -83,7 +83,7 @@ func (e *Error) Unwrap() error { return e.Err }
 func Errorf(kind error, op, format string, args ...any) error {
 	for _, a := range args {
 		switch a.(type) {
-		case Option, Setting, Alternative:
+		case Option, Setting, Alternative, Command:
 			return &Error{Kind: kind, Op: op, Hint: Hintf(format, args...)}
 		}
 	}

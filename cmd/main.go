@@ -245,6 +245,9 @@ func (w flagWorded) Unwrap() error { return w.err }
 // flagSetting words a setting that a library message names as the flag
 // that sets it: "`--mode rotate`".
 func flagSetting(s broker.Setting) string {
+	if s.Option == broker.OptCommand {
+		return "" // the command line itself: broker.PlainSetting's words
+	}
 	if s.Value == "" {
 		return "`--" + string(s.Option) + "`"
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"io"
 	"sort"
 	"time"
@@ -137,8 +136,8 @@ func (b *Broker) Queue(ctx context.Context, name string) (broker.Queue, error) {
 }
 
 func (b *Broker) notFound(ctx context.Context, name string) error {
-	msg := fmt.Sprintf("no messages from queue `%s` in the archive: list its queues with `dlq queues --broker %s`", name, b.String())
-	return &broker.Error{Kind: broker.ErrNotFound, Op: "archive " + b.String(), Msg: msg}
+	hint := broker.Hintf("no messages from queue `%s` in the archive: list its queues with %s", name, broker.Cmd("queues", broker.OptBroker.With(b.String())))
+	return &broker.Error{Kind: broker.ErrNotFound, Op: "archive " + b.String(), Hint: hint}
 }
 
 // scan reads every record once. key maps a record's queue to the queue it

@@ -201,7 +201,7 @@ func (b *Broker) ApplyRabbitChange(ctx context.Context, c broker.RabbitChange) e
 func (b *Broker) deleteEmptyQueue(ctx context.Context, q *broker.QueueDecl) error {
 	op := "delete queue `" + q.Name + "`"
 	notEmpty := func(n int64) error {
-		return broker.Naming(q.Name, broker.Errorf(broker.ErrConflict, op, "the queue holds %d message(s): move or drain them first (`dlq redrive`, `dlq purge`)", n))
+		return broker.Naming(q.Name, broker.Errorf(broker.ErrConflict, op, "the queue holds %d message(s): move or drain them first (%s, %s)", n, broker.Cmd("redrive"), broker.Cmd("purge")))
 	}
 	quorum := q.Type == "quorum" || q.Type == "stream" || q.Arguments["x-queue-type"] == "quorum" || q.Arguments["x-queue-type"] == "stream"
 	if !quorum {

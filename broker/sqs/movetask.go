@@ -2,7 +2,6 @@ package sqs
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -138,7 +137,7 @@ func moveState(s string) broker.MoveState {
 func (b *Broker) CancelMove(ctx context.Context, queue, handle string) (broker.MoveTask, error) {
 	op := "cancel message move task of `" + queueName(queue) + "`"
 	if handle == "" {
-		return broker.MoveTask{}, fmt.Errorf("%s: no task handle: see `dlq redrive status`", op)
+		return broker.MoveTask{}, broker.Hintf("%s: no task handle: see %s", op, broker.Cmd("redrive status"))
 	}
 	out, err := b.api.CancelMessageMoveTask(ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: aws.String(handle)})
 	if err != nil {
