@@ -63,6 +63,9 @@ type Adapter struct {
 	// Schemes are the reference prefixes it answers to, as a person writes
 	// them: "amqp://", "sqs://", "demo:".
 	Schemes []string
+	// About says in a few words what each scheme opens, in the order of
+	// Schemes ("RabbitMQ over TLS"), for completion.
+	About []string
 	// Open connects to the broker s.Ref names.
 	Open func(ctx context.Context, s Settings) (Broker, error)
 	// URLSecrets: its references may carry a password (a warning says so
@@ -153,6 +156,21 @@ func (r *Registry) Schemes() string {
 		out = append(out, a.Schemes...)
 	}
 	return strings.Join(out, ", ")
+}
+
+// Described lists every registered scheme with what it opens, as
+// completion offers them: "amqp://\tRabbitMQ".
+func (r *Registry) Described() []string {
+	var out []string
+	for _, a := range r.adapters {
+		for i, s := range a.Schemes {
+			if i < len(a.About) {
+				s += "\t" + a.About[i]
+			}
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Same reports whether a and b are the same adapter.

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"strings"
 	"testing"
 )
 
@@ -45,5 +46,14 @@ func TestSettingsWith(t *testing.T) {
 	d := s.With("region", "us-east-1")
 	if s.Field("region") != "eu-west-1" || d.Field("region") != "us-east-1" {
 		t.Errorf("With changed the original: %q, derived %q", s.Field("region"), d.Field("region"))
+	}
+}
+
+func TestRegistryDescribed(t *testing.T) {
+	r := NewRegistry(Adapter{Name: "a", Schemes: []string{"amqp://", "amqps://"}, About: []string{"RabbitMQ", "RabbitMQ over TLS"}},
+		Adapter{Name: "d", Schemes: []string{"demo:"}})
+	got := strings.Join(r.Described(), "|")
+	if want := "amqp://\tRabbitMQ|amqps://\tRabbitMQ over TLS|demo:"; got != want {
+		t.Errorf("Described() = %q, want %q", got, want)
 	}
 }

@@ -17,6 +17,7 @@ func Adapter() broker.Adapter {
 	return broker.Adapter{
 		Name:    "archive",
 		Schemes: []string{"file://"},
+		About:   []string{"an archive file"},
 		Open:    openSettings,
 		QueueIn: func(ref string) (string, string, bool) { return ref, "", true },
 		Target:  target,
@@ -29,6 +30,7 @@ func DemoAdapter() broker.Adapter {
 	return broker.Adapter{
 		Name:    "demo",
 		Schemes: []string{"demo:"},
+		About:   []string{"the embedded sample archive"},
 		Open: func(_ context.Context, s broker.Settings) (broker.Broker, error) {
 			if _, rest, _ := strings.Cut(s.Ref, ":"); rest != "" {
 				return nil, broker.Hintf("%s takes no queue: pass the queue as the argument, with %s", broker.OptBroker.With(s.Ref), broker.OptBroker.With("demo:"))

@@ -16,6 +16,7 @@ func Adapter() broker.Adapter {
 	return broker.Adapter{
 		Name:       "rabbitmq",
 		Schemes:    []string{"amqp://", "amqps://"},
+		About:      []string{"RabbitMQ", "RabbitMQ over TLS"},
 		Open:       openSettings,
 		URLSecrets: true,
 	}

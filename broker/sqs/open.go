@@ -18,6 +18,7 @@ func Adapter() broker.Adapter {
 	return broker.Adapter{
 		Name:      "sqs",
 		Schemes:   []string{"sqs://"},
+		About:     []string{"Amazon SQS"},
 		Open:      openSettings,
 		QueueRef:  queueRefSettings,
 		QueueNoun: "an SQS queue",
