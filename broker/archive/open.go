@@ -33,7 +33,7 @@ func DemoAdapter() broker.Adapter {
 		About:   []string{"the embedded sample archive"},
 		Open: func(_ context.Context, s broker.Settings) (broker.Broker, error) {
 			if _, rest, _ := strings.Cut(s.Ref, ":"); rest != "" {
-				return nil, broker.Hintf("%s takes no queue: pass the queue as the argument, with %s", broker.OptBroker.With(s.Ref), broker.OptBroker.With("demo:"))
+				return nil, broker.Hintf("%s takes no queue: pass the queue as the argument (%s)", broker.OptBroker.With("demo:"), broker.Cmd("peek orders.dlq", broker.OptBroker.With("demo:")))
 			}
 			b, err := Demo()
 			if err != nil {
