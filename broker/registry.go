@@ -85,10 +85,27 @@ type Adapter struct {
 	QueueNoun string
 	// Example is the broker reference an example names: "sqs://REGION".
 	Example string
+	// Flags are the command-line settings it reads, each overriding one of
+	// its context fields (--region, --management-url).
+	Flags []Flag
 	// Target opens a reference of its own as a destination to write to
 	// (an archive file) and returns the destination as it is recorded; nil:
 	// its references are brokers, and a destination on them follows `#`.
 	Target func(s Settings, generator string) (Broker, string, error)
+}
+
+// Flag is a setting an adapter reads from the command line: it overrides
+// the context field Field for every broker of the adapter.
+type Flag struct {
+	Option Option // its name: OptRegion
+	Field  string // the context field it overrides: "region"
+	Usage  string
+	Bool   bool // a switch: it sets the field to "true"
+	// Env, when set, is the environment variable that gives its value
+	// when the broker itself comes from the environment (DLQ_BROKER).
+	Env string
+	// Values are its completions, "value\tdescription".
+	Values []string
 }
 
 // Registry is the adapters a front end can open, in the order its
@@ -168,6 +185,22 @@ func (r *Registry) Described() []string {
 				s += "\t" + a.About[i]
 			}
 			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Flags lists the flags of every adapter, each name once, in the order the
+// adapters declare them.
+func (r *Registry) Flags() []Flag {
+	var out []Flag
+	seen := map[Option]bool{}
+	for _, a := range r.adapters {
+		for _, fl := range a.Flags {
+			if !seen[fl.Option] {
+				seen[fl.Option] = true
+				out = append(out, fl)
+			}
 		}
 	}
 	return out

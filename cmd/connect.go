@@ -105,7 +105,11 @@ func (f *Factory) resolveBroker() (brokerSpec, error) {
 	if env := os.Getenv("DLQ_BROKER"); env != "" {
 		if f.knownScheme(env) {
 			s := brokerSpec{Ref: env, Via: "DLQ_BROKER"}
-			s.ManagementURL = os.Getenv("DLQ_MANAGEMENT_URL")
+			for _, fl := range f.adapters().Flags() {
+				if v := os.Getenv(fl.Env); fl.Env != "" && v != "" {
+					setField(&s.BrokerContext, fl.Field, v)
+				}
+			}
 			return f.withFlags(s), nil
 		}
 		return f.contextSpec(env, "DLQ_BROKER")
@@ -129,26 +133,11 @@ func (f *Factory) contextSpec(name, via string) (brokerSpec, error) {
 func (f *Factory) withFlags(s brokerSpec) brokerSpec {
 	o := f.Options
 	s.fromFlag = map[string]bool{}
-	set := func(dst *string, v, key string) {
-		if v != "" {
-			*dst = v
-			s.fromFlag[key] = true
+	for _, fl := range f.adapters().Flags() {
+		if v := o.Adapter(fl.Option); v != "" {
+			setField(&s.BrokerContext, fl.Field, v)
+			s.fromFlag[fl.Field] = true
 		}
-	}
-	set(&s.ManagementURL, o.MgmtURL, "management_url")
-	set(&s.Region, o.Region, "region")
-	set(&s.Endpoint, o.Endpoint, "endpoint")
-	set(&s.CAFile, o.CAFile, "ca_file")
-	set(&s.CertFile, o.CertFile, "cert_file")
-	set(&s.KeyFile, o.KeyFile, "key_file")
-	set(&s.Auth, o.Auth, "auth")
-	set(&s.ManagementUser, o.MgmtUser, "management_user")
-	set(&s.ManagementCAFile, o.MgmtCAFile, "management_ca_file")
-	set(&s.ManagementCertFile, o.MgmtCertFile, "management_cert_file")
-	set(&s.ManagementKeyFile, o.MgmtKeyFile, "management_key_file")
-	if o.Insecure {
-		s.InsecureSkipVerify = true
-		s.fromFlag["insecure_skip_verify"] = true
 	}
 	return s
 }
@@ -211,7 +200,7 @@ func (f *Factory) openRef(ctx context.Context, s brokerSpec, ref string) (broker
 	reg := f.adapters()
 	if a, ok := reg.Lookup(ref); ok {
 		if a.URLSecrets {
-			f.warnURLPassword(s)
+			f.warnURLPassword(s, a)
 		}
 		set := f.settings(s)
 		set.Ref = ref
@@ -238,17 +227,22 @@ func (f *Factory) openError(ctx context.Context, s brokerSpec, err error, took t
 
 // warnURLPassword warns, once, on a terminal and without `--quiet`, that a
 // password in a URL on the command line shows in the process list.
-func (f *Factory) warnURLPassword(s brokerSpec) {
+func (f *Factory) warnURLPassword(s brokerSpec, a broker.Adapter) {
 	if f.Options.Quiet || !f.IO.IsStderrTTY() || f.urlPasswordWarned.Load() {
 		return
 	}
 	var flag string
-	switch {
-	case (s.Via == "--broker" || s.Via == "--to") && s.Context == "" && urlHasPassword(s.Ref):
+	if (s.Via == "--broker" || s.Via == "--to") && s.Context == "" && urlHasPassword(s.Ref) {
 		flag = s.Via
-	case f.Options.MgmtURL != "" && urlHasPassword(f.Options.MgmtURL):
-		flag = "--management-url"
-	default:
+	} else {
+		for _, fl := range a.Flags {
+			if v := f.Options.Adapter(fl.Option); !fl.Bool && v != "" && urlHasPassword(v) {
+				flag = "--" + string(fl.Option)
+				break
+			}
+		}
+	}
+	if flag == "" {
 		return
 	}
 	if f.urlPasswordWarned.Swap(true) {
@@ -373,6 +367,23 @@ func (f *Factory) settings(s brokerSpec) broker.Settings {
 		}
 	}
 	return set
+}
+
+// setField sets the field of c whose config key is key; a boolean field
+// is set by "true".
+func setField(c *BrokerContext, key, v string) {
+	rv := reflect.ValueOf(c).Elem()
+	for i := 0; i < rv.NumField(); i++ {
+		if k, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("yaml"), ","); k == key {
+			switch fv := rv.Field(i); fv.Kind() {
+			case reflect.String:
+				fv.SetString(v)
+			case reflect.Bool:
+				fv.SetBool(v == "true")
+			}
+			return
+		}
+	}
 }
 
 // specOf is the brokerSpec of settings an adapter made.

@@ -58,7 +58,11 @@ func TestResolveBroker(t *testing.T) {
 			}},
 		{name: "--context", config: twoContexts, opts: func(o *GlobalOptions) { o.Context = "aws" }, ref: "sqs://eu-west-1", context: "aws"},
 		{name: "context name in --broker", config: twoContexts, opts: func(o *GlobalOptions) { o.Broker = "aws" }, ref: "sqs://eu-west-1", context: "aws"},
-		{name: "flags override the context", config: twoContexts, opts: func(o *GlobalOptions) { o.Context = "aws"; o.Endpoint = "http://other:1"; o.Region = "us-west-2" },
+		{name: "flags override the context", config: twoContexts, opts: func(o *GlobalOptions) {
+			o.Context = "aws"
+			o.SetAdapter(broker.OptEndpointURL, "http://other:1")
+			o.SetAdapter(broker.OptRegion, "us-west-2")
+		},
 			ref: "sqs://eu-west-1", context: "aws",
 			check: func(t *testing.T, s brokerSpec) {
 				if s.Endpoint != "http://other:1" || s.Region != "us-west-2" || s.Profile != "admin" {
@@ -73,7 +77,7 @@ func TestResolveBroker(t *testing.T) {
 				}
 			}},
 		{name: "--management-url beats DLQ_MANAGEMENT_URL", env: map[string]string{"DLQ_BROKER": "amqp://ops@h:5674/", "DLQ_MANAGEMENT_URL": "http://h:15674"},
-			opts: func(o *GlobalOptions) { o.MgmtURL = "http://other:1" }, ref: "amqp://ops@h:5674/",
+			opts: func(o *GlobalOptions) { o.SetAdapter(broker.OptManagementURL, "http://other:1") }, ref: "amqp://ops@h:5674/",
 			check: func(t *testing.T, s brokerSpec) {
 				if s.ManagementURL != "http://other:1" {
 					t.Errorf("management URL %q, want the flag's", s.ManagementURL)

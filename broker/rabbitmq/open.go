@@ -19,6 +19,19 @@ func Adapter() broker.Adapter {
 		About:      []string{"RabbitMQ", "RabbitMQ over TLS"},
 		Open:       openSettings,
 		URLSecrets: true,
+		Flags: []broker.Flag{
+			{Option: broker.OptManagementURL, Field: "management_url", Env: "DLQ_MANAGEMENT_URL", Usage: "RabbitMQ management API URL (default http://HOST:15672)"},
+			{Option: broker.OptCAFile, Field: "ca_file", Usage: "CA certificate file for amqps:// and https:// (PEM)"},
+			{Option: broker.OptCertFile, Field: "cert_file", Usage: "client certificate for TLS (PEM)"},
+			{Option: broker.OptKeyFile, Field: "key_file", Usage: "client key for TLS (PEM)"},
+			{Option: broker.OptInsecureSkipVerify, Field: "insecure_skip_verify", Bool: true, Usage: "do not verify TLS certificates (dangerous)"},
+			{Option: broker.OptAuth, Field: "auth", Usage: "RabbitMQ login: plain (user and password) or external (the --cert-file client certificate)",
+				Values: []string{"plain\tuser and password", "external\tTLS client certificate"}},
+			{Option: broker.OptManagementUser, Field: "management_user", Usage: "RabbitMQ management API user (password from DLQ_MANAGEMENT_PASSWORD; default the AMQP user)"},
+			{Option: broker.OptManagementCAFile, Field: "management_ca_file", Usage: "CA certificate file for the management API (PEM; default --ca-file)"},
+			{Option: broker.OptManagementCertFile, Field: "management_cert_file", Usage: "client certificate for the management API (PEM; default --cert-file)"},
+			{Option: broker.OptManagementKeyFile, Field: "management_key_file", Usage: "client key for the management API (PEM; default --key-file)"},
+		},
 	}
 }
 

@@ -23,6 +23,10 @@ func Adapter() broker.Adapter {
 		QueueRef:  queueRefSettings,
 		QueueNoun: "an SQS queue",
 		Example:   "sqs://REGION",
+		Flags: []broker.Flag{
+			{Option: broker.OptRegion, Field: "region", Usage: "AWS region (SQS)"},
+			{Option: broker.OptEndpointURL, Field: "endpoint", Usage: "SQS endpoint URL, for emulators or VPC endpoints"},
+		},
 	}
 }
 
