@@ -88,6 +88,10 @@ type Adapter struct {
 	// Flags are the command-line settings it reads, each overriding one of
 	// its context fields (--region, --management-url).
 	Flags []Flag
+	// Lists names the list fields of a context that only it reads, and
+	// what they list: "nodes" → "RabbitMQ nodes". A context of another
+	// broker that sets one is refused.
+	Lists map[string]string
 	// Target opens a reference of its own as a destination to write to
 	// (an archive file) and returns the destination as it is recorded; nil:
 	// its references are brokers, and a destination on them follows `#`.
@@ -204,6 +208,17 @@ func (r *Registry) Flags() []Flag {
 		}
 	}
 	return out
+}
+
+// ListOwner is the adapter that reads the context list field key (see
+// Adapter.Lists) and what the field lists; ok is false when none does.
+func (r *Registry) ListOwner(key string) (a Adapter, about string, ok bool) {
+	for _, a := range r.adapters {
+		if about, ok := a.Lists[key]; ok {
+			return a, about, true
+		}
+	}
+	return Adapter{}, "", false
 }
 
 // Same reports whether a and b are the same adapter.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dlq-tools/dlq/broker"
@@ -332,10 +333,16 @@ func (f *Factory) openDestination(ctx context.Context, ref string) (broker.Broke
 // adapters, and the only place cmd names them.
 func (f *Factory) adapters() *broker.Registry {
 	if f.Registry == nil {
-		f.Registry = broker.NewRegistry(rabbitmq.Adapter(), sqs.Adapter(), archive.Adapter(), archive.DemoAdapter())
+		f.Registry = dlqAdapters()
 	}
 	return f.Registry
 }
+
+// dlqAdapters is the registry of dlq's own adapters, for what reads the
+// config file without a factory.
+var dlqAdapters = sync.OnceValue(func() *broker.Registry {
+	return broker.NewRegistry(rabbitmq.Adapter(), sqs.Adapter(), archive.Adapter(), archive.DemoAdapter())
+})
 
 // settings are s in the neutral words an adapter reads: the context's
 // fields by their config keys.

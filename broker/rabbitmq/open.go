@@ -19,6 +19,7 @@ func Adapter() broker.Adapter {
 		About:      []string{"RabbitMQ", "RabbitMQ over TLS"},
 		Open:       openSettings,
 		URLSecrets: true,
+		Lists:      map[string]string{"nodes": "RabbitMQ nodes"},
 		Flags: []broker.Flag{
 			{Option: broker.OptManagementURL, Field: "management_url", Env: "DLQ_MANAGEMENT_URL", Usage: "RabbitMQ management API URL (default http://HOST:15672)"},
 			{Option: broker.OptCAFile, Field: "ca_file", Usage: "CA certificate file for amqps:// and https:// (PEM)"},
