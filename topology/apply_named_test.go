@@ -3,6 +3,7 @@ package topology
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/dlq-tools/dlq/broker"
@@ -39,5 +40,27 @@ func TestApplyNamesTheFailedObjectOnce(t *testing.T) {
 		if err == nil || err.Error() != tt.want || res.Failed == nil {
 			t.Errorf("%s: %v (failed change recorded: %v), want %q", tt.name, err, res.Failed != nil, tt.want)
 		}
+	}
+}
+
+// A refused plan proposes `dlq topology plan` as a typed command, which a
+// front end words its own way; plainly the text is unchanged.
+func TestConflictErrorProposesPlan(t *testing.T) {
+	err := error(&ConflictError{Conflicts: []Change{{Kind: "queue", Name: "orders"}}})
+	plain := "1 conflict(s) (queue `orders`): nothing was applied, the broker is unchanged; resolve them as `dlq topology plan` explains"
+	if err.Error() != plain {
+		t.Errorf("plain:\n got %q\nwant %q", err.Error(), plain)
+	}
+	tui := func(s broker.Setting) string {
+		if s.Option == broker.OptCommand {
+			return "the plan screen"
+		}
+		return ""
+	}
+	if got, want := broker.RenderError(err, tui), strings.Replace(plain, "`dlq topology plan`", "the plan screen", 1); got != want {
+		t.Errorf("worded:\n got %q\nwant %q", got, want)
+	}
+	if !errors.Is(err, broker.ErrConflict) || !IsConflict(err) {
+		t.Error("a refused plan is no longer a conflict")
 	}
 }
