@@ -83,9 +83,63 @@ func (e *Error) Unwrap() error { return e.Err }
 func Errorf(kind error, op, format string, args ...any) error {
 	for _, a := range args {
 		switch a.(type) {
-		case Option, Setting, Alternative:
+		case Option, Setting, Alternative, Command:
 			return &Error{Kind: kind, Op: op, Hint: Hintf(format, args...)}
 		}
 	}
 	return &Error{Kind: kind, Op: op, Msg: fmt.Sprintf(format, args...)}
+}
+
+// ContextError is an error about one named context of the front end's
+// configuration (an environment variable its password_env names is not
+// set). It says which, so that no caller adds the name a second time.
+type ContextError struct {
+	Context string
+	Err     error
+}
+
+func (e *ContextError) Error() string { return "context `" + e.Context + "`: " + e.Err.Error() }
+func (e *ContextError) Unwrap() error { return e.Err }
+
+// NamedError is a failure about one named object (a queue, an exchange, a
+// policy) whose words already name it: a caller that would say which
+// object failed adds nothing. Adapters mark such errors with Naming.
+type NamedError struct {
+	Name string
+	Err  error
+}
+
+func (e *NamedError) Error() string { return e.Err.Error() }
+func (e *NamedError) Unwrap() error { return e.Err }
+
+// Naming marks err as naming the object name; nil stays nil.
+func Naming(name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &NamedError{Name: name, Err: err}
+}
+
+// ErrorNames reports whether err, or an error it wraps, is marked as
+// naming the object name.
+func ErrorNames(err error, name string) bool {
+	for err != nil {
+		if ne, ok := err.(*NamedError); ok && ne.Name == name {
+			return true
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if ErrorNames(e, name) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
 }

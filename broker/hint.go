@@ -13,9 +13,12 @@ type Option string
 
 // The settings that library messages name.
 const (
-	OptAllowDrop          Option = "allow-drop"
-	OptAuth               Option = "auth"
-	OptBroker             Option = "broker"
+	OptAllowDrop Option = "allow-drop"
+	OptAuth      Option = "auth"
+	OptBroker    Option = "broker"
+	// OptCommand is a Command a message proposes; its Value is the verb
+	// ("queues", "topology apply"). See Command.
+	OptCommand            Option = "command"
 	OptCAFile             Option = "ca-file"
 	OptCertFile           Option = "cert-file"
 	OptContext            Option = "context"
@@ -105,12 +108,58 @@ func renderSetting(r Renderer, s Setting) string {
 }
 
 // PlainSetting is the rendering without a front end, used by Error and
-// String: the option's name and value in backticks ("`mode rotate`").
+// String: the option's name and value in backticks ("`mode rotate`"), and a
+// command as dlq's ("`dlq queues`").
 func PlainSetting(s Setting) string {
+	if s.Option == OptCommand {
+		return "`dlq " + s.Value + "`"
+	}
 	if s.Value == "" {
 		return "`" + string(s.Option) + "`"
 	}
 	return "`" + string(s.Option) + " " + s.Value + "`"
+}
+
+// Command names a dlq command that a message proposes: "list queues with"
+// Cmd("queues"). Libraries never spell a command line, as they never spell
+// a flag: Render asks the front end's Renderer for its words for the
+// Setting of OptCommand with the verb as Value (the TUI may name a screen
+// or a key), and where it has none writes the command line, its settings
+// in the front end's words: "`dlq queues --broker file://x.jsonl`".
+type Command struct {
+	Verb string    // "queues", "topology apply", "peek orders.dlq"
+	With []Setting // settings the command is given
+}
+
+// Cmd is the command verb with settings.
+func Cmd(verb string, with ...Setting) Command { return Command{Verb: verb, With: with} }
+
+// String renders c plainly: its command line.
+func (c Command) String() string { return c.render(nil) }
+
+// render words c with r; nil (no front end) writes its command line.
+func (c Command) render(r Renderer) string {
+	if r != nil && len(c.With) == 0 {
+		if w := r(OptCommand.With(c.Verb)); w != "" {
+			return w
+		}
+	}
+	line := "dlq " + c.Verb
+	for _, s := range c.With {
+		w := ""
+		if r != nil {
+			w = strings.Trim(r(s), "`")
+		}
+		if w == "" {
+			// The command line's own words for a setting.
+			w = "--" + string(s.Option)
+			if s.Value != "" {
+				w += " " + s.Value
+			}
+		}
+		line += " " + w
+	}
+	return "`" + line + "`"
 }
 
 // Hint is a message that names settings. It is an error too, so that a
@@ -132,6 +181,7 @@ func Hintf(format string, args ...any) *Hint {
 // Render returns the message with every setting rendered by r (nil:
 // PlainSetting), including those of wrapped errors among the arguments.
 func (h *Hint) Render(r Renderer) string {
+	words := r // nil: a Command writes its command line
 	if r == nil {
 		r = PlainSetting
 	}
@@ -144,6 +194,8 @@ func (h *Hint) Render(r Renderer) string {
 			args[i] = renderSetting(r, a)
 		case Alternative:
 			args[i] = a.render(r)
+		case Command:
+			args[i] = a.render(words)
 		case error:
 			args[i] = rendered{text: RenderError(a, r), err: a}
 		default:
@@ -225,4 +277,50 @@ func walkRenderable(err error, fn func(renderable)) {
 			}
 		}
 	}
+}
+
+// NamesOption reports whether err, or an error it wraps, is a message that
+// names o (a Hint, or an *Error whose Hint does): a front end that would
+// add "raise the timeout" leaves it out when the broker's words say so.
+func NamesOption(err error, o Option) bool {
+	found := false
+	var walk func(error)
+	walk = func(err error) {
+		if err == nil || found {
+			return
+		}
+		switch e := err.(type) {
+		case *Hint:
+			for _, a := range e.args {
+				switch a := a.(type) {
+				case Option:
+					found = found || a == o
+				case Setting:
+					found = found || a.Option == o
+				case Alternative:
+					found = found || a.Setting.Option == o
+				case Command:
+					for _, s := range a.With {
+						found = found || s.Option == o
+					}
+				case error:
+					walk(a)
+				}
+			}
+		case *Error:
+			if e.Hint != nil {
+				walk(e.Hint)
+			}
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		}
+	}
+	walk(err)
+	return found
 }

@@ -157,3 +157,59 @@ func TestNoFlagTextOutsideCmd(t *testing.T) {
 		t.Fatalf("checked only %d files: is %s the module root?", checked, root)
 	}
 }
+
+func TestNamesOption(t *testing.T) {
+	hint := Hintf("no answer within 30s: raise %s", OptTimeout)
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"hint", hint, true},
+		{"wrapped hint", fmt.Errorf("open: %w", hint), true},
+		{"error with hint", &Error{Kind: ErrUnreachable, Hint: hint}, true},
+		{"setting", Hintf("set %s", OptTimeout.With("1m")), true},
+		{"alternative", Hintf("%s", OptTimeout.Or("raise %s", "wait")), true},
+		{"hint inside a hint", Hintf("open: %w", hint), true},
+		{"other option", Hintf("check %s", OptBroker), false},
+		{"words only", errors.New("raise `--timeout`"), false},
+		{"nil", nil, false},
+	}
+	for _, tt := range tests {
+		if got := NamesOption(tt.err, OptTimeout); got != tt.want {
+			t.Errorf("%s: NamesOption = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// A command a message proposes is typed as an option is: the plain text
+// is dlq's command line, and a front end words it (and the settings it is
+// given) its own way.
+func TestCommandReference(t *testing.T) {
+	err := Errorf(ErrNotFound, "archive x", "no queue `a`: list its queues with %s, or see %s", Cmd("queues", OptBroker.With("file://x")), Cmd("redrive status"))
+	if got, want := err.Error(), "archive x: no queue `a`: list its queues with `dlq queues --broker file://x`, or see `dlq redrive status`"; got != want {
+		t.Errorf("plain:\n got %q\nwant %q", got, want)
+	}
+	cli := func(s Setting) string {
+		if s.Option == OptCommand {
+			return ""
+		}
+		return "`--" + string(s.Option) + " " + s.Value + "`"
+	}
+	if got, want := RenderError(err, cli), "archive x: no queue `a`: list its queues with `dlq queues --broker file://x`, or see `dlq redrive status`"; got != want {
+		t.Errorf("command line:\n got %q\nwant %q", got, want)
+	}
+	tui := func(s Setting) string {
+		if s.Option == OptCommand && s.Value == "redrive status" {
+			return "the moves screen (m)"
+		}
+		return ""
+	}
+	if got, want := RenderError(err, tui), "archive x: no queue `a`: list its queues with `dlq queues --broker file://x`, or see the moves screen (m)"; got != want {
+		t.Errorf("a front end's words:\n got %q\nwant %q", got, want)
+	}
+	var be *Error
+	if !errors.As(err, &be) || be.Hint == nil {
+		t.Errorf("a message naming a command is not a hint: %#v", err)
+	}
+}

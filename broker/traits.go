@@ -67,6 +67,10 @@ type Traits struct {
 	// deletes it again rather than sending it twice. RabbitMQ's IDs are the
 	// publisher's or a fingerprint, which two messages may share.
 	StableIDs bool
+	// Retains: reading never removes a message (a RabbitMQ stream), so a
+	// run cannot take messages from the queue; it is exported and the
+	// archive redriven instead.
+	Retains bool
 }
 
 // QueueTraits declares the Traits of a queue. q is the queue as inspected;

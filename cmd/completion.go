@@ -293,7 +293,7 @@ func completeBroker(f *Factory) cobra.CompletionFunc {
 				}
 			}
 		}
-		for _, s := range []string{"amqp://\tRabbitMQ", "amqps://\tRabbitMQ over TLS", "sqs://\tAmazon SQS", "file://\tan archive file", "demo:\tthe embedded sample archive"} {
+		for _, s := range f.adapters().Described() {
 			if strings.HasPrefix(s, toComplete) {
 				out = append(out, s)
 			}

@@ -147,8 +147,13 @@ func parseConfig(data []byte) (*Config, error) {
 		if a := strings.ToLower(ctx.Auth); a != "" && a != "plain" && a != "external" {
 			return nil, fmt.Errorf("context `%s`: unknown `auth` %q: use plain (user and password) or external (the client certificate)", name, ctx.Auth)
 		}
-		if len(ctx.Nodes) > 0 && !strings.HasPrefix(ctx.Broker, "amqp://") && !strings.HasPrefix(ctx.Broker, "amqps://") {
-			return nil, fmt.Errorf("context `%s`: `nodes` lists RabbitMQ nodes, but its broker is not amqp:// or amqps://: remove `nodes`", name)
+		if len(ctx.Nodes) > 0 {
+			reg := dlqAdapters()
+			if owner, about, ok := reg.ListOwner("nodes"); ok {
+				if a, ok := reg.Lookup(ctx.Broker); !ok || !a.Same(owner) {
+					return nil, fmt.Errorf("context `%s`: `nodes` lists %s, but its broker is not %s: remove `nodes`", name, about, strings.Join(owner.Schemes, " or "))
+				}
+			}
 		}
 		if broker.HasPassword(ctx.Broker) {
 			return nil, fmt.Errorf("context `%s`: the broker URL holds a password: remove it and set `password_env:` to the name of an environment variable that holds it", name)

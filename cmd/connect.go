@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
-	"path/filepath"
-	"regexp"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -80,18 +78,17 @@ type brokerSpec struct {
 	Context string // the context it came from; "" for a URL
 	Via     string // how it was chosen, for messages
 	BrokerContext
+	fromFlag map[string]bool // the context fields a flag set
 }
 
 // knownScheme reports whether s is a broker URL rather than a context name.
-func knownScheme(s string) bool {
-	return strings.Contains(s, "://") || s == "demo:" || strings.HasPrefix(s, "demo:") || s == "sqs:"
-}
+func (f *Factory) knownScheme(s string) bool { return f.adapters().IsRef(s) }
 
 // resolveBroker works out the default broker without connecting.
 func (f *Factory) resolveBroker() (brokerSpec, error) {
 	o := f.Options
 	if o.Broker != "" {
-		if knownScheme(o.Broker) {
+		if f.knownScheme(o.Broker) {
 			return f.withFlags(brokerSpec{Ref: o.Broker, Via: "--broker"}), nil
 		}
 		return f.contextSpec(o.Broker, "--broker")
@@ -107,14 +104,18 @@ func (f *Factory) resolveBroker() (brokerSpec, error) {
 		return f.contextSpec(cfg.CurrentContext, "current-context")
 	}
 	if env := os.Getenv("DLQ_BROKER"); env != "" {
-		if knownScheme(env) {
+		if f.knownScheme(env) {
 			s := brokerSpec{Ref: env, Via: "DLQ_BROKER"}
-			s.ManagementURL = os.Getenv("DLQ_MANAGEMENT_URL")
+			for _, fl := range f.adapters().Flags() {
+				if v := os.Getenv(fl.Env); fl.Env != "" && v != "" {
+					setField(&s.BrokerContext, fl.Field, v)
+				}
+			}
 			return f.withFlags(s), nil
 		}
 		return f.contextSpec(env, "DLQ_BROKER")
 	}
-	return brokerSpec{}, fmt.Errorf("no broker given: pass `--broker URL` (amqp://, sqs://, file://, demo:), choose a context with `--context NAME`, or set current-context in %s", cfg.Path())
+	return brokerSpec{}, fmt.Errorf("no broker given: pass `--broker URL` (%s), choose a context with `--context NAME`, or set current-context in %s", f.adapters().Schemes(), cfg.Path())
 }
 
 // contextSpec resolves a context name, with flags overriding its values.
@@ -132,24 +133,12 @@ func (f *Factory) contextSpec(name, via string) (brokerSpec, error) {
 
 func (f *Factory) withFlags(s brokerSpec) brokerSpec {
 	o := f.Options
-	set := func(dst *string, v string) {
-		if v != "" {
-			*dst = v
+	s.fromFlag = map[string]bool{}
+	for _, fl := range f.adapters().Flags() {
+		if v := o.Adapter(fl.Option); v != "" {
+			setField(&s.BrokerContext, fl.Field, v)
+			s.fromFlag[fl.Field] = true
 		}
-	}
-	set(&s.ManagementURL, o.MgmtURL)
-	set(&s.Region, o.Region)
-	set(&s.Endpoint, o.Endpoint)
-	set(&s.CAFile, o.CAFile)
-	set(&s.CertFile, o.CertFile)
-	set(&s.KeyFile, o.KeyFile)
-	set(&s.Auth, o.Auth)
-	set(&s.ManagementUser, o.MgmtUser)
-	set(&s.ManagementCAFile, o.MgmtCAFile)
-	set(&s.ManagementCertFile, o.MgmtCertFile)
-	set(&s.ManagementKeyFile, o.MgmtKeyFile)
-	if o.Insecure {
-		s.InsecureSkipVerify = true
 	}
 	return s
 }
@@ -157,7 +146,7 @@ func (f *Factory) withFlags(s brokerSpec) brokerSpec {
 // specFor resolves a URL or context name given somewhere other than
 // --broker (a destination's broker part).
 func (f *Factory) specFor(ref, via string) (brokerSpec, error) {
-	if knownScheme(ref) {
+	if f.knownScheme(ref) {
 		return f.withFlags(brokerSpec{Ref: ref, Via: via}), nil
 	}
 	return f.contextSpec(ref, via)
@@ -209,142 +198,52 @@ func (f *Factory) openSpec(ctx context.Context, s brokerSpec) (broker.Broker, er
 }
 
 func (f *Factory) openRef(ctx context.Context, s brokerSpec, ref string) (broker.Broker, error) {
-	scheme, rest, _ := strings.Cut(ref, ":")
-	switch strings.ToLower(scheme) {
-	case "amqp", "amqps":
-		f.warnURLPassword(s)
-		pw, err := f.password(s)
-		if err != nil {
-			return nil, err
+	reg := f.adapters()
+	if a, ok := reg.Lookup(ref); ok {
+		if a.URLSecrets {
+			f.warnURLPassword(s, a)
 		}
-		mgmtPW, err := f.managementPassword(s)
-		if err != nil {
-			return nil, err
-		}
-		return rabbitmq.Open(ctx, rabbitmq.Config{
-			URL: ref, Nodes: s.Nodes, ManagementURL: s.ManagementURL, Password: pw,
-			Auth: s.Auth, ManagementUser: s.ManagementUser, ManagementPassword: mgmtPW,
-			CAFile: s.CAFile, CertFile: s.CertFile, KeyFile: s.KeyFile,
-			ManagementCAFile: s.ManagementCAFile, ManagementCertFile: s.ManagementCertFile, ManagementKeyFile: s.ManagementKeyFile,
-			InsecureSkipVerify: s.InsecureSkipVerify, Timeout: f.timeout(), Logger: f.Logger,
-			ReadOnly: f.CheckWritable("") != nil,
-		})
-	case "sqs":
-		region, err := sqsRegion(ref)
-		if err != nil {
-			return nil, err
-		}
-		if s.Region != "" && region != "" && s.Region != region && f.Options.Region != "" {
-			return nil, fmt.Errorf("`--region %s` contradicts the broker %s: drop one of them", s.Region, ref)
-		}
-		if region == "" {
-			region = s.Region
-		}
-		return sqs.Open(ctx, sqs.Config{Region: region, Endpoint: s.Endpoint, Profile: s.Profile, Timeout: f.timeout(), Logger: f.Logger})
-	case "file":
-		path, err := filePath(ref)
-		if err != nil {
-			return nil, err
-		}
-		return archive.Open(path)
-	case "demo":
-		if rest != "" {
-			return nil, fmt.Errorf("`--broker demo:` takes no queue: pass the queue as the argument (`dlq peek --broker demo: orders.dlq`)")
-		}
-		return archive.Demo()
+		set := f.settings(s)
+		set.Ref = ref
+		return a.Open(ctx, set)
 	}
-	if _, _, ok := sqsQueueRef(ref); ok {
-		return nil, fmt.Errorf("%s is an SQS queue, not a broker: pass it as the queue argument, and `--broker sqs://REGION` if needed", broker.Redact(ref))
+	if a, _, ok := reg.QueueRef(ref, f.defaultSettings); ok {
+		return nil, fmt.Errorf("%s is %s, not a broker: pass it as the queue argument, and `--broker %s` if needed", broker.Redact(ref), a.QueueNoun, a.Example)
 	}
-	return nil, fmt.Errorf("unknown broker %q: use amqp://, amqps://, sqs://, file://, demo: or a context name (`dlq contexts` lists them)", broker.Redact(ref))
+	return nil, fmt.Errorf("unknown broker %q: use %s or a context name (`dlq contexts` lists them)", broker.Redact(ref), reg.Schemes())
 }
 
 // openError makes a failed open one line that names the fix.
 func (f *Factory) openError(ctx context.Context, s brokerSpec, err error, took time.Duration) error {
 	if errors.Is(err, context.DeadlineExceeded) || (ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, context.Canceled)) {
-		if !strings.Contains(errorText(err), "--timeout") {
+		if !broker.NamesOption(err, broker.OptTimeout) {
 			return fmt.Errorf("%w: no answer within %s: check the host and port, or raise `--timeout`", err, f.timeout())
 		}
 	}
-	if s.Context != "" && !strings.Contains(err.Error(), "context `") {
+	if ce := (*broker.ContextError)(nil); s.Context != "" && !errors.As(err, &ce) {
 		return fmt.Errorf("context `%s`: %w", s.Context, err)
 	}
 	return err
 }
 
-// external reports an EXTERNAL login (the client certificate), by `auth`
-// or the URL's auth_mechanism=external.
-func (s brokerSpec) external() bool {
-	if strings.EqualFold(strings.TrimSpace(s.Auth), rabbitmq.AuthExternal) {
-		return true
-	}
-	return s.Auth == "" && strings.Contains(strings.ToLower(s.Ref), "auth_mechanism=external")
-}
-
-// password is the RabbitMQ password when the URL has none: from the
-// environment variable the context names, else DLQ_PASSWORD. An EXTERNAL
-// login has none.
-func (f *Factory) password(s brokerSpec) (string, error) {
-	if s.external() {
-		return "", nil
-	}
-	if broker.HasPassword(s.Ref) {
-		// Also in a list of hosts url.Parse refuses (amqp://u:p@[::1]:5672,h2/).
-		return "", nil
-	}
-	if s.PasswordEnv != "" {
-		return contextSecret(s, s.PasswordEnv, "password_env", "the broker's password")
-	}
-	pw := os.Getenv("DLQ_PASSWORD")
-	if pw == "" {
-		// Without a password the AMQP client would try "guest", and the
-		// broker's answer (wrong username or password) would hide that
-		// none was given. Only guest, or no user, gets that default.
-		if u, err := url.Parse(s.Ref); err == nil && u.User != nil && u.User.Username() != "" && u.User.Username() != "guest" {
-			return "", fmt.Errorf("no password given for %s: set DLQ_PASSWORD, a context's `password_env`, or put it in the URL", u.User.Username())
-		}
-	}
-	return pw, nil
-}
-
-// managementPassword is the management API's own password: from the
-// environment variable the context names in management_password_env, else
-// DLQ_MANAGEMENT_PASSWORD. A management user needs one; without a
-// management user, it replaces the AMQP password for the API.
-func (f *Factory) managementPassword(s brokerSpec) (string, error) {
-	if s.ManagementPasswordEnv != "" {
-		return contextSecret(s, s.ManagementPasswordEnv, "management_password_env", "the management API's password")
-	}
-	pw := os.Getenv("DLQ_MANAGEMENT_PASSWORD")
-	if pw == "" && s.ManagementUser != "" {
-		return "", fmt.Errorf("no password given for management user `%s`: set DLQ_MANAGEMENT_PASSWORD, or a context's `management_password_env`", s.ManagementUser)
-	}
-	return pw, nil
-}
-
-// contextSecret is the value of the environment variable env that a
-// context names in its key (password_env, management_password_env).
-func contextSecret(s brokerSpec, env, key, what string) (string, error) {
-	v, ok := os.LookupEnv(env)
-	if !ok || v == "" {
-		return "", fmt.Errorf("context `%s`: environment variable %s (its `%s`) is not set: export it with %s", s.Context, env, key, what)
-	}
-	return v, nil
-}
-
 // warnURLPassword warns, once, on a terminal and without `--quiet`, that a
 // password in a URL on the command line shows in the process list.
-func (f *Factory) warnURLPassword(s brokerSpec) {
+func (f *Factory) warnURLPassword(s brokerSpec, a broker.Adapter) {
 	if f.Options.Quiet || !f.IO.IsStderrTTY() || f.urlPasswordWarned.Load() {
 		return
 	}
 	var flag string
-	switch {
-	case (s.Via == "--broker" || s.Via == "--to") && s.Context == "" && urlHasPassword(s.Ref):
+	if (s.Via == "--broker" || s.Via == "--to") && s.Context == "" && urlHasPassword(s.Ref) {
 		flag = s.Via
-	case f.Options.MgmtURL != "" && urlHasPassword(f.Options.MgmtURL):
-		flag = "--management-url"
-	default:
+	} else {
+		for _, fl := range a.Flags {
+			if v := f.Options.Adapter(fl.Option); !fl.Bool && v != "" && urlHasPassword(v) {
+				flag = "--" + string(fl.Option)
+				break
+			}
+		}
+	}
+	if flag == "" {
 		return
 	}
 	if f.urlPasswordWarned.Swap(true) {
@@ -357,117 +256,27 @@ func (f *Factory) warnURLPassword(s brokerSpec) {
 // holds a password.
 func urlHasPassword(ref string) bool { return broker.HasPassword(ref) }
 
-var regionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-\d+$`) })
-
-// sqsRegion is the region of sqs://REGION, "" for sqs://.
-func sqsRegion(ref string) (string, error) {
-	rest := strings.TrimPrefix(strings.TrimPrefix(ref, "sqs:"), "//")
-	rest = strings.TrimSuffix(rest, "/")
-	if rest == "" {
-		return "", nil
-	}
-	if !regionRE().MatchString(rest) {
-		return "", fmt.Errorf("malformed SQS broker %q: want sqs:// or sqs://REGION (e.g. sqs://eu-west-1); give queues by name, URL or ARN as the argument", broker.Redact(ref))
-	}
-	return rest, nil
-}
-
-// filePath is the path of file://PATH (file:///abs, file://rel, file://~/x).
-func filePath(ref string) (string, error) {
-	p := strings.TrimPrefix(ref, "file://")
-	if p == ref || p == "" {
-		return "", fmt.Errorf("malformed archive reference %q: want file://PATH (file://dead.jsonl, file:///var/dlq/dead.jsonl.gz)", ref)
-	}
-	if strings.HasPrefix(p, "localhost/") {
-		p = p[len("localhost"):]
-	}
-	if strings.HasPrefix(p, "~/") {
-		if home, err := os.UserHomeDir(); err == nil {
-			p = filepath.Join(home, p[2:])
-		}
-	}
-	return p, nil
-}
-
-// sqsQueueRef recognises an SQS queue URL or ARN and returns the region it
-// names ("" when the URL does not say) and, for a non-AWS URL, the endpoint.
-func sqsQueueRef(ref string) (region, endpoint string, ok bool) {
-	if strings.HasPrefix(ref, "arn:") {
-		parts := strings.SplitN(ref, ":", 6)
-		if len(parts) == 6 && parts[2] == "sqs" && parts[5] != "" {
-			return parts[3], "", true
-		}
-		return "", "", false
-	}
-	u, err := url.Parse(ref)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return "", "", false
-	}
-	segs := strings.Split(strings.Trim(u.Path, "/"), "/")
-	if len(segs) != 2 || segs[0] == "" || segs[1] == "" {
-		return "", "", false
-	}
-	host := u.Hostname()
-	if strings.HasSuffix(host, ".amazonaws.com") {
-		labels := strings.Split(host, ".")
-		switch {
-		case len(labels) >= 4 && labels[0] == "sqs":
-			region = labels[1] // sqs.REGION.amazonaws.com
-		case len(labels) >= 4 && labels[1] == "queue":
-			region = labels[0] // REGION.queue.amazonaws.com
-		}
-		return region, "", true
-	}
-	return "", u.Scheme + "://" + u.Host, true
-}
-
 // openQueue opens the broker a queue reference lives on.
 func (f *Factory) openQueue(ctx context.Context, ref string) (broker.Broker, string, error) {
 	ref = strings.TrimSpace(ref)
-	switch {
-	case ref == "":
+	if ref == "" {
 		return nil, "", flagErrorf("no queue given: pass a queue name, `file://PATH`, or an SQS queue URL or ARN")
-	case strings.HasPrefix(ref, "file://"):
-		b, err := f.openSpec(ctx, brokerSpec{Ref: ref, Via: "queue"})
-		return b, "", err
-	case strings.HasPrefix(ref, "demo:"):
-		b, err := f.openSpec(ctx, brokerSpec{Ref: "demo:", Via: "queue"})
-		return b, strings.TrimPrefix(ref, "demo:"), err
-	case strings.HasPrefix(ref, "amqp://"), strings.HasPrefix(ref, "amqps://"), strings.HasPrefix(ref, "sqs://"):
-		return nil, "", flagErrorf("a queue is named, not given as a broker URL: pass the broker with `--broker %s` and the queue by name", broker.Redact(ref))
 	}
-	if region, endpoint, ok := sqsQueueRef(ref); ok {
-		s, err := f.sqsSpecFor(region, endpoint)
-		if err != nil {
-			return nil, "", err
+	reg := f.adapters()
+	if a, ok := reg.Lookup(ref); ok {
+		if a.QueueIn == nil {
+			return nil, "", flagErrorf("a queue is named, not given as a broker URL: pass the broker with `--broker %s` and the queue by name", broker.Redact(ref))
 		}
-		b, err := f.openSpec(ctx, s)
+		brokerRef, queue, _ := a.QueueIn(ref)
+		b, err := f.openSpec(ctx, brokerSpec{Ref: brokerRef, Via: "queue"})
+		return b, queue, err
+	}
+	if _, set, ok := reg.QueueRef(ref, f.defaultSettings); ok {
+		b, err := f.openSpec(ctx, f.specOf(set, "queue"))
 		return b, ref, err
 	}
 	b, err := f.OpenBroker(ctx)
 	return b, ref, err
-}
-
-// sqsSpecFor is the default broker's SQS settings (when it is SQS) with the
-// region and endpoint a queue URL or ARN names.
-func (f *Factory) sqsSpecFor(region, endpoint string) (brokerSpec, error) {
-	s := brokerSpec{Ref: "sqs://", Via: "queue"}
-	if def, err := f.resolveBroker(); err == nil && strings.HasPrefix(def.Ref, "sqs:") {
-		s = def
-		s.Ref = "sqs://"
-		if r, _ := sqsRegion(def.Ref); r != "" && s.Region == "" {
-			s.Region = r
-		}
-	} else {
-		s = f.withFlags(s)
-	}
-	if region != "" {
-		s.Region = region
-	}
-	if endpoint != "" && s.Endpoint == "" {
-		s.Endpoint = endpoint
-	}
-	return s, nil
 }
 
 // localDestination reports a destination on the source's broker, which may
@@ -484,16 +293,9 @@ func (f *Factory) openDestination(ctx context.Context, ref string) (broker.Broke
 	if ref == "" {
 		return nil, "", flagErrorf("empty `--to`: use origin, queue:NAME, exchange:NAME[:KEY], file://PATH or BROKER#DEST")
 	}
-	if strings.HasPrefix(ref, "file://") {
-		path, err := filePath(ref)
-		if err != nil {
-			return nil, "", err
-		}
-		b, err := archive.Target(path, archive.WriterOptions{Generator: "dlq " + versionString()})
-		if err != nil {
-			return nil, "", err
-		}
-		return b, "file://" + path, nil
+	reg := f.adapters()
+	if a, ok := reg.Lookup(ref); ok && a.Target != nil {
+		return a.Target(broker.Settings{Ref: ref}, "dlq "+versionString())
 	}
 	if localDestination(ref) {
 		return nil, ref, nil
@@ -509,22 +311,119 @@ func (f *Factory) openDestination(ctx context.Context, ref string) (broker.Broke
 		if err != nil {
 			return nil, "", err
 		}
-		if _, _, isQueue := sqsQueueRef(dest); isQueue && strings.HasPrefix(s.Ref, "sqs:") {
-			dest = "queue:" + dest
+		if a, ok := reg.Lookup(s.Ref); ok && a.QueueRef != nil {
+			if _, isQueue := a.QueueRef(dest, f.settings(s)); isQueue {
+				dest = "queue:" + dest
+			}
 		}
 		b, err := f.openSpec(ctx, s)
 		return b, dest, err
 	}
-	if region, endpoint, ok := sqsQueueRef(ref); ok {
-		s, err := f.sqsSpecFor(region, endpoint)
-		if err != nil {
-			return nil, "", err
-		}
-		b, err := f.openSpec(ctx, s)
+	if _, set, ok := reg.QueueRef(ref, f.defaultSettings); ok {
+		b, err := f.openSpec(ctx, f.specOf(set, "queue"))
 		return b, "queue:" + ref, err
 	}
-	if knownScheme(ref) {
+	if f.knownScheme(ref) {
 		return nil, "", flagErrorf("`--to %s` names a broker but no destination: append `#queue:NAME`, `#exchange:NAME[:KEY]` or `#origin`", broker.Redact(ref))
 	}
 	return nil, ref, nil
+}
+
+// adapters is the registry of the brokers dlq opens: the only list of
+// adapters, and the only place cmd names them.
+func (f *Factory) adapters() *broker.Registry {
+	if f.Registry == nil {
+		f.Registry = dlqAdapters()
+	}
+	return f.Registry
+}
+
+// dlqAdapters is the registry of dlq's own adapters, for what reads the
+// config file without a factory.
+var dlqAdapters = sync.OnceValue(func() *broker.Registry {
+	return broker.NewRegistry(rabbitmq.Adapter(), sqs.Adapter(), archive.Adapter(), archive.DemoAdapter())
+})
+
+// settings are s in the neutral words an adapter reads: the context's
+// fields by their config keys.
+func (f *Factory) settings(s brokerSpec) broker.Settings {
+	set := broker.Settings{
+		Ref: s.Ref, Context: s.Context, Fields: map[string]string{}, Lists: map[string][]string{},
+		FromFlag: s.fromFlag, Timeout: f.timeout(), Logger: f.Logger,
+		ReadOnly: func() bool { return f.CheckWritable("") != nil }, LookupEnv: os.LookupEnv,
+	}
+	v := reflect.ValueOf(s.BrokerContext)
+	for i := 0; i < v.NumField(); i++ {
+		key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
+		if key == "" || key == "broker" {
+			continue
+		}
+		switch fv := v.Field(i); fv.Kind() {
+		case reflect.String:
+			if fv.String() != "" {
+				set.Fields[key] = fv.String()
+			}
+		case reflect.Bool:
+			if fv.Bool() {
+				set.Fields[key] = "true"
+			}
+		case reflect.Slice:
+			if fv.Len() > 0 {
+				set.Lists[key] = fv.Interface().([]string)
+			}
+		}
+	}
+	return set
+}
+
+// setField sets the field of c whose config key is key; a boolean field
+// is set by "true".
+func setField(c *BrokerContext, key, v string) {
+	rv := reflect.ValueOf(c).Elem()
+	for i := 0; i < rv.NumField(); i++ {
+		if k, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("yaml"), ","); k == key {
+			switch fv := rv.Field(i); fv.Kind() {
+			case reflect.String:
+				fv.SetString(v)
+			case reflect.Bool:
+				fv.SetBool(v == "true")
+			}
+			return
+		}
+	}
+}
+
+// specOf is the brokerSpec of settings an adapter made.
+func (f *Factory) specOf(set broker.Settings, via string) brokerSpec {
+	s := brokerSpec{Ref: set.Ref, Context: set.Context, Via: via, fromFlag: set.FromFlag}
+	v := reflect.ValueOf(&s.BrokerContext).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
+		switch fv := v.Field(i); fv.Kind() {
+		case reflect.String:
+			if key != "broker" {
+				fv.SetString(set.Fields[key])
+			}
+		case reflect.Bool:
+			fv.SetBool(set.Fields[key] == "true")
+		case reflect.Slice:
+			if l := set.Lists[key]; l != nil {
+				fv.Set(reflect.ValueOf(l))
+			}
+		}
+	}
+	s.Broker = set.Ref
+	return s
+}
+
+// defaultSettings are the default broker's settings when a's, else the
+// flags' alone: what a queue reference of a's own (an SQS queue URL) is
+// opened with.
+func (f *Factory) defaultSettings(a broker.Adapter) broker.Settings {
+	if def, err := f.resolveBroker(); err == nil {
+		if da, ok := f.adapters().Lookup(def.Ref); ok && da.Same(a) {
+			return f.settings(def)
+		}
+	}
+	return f.settings(f.withFlags(brokerSpec{Via: "queue"}))
 }

@@ -62,7 +62,7 @@ func TestResolveBrokerNodes(t *testing.T) {
 	if !slices.Equal(s.Nodes, []string{"h2:5672", "h3:5672"}) || s.ManagementURL != "http://h1:15672,http://h2:15672,http://h3:15672" {
 		t.Errorf("nodes %q, management URL %q; want [h2:5672 h3:5672], http://h1:15672,http://h2:15672,http://h3:15672", s.Nodes, s.ManagementURL)
 	}
-	f.Options.MgmtURL = "http://lb:15672"
+	f.Options.SetAdapter(broker.OptManagementURL, "http://lb:15672")
 	if s, _ := f.resolveBroker(); s.ManagementURL != "http://lb:15672" || len(s.Nodes) != 2 {
 		t.Errorf("--management-url must override the context's list: management URL %q, nodes %q; want http://lb:15672, two", s.ManagementURL, s.Nodes)
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/archive"
+	"github.com/dlq-tools/dlq/broker/rabbitmq"
+	"github.com/dlq-tools/dlq/broker/sqs"
 )
 
 func testFactory(t *testing.T, config string) *Factory {
@@ -56,7 +58,11 @@ func TestResolveBroker(t *testing.T) {
 			}},
 		{name: "--context", config: twoContexts, opts: func(o *GlobalOptions) { o.Context = "aws" }, ref: "sqs://eu-west-1", context: "aws"},
 		{name: "context name in --broker", config: twoContexts, opts: func(o *GlobalOptions) { o.Broker = "aws" }, ref: "sqs://eu-west-1", context: "aws"},
-		{name: "flags override the context", config: twoContexts, opts: func(o *GlobalOptions) { o.Context = "aws"; o.Endpoint = "http://other:1"; o.Region = "us-west-2" },
+		{name: "flags override the context", config: twoContexts, opts: func(o *GlobalOptions) {
+			o.Context = "aws"
+			o.SetAdapter(broker.OptEndpointURL, "http://other:1")
+			o.SetAdapter(broker.OptRegion, "us-west-2")
+		},
 			ref: "sqs://eu-west-1", context: "aws",
 			check: func(t *testing.T, s brokerSpec) {
 				if s.Endpoint != "http://other:1" || s.Region != "us-west-2" || s.Profile != "admin" {
@@ -71,7 +77,7 @@ func TestResolveBroker(t *testing.T) {
 				}
 			}},
 		{name: "--management-url beats DLQ_MANAGEMENT_URL", env: map[string]string{"DLQ_BROKER": "amqp://ops@h:5674/", "DLQ_MANAGEMENT_URL": "http://h:15674"},
-			opts: func(o *GlobalOptions) { o.MgmtURL = "http://other:1" }, ref: "amqp://ops@h:5674/",
+			opts: func(o *GlobalOptions) { o.SetAdapter(broker.OptManagementURL, "http://other:1") }, ref: "amqp://ops@h:5674/",
 			check: func(t *testing.T, s brokerSpec) {
 				if s.ManagementURL != "http://other:1" {
 					t.Errorf("management URL %q, want the flag's", s.ManagementURL)
@@ -202,9 +208,9 @@ func TestSQSQueueRef(t *testing.T) {
 		{"amqp://h/vhost/q", "", "", false},
 	}
 	for _, tt := range tests {
-		region, endpoint, ok := sqsQueueRef(tt.ref)
+		region, endpoint, ok := sqs.ParseQueueRef(tt.ref)
 		if region != tt.region || endpoint != tt.endpoint || ok != tt.ok {
-			t.Errorf("sqsQueueRef(%q) = %q, %q, %v; want %q, %q, %v", tt.ref, region, endpoint, ok, tt.region, tt.endpoint, tt.ok)
+			t.Errorf("sqs.ParseQueueRef(%q) = %q, %q, %v; want %q, %q, %v", tt.ref, region, endpoint, ok, tt.region, tt.endpoint, tt.ok)
 		}
 	}
 }
@@ -217,20 +223,20 @@ func TestFilePathAndRegion(t *testing.T) {
 		"file://localhost/tmp/x.jsonl": "/tmp/x.jsonl",
 		"file://~/x.jsonl":             filepath.Join(home, "x.jsonl"),
 	} {
-		if got, err := filePath(ref); err != nil || got != want {
+		if got, err := archive.FilePath(ref); err != nil || got != want {
 			t.Errorf("filePath(%q) = %q, %v; want %q", ref, got, err, want)
 		}
 	}
-	if _, err := filePath("file://"); err == nil {
+	if _, err := archive.FilePath("file://"); err == nil {
 		t.Error("file:// accepted")
 	}
 	for ref, want := range map[string]string{"sqs://": "", "sqs:": "", "sqs://eu-west-1": "eu-west-1", "sqs://eu-west-1/": "eu-west-1"} {
-		if got, err := sqsRegion(ref); err != nil || got != want {
+		if got, err := sqs.BrokerRegion(ref); err != nil || got != want {
 			t.Errorf("sqsRegion(%q) = %q, %v", ref, got, err)
 		}
 	}
 	for _, ref := range []string{"sqs://EU", "sqs://eu-west-1/q", "sqs://h:1"} {
-		if _, err := sqsRegion(ref); err == nil {
+		if _, err := sqs.BrokerRegion(ref); err == nil {
 			t.Errorf("sqsRegion(%q) accepted", ref)
 		}
 	}
@@ -387,9 +393,17 @@ func FuzzReferences(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, ref string) {
-		sqsQueueRef(ref)
-		filePath(ref)
-		sqsRegion(ref)
-		knownScheme(ref)
+		sqs.ParseQueueRef(ref)
+		archive.FilePath(ref)
+		sqs.BrokerRegion(ref)
+		NewFactory(nil, nil).knownScheme(ref)
 	})
+}
+
+// password is the RabbitMQ adapter's password for s, through the settings
+// cmd hands it.
+func (f *Factory) password(s brokerSpec) (string, error) { return rabbitmq.Password(f.settings(s)) }
+
+func (f *Factory) managementPassword(s brokerSpec) (string, error) {
+	return rabbitmq.ManagementPassword(f.settings(s))
 }

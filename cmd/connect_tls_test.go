@@ -318,13 +318,16 @@ func TestResolveBrokerAuthFlags(t *testing.T) {
 				ManagementCertFile: "/etc/dlq/proxy.pem", ManagementKeyFile: "/etc/dlq/proxy.key"}},
 		{name: "flags override them", opts: func(o *GlobalOptions) {
 			o.Context = "cert"
-			o.Auth, o.MgmtUser, o.MgmtCAFile, o.MgmtCertFile, o.MgmtKeyFile = "plain", "admin", "/ca2", "/c2", "/k2"
+			for opt, v := range map[broker.Option]string{broker.OptAuth: "plain", broker.OptManagementUser: "admin", broker.OptManagementCAFile: "/ca2", broker.OptManagementCertFile: "/c2", broker.OptManagementKeyFile: "/k2"} {
+				o.SetAdapter(opt, v)
+			}
 		},
 			want: BrokerContext{Broker: "amqps://rabbit.example.com:5671/shop", Auth: "plain", CertFile: "/etc/dlq/client.pem", KeyFile: "/etc/dlq/client.key",
 				ManagementUser: "admin", ManagementPasswordEnv: "MGMT_PW", ManagementCAFile: "/ca2", ManagementCertFile: "/c2", ManagementKeyFile: "/k2"}},
 		{name: "flags with a URL", opts: func(o *GlobalOptions) {
 			o.Broker = "amqps://h/"
-			o.Auth, o.MgmtUser = "external", "admin"
+			o.SetAdapter(broker.OptAuth, "external")
+			o.SetAdapter(broker.OptManagementUser, "admin")
 		},
 			want: BrokerContext{Auth: "external", ManagementUser: "admin"}},
 	}

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -20,21 +21,22 @@ type GlobalOptions struct {
 	Yes        bool          // --yes
 	NoColor    bool          // --no-color
 	Timeout    time.Duration // --timeout: connecting and each broker call
-	Region     string        // --region (SQS)
-	Endpoint   string        // --endpoint-url (SQS)
-	MgmtURL    string        // --management-url (RabbitMQ)
-	CAFile     string        // --ca-file
-	CertFile   string        // --cert-file
-	KeyFile    string        // --key-file
-	Insecure   bool          // --insecure-skip-verify
 	AuditLog   string        // --audit-log
 	Quiet      bool          // --quiet: no warnings about how dlq is used
-	// RabbitMQ login and management API credentials and TLS files.
-	Auth         string // --auth plain|external
-	MgmtUser     string // --management-user
-	MgmtCAFile   string // --management-ca-file
-	MgmtCertFile string // --management-cert-file
-	MgmtKeyFile  string // --management-key-file
+	// AdapterFlags are the values of the flags the adapters declare
+	// (--region, --management-url, …), by flag name; a switch is "true".
+	AdapterFlags map[broker.Option]string
+}
+
+// Adapter is the value of the adapters' flag o, "" when not given.
+func (o *GlobalOptions) Adapter(opt broker.Option) string { return o.AdapterFlags[opt] }
+
+// SetAdapter sets the adapters' flag opt, as the command line does.
+func (o *GlobalOptions) SetAdapter(opt broker.Option, v string) {
+	if o.AdapterFlags == nil {
+		o.AdapterFlags = map[broker.Option]string{}
+	}
+	o.AdapterFlags[opt] = v
 }
 
 // Factory holds what commands share: streams, global options, and the
@@ -60,6 +62,8 @@ type Factory struct {
 	OpenDestination func(ctx context.Context, ref string) (broker.Broker, string, error)
 	// ReadOnly reports whether mutations are refused (flag or context).
 	ReadOnly func() bool
+	// Registry lists the broker adapters; nil: dlq's own (adapters).
+	Registry *broker.Registry
 
 	jq *jqFilter // while `--jq` holds back the output
 	// stdout counts a JSON command's output (countJSON).
@@ -76,4 +80,34 @@ func (f *Factory) CheckWritable(op string) error {
 		return broker.Errorf(broker.ErrReadOnly, op, "refused in read-only mode: drop `--read-only` or use a context without `read_only: true`")
 	}
 	return f.checkAuditLog(op)
+}
+
+// adapterFlag is the pflag.Value of a flag an adapter declares; it keeps
+// its value in GlobalOptions.AdapterFlags.
+type adapterFlag struct {
+	o  *GlobalOptions
+	fl broker.Flag
+}
+
+func (a *adapterFlag) String() string { return a.o.Adapter(a.fl.Option) }
+func (a *adapterFlag) Type() string {
+	if a.fl.Bool {
+		return "bool"
+	}
+	return "string"
+}
+
+func (a *adapterFlag) Set(v string) error {
+	if a.fl.Bool {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return err
+		}
+		v = ""
+		if b {
+			v = "true"
+		}
+	}
+	a.o.SetAdapter(a.fl.Option, v)
+	return nil
 }

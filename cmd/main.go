@@ -93,6 +93,11 @@ func execute(ctx context.Context, f *Factory, args []string) ExitCode {
 			// escape sequences show rather than act.
 			fmt.Fprintln(ios.ErrOut, "dlq: "+human.Visible(msg))
 		}
+		if fe := (*FlagError)(nil); msg != "" && c != nil && ios.IsStderrTTY() && errors.As(err, &fe) {
+			// On a terminal the usage follows a bad flag, as gh shows it;
+			// without one the error stays one line for the script.
+			fmt.Fprintf(ios.ErrOut, "\nUsage:\n  %s\n\nRun `%s --help` for its flags and examples.\n", c.UseLine(), c.CommandPath())
+		}
 		if msg != "" && f.jsonOutput() && (f.stdout == nil || f.stdout.n == 0) {
 			_ = writeJSON(out, jsonError{jsonErrorOf(err, flagWords(c))})
 		}
@@ -217,7 +222,8 @@ func firstLine(s string) string {
 	return s
 }
 
-// flagErrorf reports bad flags or arguments. Errors among args are worded
+// flagErrorf reports bad flags or arguments as a *FlagError, which shows
+// the command's usage after the error. Errors among args are worded
 // as errorText words them.
 func flagErrorf(format string, args ...any) error {
 	worded := make([]any, len(args))
@@ -227,7 +233,7 @@ func flagErrorf(format string, args ...any) error {
 		}
 		worded[i] = a
 	}
-	return fmt.Errorf(format, worded...)
+	return &FlagError{err: fmt.Errorf(format, worded...)}
 }
 
 // flagWorded is an error whose text names settings as flags.
@@ -239,6 +245,9 @@ func (w flagWorded) Unwrap() error { return w.err }
 // flagSetting words a setting that a library message names as the flag
 // that sets it: "`--mode rotate`".
 func flagSetting(s broker.Setting) string {
+	if s.Option == broker.OptCommand {
+		return "" // the command line itself: broker.PlainSetting's words
+	}
 	if s.Value == "" {
 		return "`--" + string(s.Option) + "`"
 	}

@@ -43,26 +43,25 @@ Brokers are named with --broker (or a context from the config file):
 	pf.BoolVarP(&o.Yes, "yes", "y", false, "answer yes to confirmations (required without a terminal)")
 	pf.BoolVar(&o.NoColor, "no-color", false, "disable colour (also NO_COLOR)")
 	pf.DurationVar(&o.Timeout, "timeout", 30*time.Second, "timeout for connecting and for each broker call")
-	pf.StringVar(&o.Region, "region", "", "AWS region (SQS)")
-	pf.StringVar(&o.Endpoint, "endpoint-url", "", "SQS endpoint URL, for emulators or VPC endpoints")
-	pf.StringVar(&o.MgmtURL, "management-url", "", "RabbitMQ management API URL (default http://HOST:15672)")
-	pf.StringVar(&o.CAFile, "ca-file", "", "CA certificate file for amqps:// and https:// (PEM)")
-	pf.StringVar(&o.CertFile, "cert-file", "", "client certificate for TLS (PEM)")
-	pf.StringVar(&o.KeyFile, "key-file", "", "client key for TLS (PEM)")
-	pf.BoolVar(&o.Insecure, "insecure-skip-verify", false, "do not verify TLS certificates (dangerous)")
-	pf.StringVar(&o.Auth, "auth", "", "RabbitMQ login: plain (user and password) or external (the --cert-file client certificate)")
-	pf.StringVar(&o.MgmtUser, "management-user", "", "RabbitMQ management API user (password from DLQ_MANAGEMENT_PASSWORD; default the AMQP user)")
-	pf.StringVar(&o.MgmtCAFile, "management-ca-file", "", "CA certificate file for the management API (PEM; default --ca-file)")
-	pf.StringVar(&o.MgmtCertFile, "management-cert-file", "", "client certificate for the management API (PEM; default --cert-file)")
-	pf.StringVar(&o.MgmtKeyFile, "management-key-file", "", "client key for the management API (PEM; default --key-file)")
 	pf.BoolVar(&o.Quiet, "quiet", false, "no warnings about how dlq is called (such as a password in a URL)")
 	pf.StringVar(&o.AuditLog, "audit-log", "", "audit log file (default $XDG_STATE_HOME/dlq/audit.jsonl)")
 
 	_ = root.RegisterFlagCompletionFunc("broker", completeBroker(f))
 	_ = root.RegisterFlagCompletionFunc("context", completeContext(f))
 	_ = root.RegisterFlagCompletionFunc("output", completeOutput)
-	_ = root.RegisterFlagCompletionFunc("auth", cobra.FixedCompletions([]string{"plain\tuser and password", "external\tTLS client certificate"}, cobra.ShellCompDirectiveNoFileComp))
+	// The flags each adapter reads (--region, --management-url, …).
+	for _, fl := range f.adapters().Flags() {
+		pflag := pf.VarPF(&adapterFlag{o: o, fl: fl}, string(fl.Option), "", fl.Usage)
+		if fl.Bool {
+			pflag.NoOptDefVal = "true"
+		}
+		if len(fl.Values) > 0 {
+			_ = root.RegisterFlagCompletionFunc(string(fl.Option), cobra.FixedCompletions(fl.Values, cobra.ShellCompDirectiveNoFileComp))
+		}
+	}
 
 	addCommands(root, f)
+	// Unknown flags and bad flag values are a FlagError: the usage follows.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &FlagError{err: err} })
 	return root
 }

@@ -10,10 +10,12 @@ import (
 	"github.com/dlq-tools/dlq/broker"
 )
 
-// suggestQueue adds "did you mean" to an error saying that queue does not
-// exist, with the nearest queue names on b (when b can list its queues).
+// suggestQueue adds "did you mean" to a not-found error when queue is
+// indeed missing from b's queues (when b can list them), with the nearest
+// names there. A not-found error about something else (an exchange, a
+// message) on a queue that exists gets none.
 func suggestQueue(ctx context.Context, b broker.Broker, queue string, err error) error {
-	if err == nil || queue == "" || b == nil || !errors.Is(err, broker.ErrNotFound) || !strings.Contains(err.Error(), queue) {
+	if err == nil || queue == "" || b == nil || !errors.Is(err, broker.ErrNotFound) {
 		return err
 	}
 	ql, ok := b.(broker.QueueLister)
@@ -28,6 +30,9 @@ func suggestQueue(ctx context.Context, b broker.Broker, queue string, err error)
 	}
 	names := make([]string, len(qs))
 	for i, q := range qs {
+		if q.Name == queue {
+			return err
+		}
 		names[i] = q.Name
 	}
 	near := broker.Nearest(queue, names, 3)

@@ -245,8 +245,8 @@ func (e *engine) open(ctx context.Context, cons broker.Consumer) error {
 	q := broker.Queue{Name: e.queue}
 	if qi, ok := e.src.(broker.QueueInspector); ok {
 		if iq, err := qi.Queue(ctx, e.queue); err == nil {
-			if iq.Kind == broker.KindStream {
-				return broker.Errorf(broker.ErrUnsupported, "redrive `"+e.queue+"`", "a stream keeps its messages: export it with `dlq export` and redrive the archive")
+			if broker.TraitsOf(e.src, iq).Retains {
+				return broker.Errorf(broker.ErrUnsupported, "redrive `"+e.queue+"`", "a stream keeps its messages: export it with %s and redrive the archive", broker.Cmd("export"))
 			}
 			q, e.total = iq, iq.Depth
 			q.Name = e.queue

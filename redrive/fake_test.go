@@ -80,6 +80,7 @@ func (f *fakeBroker) Traits(q broker.Queue) broker.Traits {
 		if q.Kind == broker.KindClassic {
 			t.HoldInPlace = 1000
 		}
+		t.Retains = q.Kind == broker.KindStream
 	case broker.SQS:
 		fifo := q.Kind == broker.KindSQSFIFO || strings.HasSuffix(q.Name, ".fifo")
 		t.Park, t.ReceiveBatch, t.MaxAttributes = broker.ParkHold, 10, 10

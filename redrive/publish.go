@@ -134,14 +134,15 @@ func (e *engine) checkDest(ctx context.Context) error {
 	if err != nil || routable {
 		return nil
 	}
-	why := "does not exist on %s: check the name, or list queues with `dlq queues`"
+	why := "does not exist on %s: check the name, or list queues with %s"
+	args := []any{d, e.dst, broker.Cmd("queues")}
 	switch {
 	case d.Kind == broker.ToExchange && len(d.RoutingKeys) == 0:
-		why = "routes to no queue on %s (the exchange is missing, or nothing is bound to it): check the exchange, or bind a queue"
+		why, args = "routes to no queue on %s (the exchange is missing, or nothing is bound to it): check the exchange, or bind a queue", args[:2]
 	case d.Kind == broker.ToExchange:
-		why = "routes to no queue on %s (the exchange is missing, or no queue is bound with that key): check the exchange and key, or bind a queue"
+		why, args = "routes to no queue on %s (the exchange is missing, or no queue is bound with that key): check the exchange and key, or bind a queue", args[:2]
 	}
-	return broker.Errorf(broker.ErrNotFound, "redrive", "destination `%s` "+why+"; "+e.nothingDone(), d, e.dst)
+	return broker.Errorf(broker.ErrNotFound, "redrive", "destination `%s` "+why+"; "+e.nothingDone(), args...)
 }
 
 // checkDrop refuses, before a message is taken, a destination queue that

@@ -334,8 +334,8 @@ func (e *engine) resolve(ctx context.Context, m *broker.Message) (broker.Destina
 }
 
 // frameworkOrigin is the way home that the framework which dead-lettered m
-// recorded, nil when the broker recorded one (a death record: x-death,
-// DeadLetterQueueSourceArn), which comes first, or when there is none.
+// recorded, nil when the broker recorded one (a death record), which
+// comes first, or when there is none.
 // Redrive to origin resolves, in order: x-death; Spring's
 // x-original-exchange and x-original-routingKey; MassTransit's
 // MT-Fault-InputAddress; NServiceBus's NServiceBus.FailedQ; a DLQ's single
@@ -370,8 +370,8 @@ func originKey(m *broker.Message) string {
 		if fo := frameworkOrigin(m); fo != nil {
 			return "f|" + fo.Exchange + "|" + fo.RoutingKey + "|" + fo.Queue + "|" + fo.From
 		}
-		return "|" + m.SystemAttributes["DeadLetterQueueSourceArn"]
+		return "|" + broker.RecordedSource(m)
 	}
 	d := m.Death
-	return d.Queue + "|" + d.QueueARN + "|" + d.Exchange + "|" + strings.Join(d.RoutingKeys, ",") + "|" + m.SystemAttributes["DeadLetterQueueSourceArn"]
+	return d.Queue + "|" + d.QueueARN + "|" + d.Exchange + "|" + strings.Join(d.RoutingKeys, ",") + "|" + broker.RecordedSource(m)
 }

@@ -181,5 +181,5 @@ func checkLeft(ctx context.Context, mv broker.ServerSideMover, queue string, tas
 	if task.ToMove != nil {
 		held = fmt.Sprintf(" (it held %d when the move started)", *task.ToMove)
 	}
-	return fmt.Errorf("the server-side move finished, but `%s` still holds %d messages%s: the destination refused some (a full queue with overflow reject-publish returns them), or new ones arrived; look with `dlq peek %s`, then run again", queue, left, held, queue)
+	return broker.Hintf("the server-side move finished, but `%s` still holds %d messages%s: the destination refused some (a full queue with overflow reject-publish returns them), or new ones arrived; look with %s, then run again", queue, left, held, broker.Cmd("peek "+queue))
 }

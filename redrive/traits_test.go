@@ -2,6 +2,7 @@ package redrive
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -116,5 +117,25 @@ func TestDestinationTraitsShapeTheMessage(t *testing.T) {
 				t.Errorf("got  %s\nwant %s", got, want)
 			}
 		})
+	}
+}
+
+// A queue whose traits say reading removes nothing (a stream) is refused
+// before anything is taken, with the way round it: whatever its kind is
+// called, only the trait decides.
+func TestRetainingSourceRefused(t *testing.T) {
+	for _, kind := range []broker.QueueKind{broker.KindStream, broker.KindClassic} {
+		f := newFake(t, broker.RabbitMQ)
+		f.declare("dlq", kind)
+		f.declare("src", broker.KindClassic)
+		f.put("dlq", &broker.Message{Body: []byte("a")})
+		_, err := Run(context.Background(), f, "dlq", f, Options{Dest: broker.Destination{Kind: broker.ToQueue, Queue: "src"}})
+		refused := errors.Is(err, broker.ErrUnsupported)
+		if want := kind == broker.KindStream; refused != want {
+			t.Errorf("%s source: refused %v (%v), want %v", kind, refused, err, want)
+		}
+		if n := len(f.ready("dlq")); n != 1 && kind == broker.KindStream {
+			t.Errorf("%s source: %d messages left, want 1", kind, n)
+		}
 	}
 }

@@ -15,13 +15,19 @@ type ConflictError struct {
 	Conflicts []Change
 }
 
-func (e *ConflictError) Error() string {
+func (e *ConflictError) Error() string { return e.hint().Error() }
+
+// Unwrap is the message as a broker.Hint, so that a front end words the
+// command it proposes.
+func (e *ConflictError) Unwrap() error { return e.hint() }
+
+func (e *ConflictError) hint() *broker.Hint {
 	names := make([]string, 0, len(e.Conflicts))
 	for _, c := range e.Conflicts {
 		names = append(names, c.Kind+" `"+c.Name+"`")
 	}
-	return fmt.Sprintf("%d conflict(s) (%s): nothing was applied, the broker is unchanged; resolve them as `dlq topology plan` explains",
-		len(e.Conflicts), strings.Join(names, ", "))
+	return broker.Hintf("%d conflict(s) (%s): nothing was applied, the broker is unchanged; resolve them as %s explains",
+		len(e.Conflicts), strings.Join(names, ", "), broker.Cmd("topology plan"))
 }
 
 // Is makes a ConflictError match broker.ErrConflict.
@@ -87,7 +93,7 @@ func Apply(ctx context.Context, b broker.Broker, p *Plan, progress func(Change, 
 	fail := func(c Change, err error) error {
 		cc := c
 		res.Failed = &cc
-		if strings.Contains(err.Error(), "`"+c.Name+"`") {
+		if broker.ErrorNames(err, c.Name) {
 			return err
 		}
 		return fmt.Errorf("%s %s `%s`: %w", c.Action, c.Kind, c.Name, err)

@@ -31,8 +31,7 @@ import (
 
 // lockedHeader reports headers the user may not edit.
 func lockedHeader(k string) bool {
-	return broker.IsDeathHeader(k) || strings.HasPrefix(k, "x-dlq-") || k == "x-delivery-count" ||
-		k == "x-death" || strings.HasPrefix(k, "x-rabbitmq-") || k == "x-stream-offset"
+	return broker.BrokerHeader(k) || strings.HasPrefix(k, "x-dlq-") || k == "x-delivery-count"
 }
 
 func jsonMarshal(v any) ([]byte, error) {

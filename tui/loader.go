@@ -138,7 +138,7 @@ func newRow(m *broker.Message, seq int, reason func(*broker.Message) string, dec
 		r.deaths = d.Count
 	}
 	if r.source == "" {
-		r.source = m.SystemAttributes["DeadLetterQueueSourceArn"]
+		r.source = broker.RecordedSource(m)
 	}
 	body := m.Body
 	if decode != nil {

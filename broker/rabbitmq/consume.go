@@ -32,7 +32,7 @@ func (b *Broker) Consume(ctx context.Context, queue string, opts broker.ConsumeO
 		return nil, b.notFoundQueue(op, queue)
 	case err == nil && mq.Type == "stream":
 		return nil, &broker.Error{Kind: broker.ErrUnsupported, Op: op,
-			Msg: "messages cannot be removed from a stream queue (an ack only advances the reader): copy them with `dlq export` instead"}
+			Hint: broker.Hintf("messages cannot be removed from a stream queue (an ack only advances the reader): copy them with %s instead", broker.Cmd("export"))}
 	}
 	// On a classic queue a delivery beyond the bound costs nothing (Close
 	// puts it back in its place), so acks need not wait for the bound.

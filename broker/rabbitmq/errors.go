@@ -81,9 +81,9 @@ func translateAMQP(op string, ae *amqp.Error) error {
 		e.Kind = broker.ErrNotFound
 		if m := reNoObject().FindStringSubmatch(reason); m != nil {
 			if m[1] == "queue" {
-				e.Msg = fmt.Sprintf("queue `%s` not found on vhost `%s`: check the queue name, or list queues with `dlq queues`", m[2], m[3])
+				e.Hint = broker.Hintf("queue `%s` not found on vhost `%s`: check the queue name, or list queues with %s", m[2], m[3], broker.Cmd("queues"))
 			} else {
-				e.Msg = fmt.Sprintf("exchange `%s` not found on vhost `%s`: check the exchange name, or declare it with `dlq topology apply`", m[2], m[3])
+				e.Hint = broker.Hintf("exchange `%s` not found on vhost `%s`: check the exchange name, or declare it with %s", m[2], m[3], broker.Cmd("topology apply"))
 			}
 		} else {
 			e.Msg = reason
@@ -187,5 +187,5 @@ func connLossText(err error) string {
 // notFoundQueue is the error for a queue that does not exist.
 func (b *Broker) notFoundQueue(op, name string) error {
 	return &broker.Error{Kind: broker.ErrNotFound, Op: op,
-		Msg: fmt.Sprintf("queue `%s` not found on vhost `%s`: check the queue name, or list queues with `dlq queues`", name, b.vhost)}
+		Hint: broker.Hintf("queue `%s` not found on vhost `%s`: check the queue name, or list queues with %s", name, b.vhost, broker.Cmd("queues"))}
 }

@@ -203,7 +203,7 @@ func (b *Broker) MoveStatus(ctx context.Context, queue string) ([]broker.MoveTas
 // was moving is either confirmed and acknowledged or stays in the source.
 func (b *Broker) CancelMove(ctx context.Context, queue, handle string) (broker.MoveTask, error) {
 	if !strings.HasPrefix(handle, shovelPrefix) {
-		return broker.MoveTask{}, broker.Errorf(broker.ErrNotFound, "cancel shovel", "%q is not a shovel dlq started: see `dlq redrive status %s`", handle, queue)
+		return broker.MoveTask{}, broker.Errorf(broker.ErrNotFound, "cancel shovel", "%q is not a shovel dlq started: see %s", handle, broker.Cmd("redrive status "+queue))
 	}
 	path := "/parameters/shovel/" + b.vhostPath() + "/" + url.PathEscape(handle)
 	if err := b.mgmtDo(ctx, "DELETE", path, nil, nil); err != nil {

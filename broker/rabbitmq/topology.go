@@ -129,17 +129,17 @@ func (b *Broker) ApplyRabbitChange(ctx context.Context, c broker.RabbitChange) e
 	case c.Exchange != nil:
 		x := c.Exchange
 		if del {
-			return b.topoAMQP(ctx, "delete exchange `"+x.Name+"`", func(ch *amqp.Channel) error {
+			return broker.Naming(x.Name, b.topoAMQP(ctx, "delete exchange `"+x.Name+"`", func(ch *amqp.Channel) error {
 				return ch.ExchangeDelete(x.Name, false, false)
-			})
+			}))
 		}
 		args, err := toTable(x.Arguments)
 		if err != nil {
-			return fmt.Errorf("declare exchange `%s`: %w", x.Name, err)
+			return broker.Naming(x.Name, fmt.Errorf("declare exchange `%s`: %w", x.Name, err))
 		}
-		return b.topoAMQP(ctx, "declare exchange `"+x.Name+"`", func(ch *amqp.Channel) error {
+		return broker.Naming(x.Name, b.topoAMQP(ctx, "declare exchange `"+x.Name+"`", func(ch *amqp.Channel) error {
 			return ch.ExchangeDeclare(x.Name, x.Type, x.Durable, x.AutoDelete, x.Internal, false, args)
-		})
+		}))
 	case c.Queue != nil:
 		q := c.Queue
 		if del {
@@ -147,12 +147,12 @@ func (b *Broker) ApplyRabbitChange(ctx context.Context, c broker.RabbitChange) e
 		}
 		args, err := toTable(q.Arguments)
 		if err != nil {
-			return fmt.Errorf("declare queue `%s`: %w", q.Name, err)
+			return broker.Naming(q.Name, fmt.Errorf("declare queue `%s`: %w", q.Name, err))
 		}
-		return b.topoAMQP(ctx, "declare queue `"+q.Name+"`", func(ch *amqp.Channel) error {
+		return broker.Naming(q.Name, b.topoAMQP(ctx, "declare queue `"+q.Name+"`", func(ch *amqp.Channel) error {
 			_, err := ch.QueueDeclare(q.Name, q.Durable, q.AutoDelete, false, false, args)
 			return err
-		})
+		}))
 	case c.Binding != nil:
 		bd := c.Binding
 		args, err := toTable(bd.Arguments)
@@ -187,7 +187,7 @@ func (b *Broker) ApplyRabbitChange(ctx context.Context, c broker.RabbitChange) e
 		}
 		body := map[string]any{"pattern": p.Pattern, "apply-to": p.ApplyTo, "priority": p.Priority, "definition": p.Definition}
 		if err := b.mgmtDo(ctx, "PUT", path, body, nil); err != nil {
-			return fmt.Errorf("put policy `%s`: %w", p.Name, err)
+			return broker.Naming(p.Name, fmt.Errorf("put policy `%s`: %w", p.Name, err))
 		}
 		return nil
 	}
@@ -201,7 +201,7 @@ func (b *Broker) ApplyRabbitChange(ctx context.Context, c broker.RabbitChange) e
 func (b *Broker) deleteEmptyQueue(ctx context.Context, q *broker.QueueDecl) error {
 	op := "delete queue `" + q.Name + "`"
 	notEmpty := func(n int64) error {
-		return broker.Errorf(broker.ErrConflict, op, "the queue holds %d message(s): move or drain them first (`dlq redrive`, `dlq purge`)", n)
+		return broker.Naming(q.Name, broker.Errorf(broker.ErrConflict, op, "the queue holds %d message(s): move or drain them first (%s, %s)", n, broker.Cmd("redrive"), broker.Cmd("purge")))
 	}
 	quorum := q.Type == "quorum" || q.Type == "stream" || q.Arguments["x-queue-type"] == "quorum" || q.Arguments["x-queue-type"] == "stream"
 	if !quorum {
@@ -212,7 +212,7 @@ func (b *Broker) deleteEmptyQueue(ctx context.Context, q *broker.QueueDecl) erro
 		if errors.Is(err, broker.ErrConflict) {
 			return notEmpty(1)
 		}
-		return err
+		return broker.Naming(q.Name, err)
 	}
 	var ready int
 	err := b.topoAMQP(ctx, op, func(ch *amqp.Channel) error {
@@ -224,7 +224,7 @@ func (b *Broker) deleteEmptyQueue(ctx context.Context, q *broker.QueueDecl) erro
 		return nil
 	}
 	if err != nil {
-		return err
+		return broker.Naming(q.Name, err)
 	}
 	if ready > 0 {
 		return notEmpty(int64(ready))

@@ -21,6 +21,7 @@ func (b *Broker) Traits(q broker.Queue) broker.Traits {
 		t.HoldInPlace = classicHoldMax
 	case broker.KindStream:
 		t.PeekAll = broker.PeekStream
+		t.Retains = true
 	case broker.KindQuorum:
 		if !b.requeueCounts() && q.Depth <= DefaultMaxUnacked {
 			t.PeekAll = broker.PeekHold

@@ -13,13 +13,13 @@ func TestTraits(t *testing.T) {
 		kind broker.QueueKind
 		want string
 	}{
-		{broker.KindClassic, "park 1 hold 1000 peek rotate"},
-		{broker.KindQuorum, "park 1 hold 0 peek rotate"},
-		{broker.KindStream, "park 1 hold 0 peek stream"},
-		{"", "park 1 hold 0 peek rotate"}, // not inspected
+		{broker.KindClassic, "park 1 hold 1000 peek rotate retains false"},
+		{broker.KindQuorum, "park 1 hold 0 peek rotate retains false"},
+		{broker.KindStream, "park 1 hold 0 peek stream retains true"},
+		{"", "park 1 hold 0 peek rotate retains false"}, // not inspected
 	} {
 		tr := b.Traits(broker.Queue{Name: "q", Kind: c.kind})
-		got := fmt.Sprintf("park %d hold %d peek %s", tr.Park, tr.HoldInPlace, tr.PeekAll)
+		got := fmt.Sprintf("park %d hold %d peek %s retains %t", tr.Park, tr.HoldInPlace, tr.PeekAll, tr.Retains)
 		if tr.Park != broker.ParkRotate || got != c.want || tr.Ordered || tr.ParallelReceivers || tr.MaxAttributes != 0 || tr.Attributes != nil || tr.SinceByAge || tr.ParallelRead || tr.FilesOnly {
 			t.Errorf("%q: got %s, park %d, ordered %t, parallel %t, max attributes %d, attributes set %t, since by age %t, parallel read %t, files only %t; want %s, park %d, nothing else",
 				c.kind, got, tr.Park, tr.Ordered, tr.ParallelReceivers, tr.MaxAttributes, tr.Attributes != nil, tr.SinceByAge, tr.ParallelRead, tr.FilesOnly, c.want, broker.ParkRotate)

@@ -46,6 +46,9 @@ import (
 // character) is sent as "(empty)" with dlq-body-encoding=empty. Messages read
 // back are decoded. The attribute takes one of the 10 slots, so a message
 // that needs it keeps at most 9 others.
+//
+// The file is one piece: both directions are one lossless mapping, and a
+// change to either must be made, and read, with the other.
 
 // Attribute names dlq itself writes.
 const (

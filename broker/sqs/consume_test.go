@@ -60,7 +60,7 @@ func TestCloseReleasesWhatWasReceivedButNotHandedOut(t *testing.T) {
 	base, _ := newFake(t)
 	base.attrs["QueueArn"] = "arn:aws:sqs:us-east-1:123456789012:orders"
 	f := &receiveFake{fakeSQS: base}
-	b := newBroker(nil, f, "us-east-1", nil)
+	b := newBroker(f, "us-east-1", nil)
 	sub, err := b.Consume(context.Background(), fakeURL, broker.ConsumeOptions{})
 	if err != nil {
 		t.Fatal(err)

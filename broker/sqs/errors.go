@@ -70,7 +70,7 @@ func apiErr(op, code, msg string) error {
 	switch short {
 	case "NonExistentQueue", "QueueDoesNotExist", "QueueDeletedRecently":
 		return &broker.Error{Kind: broker.ErrNotFound, Op: op,
-			Hint: broker.Hintf("queue does not exist: check the queue name, URL or ARN and %s, or list queues with `dlq queues`", broker.OptRegion)}
+			Hint: broker.Hintf("queue does not exist: check the queue name, URL or ARN and %s, or list queues with %s", broker.OptRegion, broker.Cmd("queues"))}
 	case "ResourceNotFoundException":
 		return &broker.Error{Kind: broker.ErrNotFound, Op: op, Msg: "not found: " + msg}
 	case "AccessDenied", "AccessDeniedException", "KmsAccessDenied", "KmsDisabled", "KmsInvalidKeyUsage", "KmsInvalidState", "KmsNotFound", "KmsOptInRequired":

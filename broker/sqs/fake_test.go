@@ -36,7 +36,7 @@ func newFake(t *testing.T) (*fakeSQS, *Broker) {
 			t.Errorf("expected calls never happened: %d SendMessageBatch, %d DeleteMessageBatch", len(f.sends), len(f.dels))
 		}
 	})
-	return f, newBroker(nil, f, "us-east-1", nil)
+	return f, newBroker(f, "us-east-1", nil)
 }
 
 func (f *fakeSQS) GetQueueAttributes(_ context.Context, in *sqs.GetQueueAttributesInput, _ ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {

@@ -28,7 +28,7 @@ func TestFauxqsPersistentVisibilityZero(t *testing.T) {
 
 	receive := func(wait int32) []types.Message {
 		t.Helper()
-		out, err := b.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		out, err := b.api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl:                    aws.String(u),
 			MaxNumberOfMessages:         10,
 			VisibilityTimeout:           300,
@@ -44,7 +44,7 @@ func TestFauxqsPersistentVisibilityZero(t *testing.T) {
 	if len(first) != 1 {
 		t.Fatalf("first receive: %d messages, want 1", len(first))
 	}
-	if _, err := b.client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+	if _, err := b.api.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
 		QueueUrl: aws.String(u), ReceiptHandle: first[0].ReceiptHandle, VisibilityTimeout: 0,
 	}); err != nil {
 		// Unpatched: HTTP 500 (NOT NULL constraint failed), which the SDK

@@ -29,13 +29,13 @@ func baseName(t *testing.T) string {
 func createQueue(t testing.TB, b *Broker, name string, attrs map[string]string) string {
 	t.Helper()
 	ctx := context.Background()
-	out, err := b.client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+	out, err := b.api.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
 	if err != nil {
 		t.Fatalf("create queue %s: %v", name, err)
 	}
 	u := aws.ToString(out.QueueUrl)
 	t.Cleanup(func() {
-		_, _ = b.client.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
+		_, _ = b.api.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
 	})
 	return u
 }
@@ -84,7 +84,7 @@ func sendBodies(t *testing.T, b *Broker, u, group string, bodies ...string) {
 			}
 			entries = append(entries, e)
 		}
-		out, err := b.client.SendMessageBatch(context.Background(), &sqs.SendMessageBatchInput{QueueUrl: aws.String(u), Entries: entries})
+		out, err := b.api.SendMessageBatch(context.Background(), &sqs.SendMessageBatchInput{QueueUrl: aws.String(u), Entries: entries})
 		if err != nil {
 			t.Fatalf("send: %v", err)
 		}

@@ -407,5 +407,5 @@ func TestLocalAWSSQS(t *testing.T) {
 	if err != nil || len(qs) != 1 || qs[0].Depth != 1 {
 		t.Errorf("queues %q, %v; want one with depth 1, depths %v", testdiff.Pick(qs, func(q broker.Queue) string { return q.Name }), err, testdiff.Pick(qs, func(q broker.Queue) int64 { return q.Depth }))
 	}
-	_, _ = b.client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
+	_, _ = b.api.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
 }

@@ -2,7 +2,6 @@ package sqs
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -64,7 +63,7 @@ func (b *Broker) StartMove(ctx context.Context, queue string, dest broker.Destin
 	// task it started. The request runs to its end, bounded on its own.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
-	out, err := b.client.StartMessageMoveTask(sctx, in)
+	out, err := b.api.StartMessageMoveTask(sctx, in)
 	if err != nil {
 		return broker.MoveTask{}, translateErr(op, err)
 	}
@@ -83,7 +82,7 @@ func (b *Broker) MoveStatus(ctx context.Context, queue string) ([]broker.MoveTas
 	if err != nil {
 		return nil, err
 	}
-	out, err := b.client.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(srcARN), MaxResults: aws.Int32(10)})
+	out, err := b.api.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(srcARN), MaxResults: aws.Int32(10)})
 	if err != nil {
 		return nil, translateErr("list message move tasks of `"+queueName(queue)+"`", err)
 	}
@@ -138,9 +137,9 @@ func moveState(s string) broker.MoveState {
 func (b *Broker) CancelMove(ctx context.Context, queue, handle string) (broker.MoveTask, error) {
 	op := "cancel message move task of `" + queueName(queue) + "`"
 	if handle == "" {
-		return broker.MoveTask{}, fmt.Errorf("%s: no task handle: see `dlq redrive status`", op)
+		return broker.MoveTask{}, broker.Hintf("%s: no task handle: see %s", op, broker.Cmd("redrive status"))
 	}
-	out, err := b.client.CancelMessageMoveTask(ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: aws.String(handle)})
+	out, err := b.api.CancelMessageMoveTask(ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: aws.String(handle)})
 	if err != nil {
 		return broker.MoveTask{}, translateErr(op, err)
 	}

@@ -70,7 +70,7 @@ func (b *Broker) queueURL(ctx context.Context, ref string) (string, error) {
 // notFound is the error for a queue that does not exist.
 func (b *Broker) notFound(name string) error {
 	return &broker.Error{Kind: broker.ErrNotFound, Op: "find queue `" + name + "`",
-		Hint: broker.Hintf("queue `%s` not found in %s: check the name, %s and %s, or list queues with `dlq queues`", name, b.String(), broker.OptRegion, broker.OptEndpointURL)}
+		Hint: broker.Hintf("queue `%s` not found in %s: check the name, %s and %s, or list queues with %s", name, b.String(), broker.OptRegion, broker.OptEndpointURL, broker.Cmd("queues"))}
 }
 
 // queueARN returns the ARN of the queue at url (GetQueueAttributes QueueArn),

@@ -7,10 +7,9 @@
 //
 // Internals shared by every file of the package:
 //
-//   - Broker.client is the SDK client. Code in this package calls SQS through
-//     Broker.api, the small sqsAPI interface below (the calls dlq makes,
-//     nothing more), so that unit tests can substitute a fake; files may
-//     also use b.client directly for calls outside sqsAPI.
+//   - Code in this package calls SQS only through Broker.api, the small
+//     sqsAPI interface below (the calls dlq makes, nothing more): the SDK
+//     client, or a fake in unit tests.
 //   - queueURL resolves a queue name, URL or ARN to its URL.
 //   - queueARN and attributes read a queue's ARN and all its attributes.
 //   - translateErr turns an SDK error into a broker error with the operation
@@ -70,15 +69,22 @@ type sqsAPI interface {
 	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
 	SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
 	PurgeQueue(ctx context.Context, in *sqs.PurgeQueueInput, optFns ...func(*sqs.Options)) (*sqs.PurgeQueueOutput, error)
+	// Server-side moves (movetask.go).
+	StartMessageMoveTask(ctx context.Context, in *sqs.StartMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error)
+	ListMessageMoveTasks(ctx context.Context, in *sqs.ListMessageMoveTasksInput, optFns ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error)
+	CancelMessageMoveTask(ctx context.Context, in *sqs.CancelMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.CancelMessageMoveTaskOutput, error)
+	// Topology changes (topology.go).
+	CreateQueue(ctx context.Context, in *sqs.CreateQueueInput, optFns ...func(*sqs.Options)) (*sqs.CreateQueueOutput, error)
+	DeleteQueue(ctx context.Context, in *sqs.DeleteQueueInput, optFns ...func(*sqs.Options)) (*sqs.DeleteQueueOutput, error)
+	SetQueueAttributes(ctx context.Context, in *sqs.SetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.SetQueueAttributesOutput, error)
 }
 
 var _ sqsAPI = (*sqs.Client)(nil)
 
 // Broker is an open SQS client for one account and region.
 type Broker struct {
-	// client is the SDK client; other files may call it directly.
-	client *sqs.Client
-	// api is what this package's own code calls (client, or a fake in tests).
+	// api is every call this package makes: the SDK client, or a fake in
+	// tests.
 	api sqsAPI
 
 	region   string
@@ -145,7 +151,7 @@ func Open(ctx context.Context, cfg Config) (*Broker, error) {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
 	})
-	b := newBroker(client, client, awsCfg.Region, log)
+	b := newBroker(client, awsCfg.Region, log)
 	if ep := client.Options().BaseEndpoint; ep != nil {
 		b.endpoint = *ep
 	}
@@ -177,12 +183,11 @@ func Open(ctx context.Context, cfg Config) (*Broker, error) {
 	return b, nil
 }
 
-func newBroker(client *sqs.Client, api sqsAPI, region string, log *slog.Logger) *Broker {
+func newBroker(api sqsAPI, region string, log *slog.Logger) *Broker {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Broker{
-		client:  client,
 		api:     api,
 		region:  region,
 		log:     log,

@@ -69,7 +69,9 @@ func (b *Broker) queueStates(ctx context.Context, urls []string) ([]broker.SQSQu
 // ApplySQSChange creates a queue with its attributes, sets the attributes
 // of an existing one in place, or deletes one (a missing queue is already
 // deleted).
-func (b *Broker) ApplySQSChange(ctx context.Context, c broker.SQSChange) (broker.SQSQueueState, error) {
+func (b *Broker) ApplySQSChange(ctx context.Context, c broker.SQSChange) (_ broker.SQSQueueState, err error) {
+	// Every failure names the queue (its operation says which).
+	defer func() { err = broker.Naming(c.Name, err) }()
 	st := broker.SQSQueueState{Name: c.Name}
 	u, err := b.queueURL(ctx, c.Name)
 	missing := errors.Is(err, broker.ErrNotFound)
@@ -80,14 +82,14 @@ func (b *Broker) ApplySQSChange(ctx context.Context, c broker.SQSChange) (broker
 		if missing {
 			return st, nil
 		}
-		if _, err := b.client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)}); err != nil {
+		if _, err := b.api.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)}); err != nil {
 			return st, b.queueErr("delete queue `"+c.Name+"`", u, err)
 		}
 		b.forget(c.Name, u)
 		return st, nil
 	}
 	if missing {
-		out, err := b.client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(c.Name), Attributes: c.Attributes})
+		out, err := b.api.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(c.Name), Attributes: c.Attributes})
 		if err != nil {
 			return st, translateErr("create queue `"+c.Name+"`", err)
 		}
@@ -102,7 +104,7 @@ func (b *Broker) ApplySQSChange(ctx context.Context, c broker.SQSChange) (broker
 				attrs[k] = v
 			}
 		}
-		if _, err := b.client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(u), Attributes: attrs}); err != nil {
+		if _, err := b.api.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(u), Attributes: attrs}); err != nil {
 			return st, b.queueErr("set attributes of queue `"+c.Name+"`", u, err)
 		}
 	}
