@@ -53,7 +53,7 @@ Brokers are named with --broker (or a context from the config file):
 	for _, fl := range f.adapters().Flags() {
 		pflag := pf.VarPF(&adapterFlag{o: o, fl: fl}, string(fl.Option), "", fl.Usage)
 		if fl.Bool {
-			pflag.NoOptDefVal = "true"
+			pflag.NoOptDefVal, pflag.DefValue = "true", "false"
 		}
 		if len(fl.Values) > 0 {
 			_ = root.RegisterFlagCompletionFunc(string(fl.Option), cobra.FixedCompletions(fl.Values, cobra.ShellCompDirectiveNoFileComp))
