@@ -64,9 +64,31 @@ var (
 	reNoObject = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`no (queue|exchange) '(.*)' in vhost '(.*)'`) })
 )
 
+// refusedFrame reports whether the client closed the connection because it
+// could not parse what the broker sent (amqp091-go's ErrSyntax, ErrFrame,
+// ErrFrameTooLarge, whose text its reader puts in the Reason), rather than
+// because reading or writing failed: both arrive as a FrameError.
+func refusedFrame(ae *amqp.Error) bool {
+	if ae.Code == amqp.SyntaxError {
+		return true
+	}
+	for _, e := range []*amqp.Error{amqp.ErrSyntax, amqp.ErrFrame, amqp.ErrFrameTooLarge} {
+		if ae.Reason == e.Error() || ae.Reason == e.Reason {
+			return true
+		}
+	}
+	return false
+}
+
 func translateAMQP(op string, ae *amqp.Error) error {
 	reason := cleanReason(ae.Reason)
 	e := &broker.Error{Op: op, Err: ae}
+	if !ae.Server && ae.Code == amqp.FrameError && !refusedFrame(ae) {
+		// The client's reader or writer failed on the connection itself
+		// (EOF, a reset, a broken pipe): a node that died, a network cut.
+		return &broker.Error{Kind: broker.ErrUnreachable, Op: op, Err: ae,
+			Msg: "the connection to the broker was lost (" + reason + "): re-run the command; unsettled messages went back to their queues"}
+	}
 	if !ae.Server && (ae.Code == amqp.FrameError || ae.Code == amqp.SyntaxError) {
 		// The client refused a frame the broker sent: a message whose
 		// headers amqp091-go will not read (tables nested deeper than 32,
