@@ -366,7 +366,11 @@ func (e *engine) end(ctx context.Context, rerr error) (Summary, error) {
 	if err == nil {
 		if n := e.hiddenAtEnd(ctx); n > 0 {
 			s.Hidden = n
-			err = broker.Hintf("%d messages of `%s` are still hidden (in flight): a receive was cut off, or another consumer holds them; they reappear after the queue's visibility timeout, and %v", n, e.queue, broker.OptResume.Or("%s waits for them and moves them", "a run started then takes them"))
+			if e.park.mode == broker.ParkHold {
+				err = broker.Hintf("%d messages of `%s` are still hidden (in flight): a receive was cut off, or another consumer holds them; they reappear after the queue's visibility timeout, and %v", n, e.queue, broker.OptResume.Or("%s waits for them and moves them", "a run started then takes them"))
+			} else {
+				err = broker.Hintf("%d messages of `%s` are still held unacknowledged by another connection, most likely the interrupted run's: the broker returns them once it notices that connection is gone (up to about a minute when a cluster node died with it); then %v", n, e.queue, broker.OptResume.Or("%s moves them", "a run started then takes them"))
+			}
 		}
 	}
 	if e.opts.Journal != nil {

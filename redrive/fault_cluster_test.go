@@ -132,3 +132,28 @@ func TestFaultCluster(t *testing.T) {
 		})
 	})
 }
+
+// Held is how many messages of q are delivered and not yet acknowledged,
+// as the management API of a running node counts them (consumers on a
+// killed node stay listed after their messages came back).
+func (c *clusterBackend) Held(t *testing.T, q string) int {
+	t.Helper()
+	for _, m := range c.env.MgmtURLs {
+		req, _ := http.NewRequest("GET", strings.TrimRight(m, "/")+"/api/queues/%2F/"+url.PathEscape(q), nil)
+		u, _ := url.Parse(c.env.AMQPURLs[0])
+		req.SetBasicAuth(u.User.Username(), c.env.Password)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			continue
+		}
+		var qi struct {
+			Unacked *int `json:"messages_unacknowledged"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&qi)
+		resp.Body.Close()
+		if err == nil && qi.Unacked != nil {
+			return *qi.Unacked
+		}
+	}
+	return -1
+}

@@ -63,8 +63,13 @@ var hiddenSettle = 10 * time.Second
 // another consumer. It polls until none is hidden or hiddenSettle passes:
 // another dlq process finishing its last windows is not a reason to report
 // the run as partly done.
+//
+// A resumed run of a source that does not hide (RabbitMQ) checks the same:
+// the interrupted run's deliveries stay unacknowledged, held by its
+// connection, until the broker notices that connection is gone, which
+// takes up to about a minute when a cluster node died with it.
 func (e *engine) hiddenAtEnd(ctx context.Context) int64 {
-	if e.park.mode != broker.ParkHold || e.limitReached() || ctx.Err() != nil {
+	if e.limitReached() || ctx.Err() != nil || e.park.mode != broker.ParkHold && e.opts.Resume == nil {
 		return 0
 	}
 	qi, ok := e.src.(broker.QueueInspector)
