@@ -9,20 +9,20 @@ RABBITPKGS := ./broker/rabbitmq/ ./cmd/ ./inspect/ ./redrive/ ./topology/
 # The test servers' addresses and the test password, from scripts/brokers:
 # TESTENV is RabbitMQ 3.10 and the SQS emulators (main and fault servers)
 # with the 3.10 TLS node, TEST4ENV RabbitMQ 4.0 alone (where the SQS tests
-# skip) with the three-node 4.0 cluster, which only the 4.0 passes get,
-# TEST43ENV RabbitMQ 4.3 alone (its main and fault nodes) with the 4.3 TLS
-# node (tls43; the 4.0 one, tls4, is no longer started).
+# skip), TEST43ENV RabbitMQ 4.3 alone (its main and fault nodes) with the
+# 4.3 TLS node (tls43; the 4.0 one, tls4, is no longer started) and the
+# three-node 4.3 cluster (cluster43), which only the 4.3 passes get.
 RUNENV    = export DLQ_TEST_REQUIRE_BROKERS=1 DLQ_TEST_BIN=$(CURDIR)/$(BIN) AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 &&
 TESTENV   = eval "$$($(BROKERS) env)" && eval "$$(DLQ_BROKERS_INSTANCE=fault $(BROKERS) env)" && \
             eval "$$(DLQ_BROKERS_INSTANCE=tls $(BROKERS) env)" && \
-            export DLQ_CLUSTER_SKIP='the cluster tests run in the RabbitMQ 4.0 passes of make test' && $(RUNENV)
+            export DLQ_CLUSTER_SKIP='the cluster tests run in the RabbitMQ 4.3 passes of make test' && $(RUNENV)
 TEST4ENV  = eval "$$(DLQ_BROKERS_INSTANCE=test4 $(BROKERS) env)" && eval "$$(DLQ_BROKERS_INSTANCE=fault4 $(BROKERS) env)" && \
             export DLQ_TLS_SKIP='the TLS tests run in the RabbitMQ 3.10 and 4.3 passes of make test' && \
-            eval "$$(DLQ_BROKERS_INSTANCE=cluster $(BROKERS) env)" && $(RUNENV)
+            export DLQ_CLUSTER_SKIP='the cluster tests run in the RabbitMQ 4.3 passes of make test' && $(RUNENV)
 TEST43ENV = eval "$$(DLQ_BROKERS_INSTANCE=test43 $(BROKERS) env)" && eval "$$(DLQ_BROKERS_INSTANCE=fault43 $(BROKERS) env)" && \
             eval "$$(DLQ_BROKERS_INSTANCE=tls43 $(BROKERS) env)" && \
-            export DLQ_CLUSTER_SKIP='the cluster tests run in the RabbitMQ 4.0 passes of make test' && $(RUNENV)
-INSTANCES = test fault test4 fault4 test43 fault43 cluster tls tls43
+            eval "$$(DLQ_BROKERS_INSTANCE=cluster43 $(BROKERS) env)" && $(RUNENV)
+INSTANCES = test fault test4 fault4 test43 fault43 cluster43 tls tls43
 
 .PHONY: build test unit bench lint demo docs release-check release-snapshot brokers-up brokers-down brokers-status fuzz clean
 
@@ -33,14 +33,14 @@ build:
 # Unit and integration tests against the real servers (started when missing):
 # every package once with RabbitMQ 3.10 and SQS, then the packages with
 # RabbitMQ integration tests (RABBITPKGS) once more with RabbitMQ 4.0 (SQS
-# tests skip) and the cluster tests, and once with RabbitMQ 4.3, where a
-# quorum queue's requeue does not count. Then the redrive fault tests (kills,
-# restarts, blocked brokers on the separate fault servers), verbose enough to
-# show their tallies, one log a pass: 3.10 and SQS, 4.3, then 4.0 with the
-# cluster tests. The 4.0 pass runs only what behaves differently by version:
-# the quorum queue scenarios (4.0-4.2 count every requeue, 4.3 does not) and
-# the cluster; the classic queue ones and the blocked connection run on 3.10
-# and 4.3. The 4.x fault servers have no SQS: TestFaultSQS is left out on
+# tests skip), and once with RabbitMQ 4.3, where a quorum queue's requeue
+# does not count, and the cluster tests on the three-node 4.3 cluster. Then
+# the redrive fault tests (kills, restarts, blocked brokers on the separate
+# fault servers), verbose enough to show their tallies, one log a pass: 3.10
+# and SQS, 4.3 with the cluster, then 4.0. The 4.0 pass runs only what
+# behaves differently by version: the quorum queue scenarios (4.0-4.2 count
+# every requeue, 4.3 does not); the classic queue ones and the blocked
+# connection run on 3.10 and 4.3. The 4.x fault servers have no SQS: TestFaultSQS is left out on
 # 4.3 and skips itself on 4.0 (DLQ_FAULT_RABBITMQ_ONLY).
 FAULTLOG   := bin/fault-tests.log
 FAULT4LOG  := bin/fault-tests-rabbitmq4.log
@@ -118,7 +118,7 @@ demo: build
 # The main servers, a separate "fault" set that the fault tests kill,
 # restart and block without disturbing the rest of the suite, the same two
 # with RabbitMQ 4.0 (test4, fault4) and with RabbitMQ 4.3 (test43, fault43),
-# a three-node 4.0 cluster, and a TLS node of 3.10 and 4.3 (tls, tls43): all
+# a three-node 4.3 cluster, and a TLS node of 3.10 and 4.3 (tls, tls43): all
 # side by side (installs take turns).
 brokers-up:
 	@start=$$(date +%s); pids=; for i in $(INSTANCES); do DLQ_BROKERS_INSTANCE=$$i $(BROKERS) up & pids="$$pids $$!"; done; \

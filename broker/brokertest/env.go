@@ -8,11 +8,12 @@
 // with DLQ_TEST_REQUIRE_BROKERS=1 (as `make test` sets) a missing server is a
 // failure instead.
 //
-// `make test` runs the integration tests twice: against RabbitMQ 3.10 with
-// the SQS emulators, then against RabbitMQ 4.0 alone (DLQ_TEST_RABBITMQ_ONLY=1,
-// where SQS skips) and the three-node 4.0 cluster (Cluster). The fault tests
-// likewise run against the fault servers of each version
-// (DLQ_FAULT_RABBITMQ_ONLY=1 in the second, which has the cluster too).
+// `make test` runs the integration tests three times: against RabbitMQ 3.10
+// with the SQS emulators, then against RabbitMQ 4.0 alone
+// (DLQ_TEST_RABBITMQ_ONLY=1, where SQS skips), then against 4.3 alone with
+// the three-node 4.3 cluster (Cluster). The fault tests likewise run against
+// the fault servers of each version (DLQ_FAULT_RABBITMQ_ONLY=1 on 4.x; the
+// 4.3 pass has the cluster too).
 package brokertest
 
 import (
@@ -261,7 +262,7 @@ type ClusterEnv struct {
 }
 
 // Cluster returns the test cluster or skips the test. `make test` gives the
-// cluster (RabbitMQ 4.0) to its RabbitMQ 4.0 passes only; the other passes
+// cluster (RabbitMQ 4.3) to its RabbitMQ 4.3 passes only; the other passes
 // set DLQ_CLUSTER_SKIP to the reason the cluster tests skip there.
 func Cluster(t testing.TB) ClusterEnv {
 	t.Helper()

@@ -14,7 +14,8 @@ import (
 	"github.com/dlq-tools/dlq/broker/brokertest"
 )
 
-// Tests against the three-node RabbitMQ 4.0 cluster (brokertest.Cluster):
+// Tests against the three-node RabbitMQ cluster (brokertest.Cluster; 4.3
+// in `make test`):
 // quorum membership, and failover when the node in use dies.
 
 // clusterConfig is a Config listing every node of the cluster: the hosts in
