@@ -212,7 +212,7 @@ func (t *Triage) destination(ctx context.Context, m *broker.Message, f *Failure)
 	if m.Death != nil && (m.Death.Queue != "" || m.Death.QueueARN != "") {
 		return Source(m)
 	}
-	if m.SystemAttributes["DeadLetterQueueSourceArn"] != "" {
+	if broker.RecordedSource(m) != "" {
 		return Source(m)
 	}
 	if f != nil && f.Origin != nil {

@@ -88,10 +88,10 @@ func RouteOf(ctx context.Context, src broker.Broker, queue string, dst broker.Br
 	for _, w := range work {
 		var d time.Duration
 		var why string
-		if vis := visibilityTimeout(w); vis > 0 && w.DeliveryLimit > 0 && w.System == broker.SQS {
+		if vis := visibilityTimeout(w); vis > 0 && w.DeliveryLimit > 0 {
 			d = vis * time.Duration(w.DeliveryLimit)
 			why = fmt.Sprintf("`%s`'s visibility timeout %s × maxReceiveCount %d", w.Name, vis, w.DeliveryLimit)
-		} else if w.System == broker.RabbitMQ {
+		} else {
 			if !listed {
 				if ql, ok := b.(broker.QueueLister); ok {
 					all, _ = ql.Queues(ctx)
@@ -165,17 +165,20 @@ func countReturns(ctx context.Context, watch []Watched, runs map[string]bool, ch
 			continue
 		}
 		po := broker.PeekOptions{}
-		if t := broker.TraitsOf(w.Broker, broker.Queue{Name: w.Queue}); t.PeekAll != broker.PeekAuto {
-			po.Mode = t.PeekAll
-		}
+		q := broker.Queue{Name: w.Queue}
 		if qi, ok := w.Broker.(broker.QueueInspector); ok {
-			q, err := qi.Queue(ctx, w.Queue)
+			got, err := qi.Queue(ctx, w.Queue)
 			if errors.Is(err, broker.ErrNotFound) {
 				continue
 			}
-			if err == nil && q.Kind == broker.KindStream {
-				po.Mode = broker.PeekStream
+			if err == nil {
+				q = got
 			}
+		}
+		// The mode that reads the whole queue without harm (a stream is
+		// read from its start).
+		if t := broker.TraitsOf(w.Broker, q); t.PeekAll != broker.PeekAuto {
+			po.Mode = t.PeekAll
 		}
 		rep, err := p.Peek(ctx, w.Queue, po, func(m *broker.Message) error {
 			if !runs[MarkRun(m)] {
