@@ -15,6 +15,9 @@ import (
 	"unicode/utf8"
 )
 
+// One piece, though long: writing and reading the encoding are one
+// format, kept side by side so that each type reads back as written.
+//
 // The typed-value encoding
 //
 // A header value is written as a JSON object that keeps its AMQP type beside

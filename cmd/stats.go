@@ -19,6 +19,9 @@ import (
 	"github.com/dlq-tools/dlq/internal/human"
 )
 
+// One piece, though long: `dlq stats` and its three renderings (table,
+// CSV, Prometheus) of one result, with the progress it shows while it reads.
+
 // OutputProm is Prometheus text exposition (node_exporter textfile format).
 const OutputProm = "prom"
 

@@ -16,6 +16,10 @@ import (
 	"github.com/dlq-tools/dlq/broker"
 )
 
+// One piece, though long: the way back from a document is one mapping,
+// and each of its parts (body, headers, properties, attributes) must keep
+// what did not change in exactly the same way.
+//
 // The way back: a document that a transform or an editor changed becomes
 // the message to publish. Only body, body_base64, headers, properties and
 // attributes may change; values that did not change keep their original

@@ -11,6 +11,9 @@ import (
 	"github.com/dlq-tools/dlq/broker"
 )
 
+// One piece, though long: the schema is one table, and its walker and
+// its reference rendering must read it the same way.
+//
 // The schema of the spec file. check walks a parsed YAML document against
 // it and reports every problem at its line and column; SchemaReference
 // renders it for `dlq help topology-spec`.
