@@ -121,6 +121,14 @@ func (d *detailView) render() []string {
 		out = append(out, "  "+st.subtle.Render(fit(vis(k), 24))+" "+vis(v))
 	}
 	out = append(out, st.header.Render("message "+vis(d.r.id)))
+	if m.Unreadable != "" {
+		// dlq's client could not decode it: what is shown came another way
+		// (the management API), and every read of the queue stops at it.
+		out = append(out, "  "+st.danger.Render(fit("UNREADABLE", 24))+" "+st.danger.Render(vis(m.Unreadable)))
+		if m.Position != "" {
+			kv("position", m.Position+" (`dlq redrive --position "+m.Position+"` or `dlq discard --position "+m.Position+"` takes it)")
+		}
+	}
 	kv("queue", m.Queue)
 	kv("system", string(m.System))
 	if d.r.reason != "" {

@@ -84,7 +84,7 @@ func (mv *messagesView) view(h, w int) []string {
 		if mv.selected[r.id] {
 			mark = "● "
 		}
-		line := mark + fit(l.showID(vis(r.id)), idW) + " " + fitRight(humanAge(r.msg.Age(now)), ageW) + " " + fit(vis(r.shape), reasonW) + " " +
+		line := mark + fit(l.showID(vis(r.id)), idW) + " " + fitRight(humanAge(r.msg.Age(now)), ageW) + " " + fit(reasonCell(r), reasonW) + " " +
 			fit(vis(r.source), srcW) + " " + fitRight(strconv.FormatInt(r.deliv, 10), delivW) + " " + fitRight(strconv.FormatInt(r.deaths, 10), deathW) + " " + fitRight(humanBytes(int64(r.size)), sizeW) + " " +
 			fit(r.preview, previewW)
 		switch {
@@ -118,7 +118,7 @@ func (mv *messagesView) layout(w int) listLayout {
 	for i := 0; i < mv.length() && i < firstPage; i++ {
 		r := mv.at(i)
 		l.id = max(l.id, ansi.StringWidth(vis(r.id)))
-		widestReason = max(widestReason, ansi.StringWidth(vis(r.shape)))
+		widestReason = max(widestReason, ansi.StringWidth(reasonCell(r)))
 		widestSource = max(widestSource, ansi.StringWidth(vis(r.source)))
 	}
 	if l.id > shortID+1 && w-fixed-l.id < 40 {
@@ -143,3 +143,12 @@ func (l listLayout) showID(id string) string {
 }
 
 func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
+
+// reasonCell is a row's REASON: its failure template, marked UNREADABLE for
+// a message dlq's client could not decode.
+func reasonCell(r *row) string {
+	if r.msg.Unreadable != "" {
+		return "UNREADABLE " + vis(r.shape)
+	}
+	return vis(r.shape)
+}
