@@ -98,7 +98,9 @@ it carries: x-death; Spring's x-original-exchange and x-original-routingKey;
 MassTransit's MT-Fault-InputAddress; NServiceBus's NServiceBus.FailedQ;
 else the DLQ's only SQS source queue. Messages of different origins go to
 each of theirs in one run, and the dry run names the record that chose
-each destination. --to exchange:NAME without a key keeps each message's
+each destination. An archive records no origin itself: --to BROKER#origin
+sends each of its messages home on that broker by the record it carries.
+--to exchange:NAME without a key keeps each message's
 original routing key. A message in an envelope (SNS, MassTransit, a Lambda
 on-failure record) moves exactly as it came; --unwrap sends the event
 inside a Lambda on-failure record or an SNS notification instead.

@@ -150,12 +150,21 @@ func newEngine(src broker.Broker, queue string, dst broker.Broker, opts Options,
 		e.dstTraits = broker.TraitsOf(dst, broker.Queue{})
 	}
 	if opts.Dest.Kind == broker.ToOrigin {
-		if _, ok := src.(broker.OriginResolver); !ok {
-			return nil, broker.Errorf(broker.ErrUnsupported, "redrive", "%s does not record where messages came from: choose a destination with %s", src, broker.OptTo.With("queue:NAME"))
-		}
-		if dst != src && dst.System() != src.System() {
+		r, ok := src.(broker.OriginResolver)
+		switch {
+		case ok && dst != src && dst.System() != src.System():
 			return nil, broker.Hintf("redrive: the origin of a message is on its own broker: use %s to name a destination on another broker", broker.OptTo)
+		case !ok && dst != src:
+			// A source that records no origin (an archive) still holds
+			// messages that carry theirs (a death record, their DLQ's
+			// source): the destination broker reads them as it reads its
+			// own dead letters.
+			r, ok = dst.(broker.OriginResolver)
 		}
+		if !ok {
+			return nil, broker.Errorf(broker.ErrUnsupported, "redrive", "%s does not record where messages came from: choose a destination with %s, or a broker to send them home on with %s", src, broker.OptTo.With("queue:NAME"), broker.OptTo.With("BROKER#origin"))
+		}
+		e.origins.resolver = r
 	}
 	e.setTraits(broker.Queue{Name: queue})
 	if opts.Rate > 0 {

@@ -283,6 +283,9 @@ func shallowCopy(m *broker.Message) *broker.Message {
 type origins struct {
 	mu sync.Mutex
 	m  map[string]originResult
+	// resolver reads a message's origin: the source's, or the
+	// destination's for a source that records none (an archive).
+	resolver broker.OriginResolver
 }
 
 type originResult struct {
@@ -311,7 +314,7 @@ func (e *engine) resolve(ctx context.Context, m *broker.Message) (broker.Destina
 			d = fo.Destination()
 			d.Via = fo.From
 		} else {
-			d, err = e.src.(broker.OriginResolver).Origin(ctx, e.queue, m)
+			d, err = o.resolver.Origin(ctx, e.queue, m)
 		}
 		r = originResult{d, err}
 		if err == nil || errors.Is(err, broker.ErrConflict) || errors.Is(err, broker.ErrNotFound) {
