@@ -16,7 +16,9 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/brokertest"
+	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
 // springRepublished is a message as Spring AMQP's RepublishMessageRecoverer
@@ -200,8 +202,31 @@ func TestFrameworkOriginIntegrationSQS(t *testing.T) {
 					}
 				}
 			}
-			if got := s.drain(billing); len(got) != 1 || aws.ToString(got[0].Body) != nsbBody {
-				t.Errorf("%s: %d messages, want the NServiceBus message as it came", billingName, len(got))
+			// NServiceBus on SQS keeps its headers in the body: the failure
+			// headers there go, the rest of the envelope stays.
+			if got := s.drain(billing); len(got) != 1 {
+				t.Errorf("%s: %d messages, want the NServiceBus message", billingName, len(got))
+			} else {
+				var env struct {
+					Headers   map[string]string
+					Body      string
+					S3BodyKey *string
+				}
+				if err := json.Unmarshal([]byte(aws.ToString(got[0].Body)), &env); err != nil {
+					t.Fatalf("%v: %s", err, aws.ToString(got[0].Body))
+				}
+				want := map[string]string{}
+				for k, v := range nserviceBusFailedHeaders(billingName) {
+					if !broker.IsFailureHeader(k) {
+						want[k] = fmt.Sprint(v)
+					}
+				}
+				if d := testdiff.Diff(want, env.Headers); d != "" {
+					t.Errorf("%s: the envelope's headers (-want +got):\n%s", billingName, d)
+				}
+				if env.Body != base64.StdEncoding.EncodeToString([]byte(`{"OrderId":7}`)) || env.S3BodyKey != nil {
+					t.Errorf("%s: the envelope's body changed: %s", billingName, aws.ToString(got[0].Body))
+				}
 			}
 
 			// SNS → SQS: the envelope goes home with the message.
