@@ -44,6 +44,8 @@ var Rules = []struct {
 	{"quorum-silent-drop", SevWarning, "a quorum queue with no dead-letter exchange and no delivery limit: RabbitMQ 4.x applies its default limit of 20 and drops a message after 20 deliveries without a trace"},
 	{"limit-no-dlx", SevWarning, "a queue with a delivery limit and no dead-letter exchange: a message that reaches the limit is dropped without a trace"},
 	{"classic-queue", SevWarning, "a durable classic queue where a quorum queue would serve (replicated, delivery limit)"},
+	{"queue-version-refused", SevWarning, "a classic queue declared with `x-queue-version: 1`, which RabbitMQ 4.3 refuses (classic queues v1 are gone)"},
+	{"queue-mode-ignored", SevInfo, "`x-queue-mode`, which does nothing on RabbitMQ 3.12 and later (4.3 included)"},
 	{"ttl-no-dlx", SevWarning, "a queue with a message TTL and no dead-letter exchange: expired messages vanish"},
 	{"sqs-dlq-retention", SevError, "an SQS DLQ keeps messages no longer than its source (SQS keeps the original enqueue time)"},
 	{"sqs-fifo-mismatch", SevError, "a FIFO source with a standard DLQ or the reverse (SQS rejects it)"},

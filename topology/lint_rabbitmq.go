@@ -1,14 +1,16 @@
 package topology
 
 import (
-	"fmt"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/dlq-tools/dlq/internal/rabbitrules"
 )
 
 // effective is what applies to a queue from its arguments and the spec's
-// policies (arguments win).
+// policies, by RabbitMQ's rules (rabbitrules.Effective: the argument wins
+// for the dead-letter exchange and key, the lower of argument and policy
+// for the TTL and the delivery limit).
 type effective struct {
 	dlx, dlrk     *string
 	ttl, limit    *int64
@@ -20,47 +22,26 @@ type effective struct {
 
 func effectiveOf(q Queue, m *RabbitModel) effective {
 	var e effective
-	str := func(v any) *string { s := fmt.Sprint(v); return &s }
-	num := func(v any) *int64 {
-		switch x := normalizeValue(v).(type) {
-		case int64:
-			return &x
-		case string:
-			if n, err := strconv.ParseInt(x, 10, 64); err == nil {
-				return &n
-			}
-		}
-		return nil
-	}
+	var policy map[string]any
 	if p := matchingPolicy(q.Name, specPolicies(m.Policies)); p != nil {
-		e.policy = p.Name
-		if v, ok := p.Definition["dead-letter-exchange"]; ok {
-			e.dlx = str(v)
-		}
-		if v, ok := p.Definition["dead-letter-routing-key"]; ok {
-			e.dlrk = str(v)
-		}
-		if v, ok := p.Definition["message-ttl"]; ok {
-			e.ttl = num(v)
-		}
-		if v, ok := p.Definition["delivery-limit"]; ok {
-			e.limit = num(v)
-		}
+		e.policy, policy = p.Name, p.Definition
 	}
-	a := q.Arguments
-	if v, ok := a["x-dead-letter-exchange"]; ok {
-		e.dlx = str(v)
+	// Lint knows no server version: the rules of an unknown one (3.x's).
+	s := rabbitrules.Effective(rabbitrules.Sources{Args: q.Arguments, Policy: policy, Quorum: q.Kind == "quorum"})
+	if s.DeadLetterSet {
+		x := s.DeadLetterExchange
+		e.dlx = &x
 	}
-	if v, ok := a["x-dead-letter-routing-key"]; ok {
-		e.dlrk = str(v)
+	if s.HasRoutingKey {
+		k := s.DeadLetterRoutingKey
+		e.dlrk = &k
 	}
-	if v, ok := a["x-message-ttl"]; ok {
-		e.ttl = num(v)
+	e.ttl = s.MessageTTL
+	if s.DeliveryLimitSet {
+		n := s.DeliveryLimit
+		e.limit = &n
 	}
-	if v, ok := a["x-delivery-limit"]; ok {
-		e.limit = num(v)
-	}
-	_, e.hasMaxPrio = a["x-max-priority"]
+	_, e.hasMaxPrio = q.Arguments["x-max-priority"]
 	for _, b := range m.Bindings {
 		if b.DestinationType == "queue" && b.Destination == q.Name {
 			e.incomingKeys = append(e.incomingKeys, b.RoutingKey)
@@ -68,31 +49,6 @@ func effectiveOf(q Queue, m *RabbitModel) effective {
 		}
 	}
 	return e
-}
-
-// topicMatch matches an AMQP topic binding pattern against a routing key
-// (* one word, # zero or more), in time proportional to their product.
-func topicMatch(pattern, key string) bool {
-	p, k := strings.Split(pattern, "."), strings.Split(key, ".")
-	// m[j] reports whether p[:i] matches k[:j], row by row.
-	m := make([]bool, len(k)+1)
-	m[0] = true
-	for i := 1; i <= len(p); i++ {
-		next := make([]bool, len(k)+1)
-		switch p[i-1] {
-		case "#":
-			next[0] = m[0]
-			for j := 1; j <= len(k); j++ {
-				next[j] = m[j] || next[j-1]
-			}
-		default:
-			for j := 1; j <= len(k); j++ {
-				next[j] = m[j-1] && (p[i-1] == "*" || p[i-1] == k[j-1])
-			}
-		}
-		m = next
-	}
-	return m[len(k)]
 }
 
 // routes returns the queues a message with key reaches from exchange x,
@@ -123,18 +79,8 @@ func routes(m *RabbitModel, x, key string, seen map[string]bool) (queues []strin
 		if b.Source != x {
 			continue
 		}
-		match := false
-		switch typ {
-		case "fanout":
-			match = true
-		case "direct":
-			match = b.RoutingKey == key
-		case "topic":
-			match = topicMatch(b.RoutingKey, key)
-		default: // headers and plugin types: assume it may match
-			match = true
-		}
-		if !match {
+		// Headers and plugin types: taken to match.
+		if !rabbitrules.Routes(typ, b.RoutingKey, key) {
 			continue
 		}
 		if b.DestinationType == "exchange" {
@@ -286,7 +232,24 @@ func lintRabbit(m *RabbitModel, add addFunc) {
 			}
 		}
 	}
+	lintArguments(m, add)
 	lintWildcardKeys(m, effs, add)
+}
+
+// lintArguments reports the queue arguments that some RabbitMQ version
+// refuses or ignores (rabbitrules.CheckArgs). Lint knows no server
+// version, so each finding names the versions it holds on; plan, which
+// knows the server, refuses a declare the server would refuse.
+func lintArguments(m *RabbitModel, add addFunc) {
+	for _, q := range m.Queues {
+		for _, f := range rabbitrules.CheckArgs(q.Arguments) {
+			if f.Refused {
+				add(SevWarning, "queue-version-refused", q.Pos, "queue "+q.Name, "queue `%s`: %s", q.Name, f.Why)
+			} else {
+				add(SevInfo, "queue-mode-ignored", q.Pos, "queue "+q.Name, "queue `%s`: %s", q.Name, f.Why)
+			}
+		}
+	}
 }
 
 // cycles returns the strongly connected components of more than one queue
