@@ -14,6 +14,7 @@ import (
 type effective struct {
 	dlx, dlrk     *string
 	ttl, limit    *int64
+	retry         string // delayed retry: "failed 1s–30s"
 	policy        string
 	hasMaxPrio    bool
 	incomingKeys  []string
@@ -40,6 +41,15 @@ func effectiveOf(q Queue, m *RabbitModel) effective {
 	if s.DeliveryLimitSet {
 		n := s.DeliveryLimit
 		e.limit = &n
+	}
+	if t := s.DelayedRetryType; t != "" && t != "disabled" {
+		e.retry = t
+		if s.DelayedRetryMin != nil {
+			e.retry += " " + FormatDuration(msDuration(*s.DelayedRetryMin))
+			if s.DelayedRetryMax != nil {
+				e.retry += "–" + FormatDuration(msDuration(*s.DelayedRetryMax))
+			}
+		}
 	}
 	_, e.hasMaxPrio = q.Arguments["x-max-priority"]
 	for _, b := range m.Bindings {
@@ -94,7 +104,7 @@ func routes(m *RabbitModel, x, key string, seen map[string]bool) (queues []strin
 	return queues, known
 }
 
-func lintRabbit(m *RabbitModel, add addFunc) {
+func lintRabbit(m *RabbitModel, opts LintOptions, add addFunc) {
 	exists := map[string]bool{"": true}
 	for _, x := range m.Exchanges {
 		exists[x.Name] = true
@@ -232,22 +242,40 @@ func lintRabbit(m *RabbitModel, add addFunc) {
 			}
 		}
 	}
-	lintArguments(m, add)
+	lintArguments(m, opts.RabbitMQVersion, add)
 	lintWildcardKeys(m, effs, add)
 }
 
-// lintArguments reports the queue arguments that some RabbitMQ version
-// refuses or ignores (rabbitrules.CheckArgs). Lint knows no server
-// version, so each finding names the versions it holds on; plan, which
-// knows the server, refuses a declare the server would refuse.
-func lintArguments(m *RabbitModel, add addFunc) {
+// lintArguments reports the queue arguments and policy keys that some
+// RabbitMQ version refuses or ignores (rabbitrules.CheckQueue). Without a
+// version each finding is a warning (an info for what does nothing) that
+// names the versions it holds on; with one, those that hold on it are
+// errors, and the others are left out.
+func lintArguments(m *RabbitModel, version string, add addFunc) {
+	ver := rabbitrules.ParseVersion(version)
+	policies := specPolicies(m.Policies)
 	for _, q := range m.Queues {
-		for _, f := range rabbitrules.CheckArgs(q.Arguments) {
-			if f.Refused {
-				add(SevWarning, "queue-version-refused", q.Pos, "queue "+q.Name, "queue `%s`: %s", q.Name, f.Why)
-			} else {
-				add(SevInfo, "queue-mode-ignored", q.Pos, "queue "+q.Name, "queue `%s`: %s", q.Name, f.Why)
+		var def map[string]any
+		if p := matchingPolicy(q.Name, policies); p != nil {
+			def = p.Definition
+		}
+		for _, f := range rabbitrules.CheckQueue(q.Arguments, def) {
+			rule, sev := "queue-mode-ignored", SevInfo
+			switch {
+			case f.Arg == "x-queue-version":
+				rule, sev = "queue-version-refused", SevWarning
+			case strings.HasSuffix(f.Arg, "delayed-retry-type"):
+				rule, sev = "delayed-retry-version", SevWarning
 			}
+			if ver.Known {
+				if !f.On(ver) {
+					continue
+				}
+				if sev == SevWarning {
+					sev = SevError
+				}
+			}
+			add(sev, rule, q.Pos, "queue "+q.Name, "queue `%s`: %s", q.Name, f.Why)
 		}
 	}
 }
@@ -301,8 +329,8 @@ func cycles(qs []Queue, edges map[string][]string) [][]string {
 }
 
 // lintRabbitMQ checks the model's RabbitMQ part, if any.
-func lintRabbitMQ(m *Model, add addFunc) {
+func lintRabbitMQ(m *Model, opts LintOptions, add addFunc) {
 	if m.Rabbit != nil {
-		lintRabbit(m.Rabbit, add)
+		lintRabbit(m.Rabbit, opts, add)
 	}
 }

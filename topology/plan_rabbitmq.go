@@ -274,32 +274,41 @@ func silentDrops(m *RabbitModel, cur broker.RabbitTopology, version string) []st
 }
 
 // versionRules applies what the server's version refuses or ignores among
-// the arguments of the spec's queues (rabbitrules.CheckArgs): a queue
-// the plan would declare with an argument the server refuses becomes a
-// conflict; an argument it ignores gets a warning.
+// the settings of the spec's queues (rabbitrules.CheckQueue, of a queue's
+// arguments and the spec's policy that applies to it): a queue the plan
+// would declare with a setting the server refuses, or accepts without
+// doing what it is for (a delayed retry before 4.3), becomes a conflict;
+// the rest gets a warning.
 func versionRules(p *Plan, m *RabbitModel, version string) {
 	ver := rabbitrules.ParseVersion(version)
-	byName := map[string]*Queue{}
-	for i := range m.Queues {
-		byName[m.Queues[i].Name] = &m.Queues[i]
-	}
+	changes := map[string]*Change{}
 	for i := range p.Changes {
-		c := &p.Changes[i]
-		q := byName[c.Name]
-		if c.System != broker.RabbitMQ || c.Kind != "queue" || q == nil || c.Action != Create && c.Action != Conflict {
-			continue
+		if c := &p.Changes[i]; c.System == broker.RabbitMQ && c.Kind == "queue" && (c.Action == Create || c.Action == Conflict) {
+			changes[c.Name] = c
 		}
-		for _, f := range rabbitrules.CheckArgs(q.Arguments) {
+	}
+	policies := specPolicies(m.Policies)
+	for _, q := range m.Queues {
+		var def map[string]any
+		if pl := matchingPolicy(q.Name, policies); pl != nil {
+			def = pl.Definition
+		}
+		for _, f := range rabbitrules.CheckQueue(q.Arguments, def) {
+			c := changes[q.Name]
 			switch {
 			case !f.On(ver):
-			case f.Refused:
-				problem := fmt.Sprintf("RabbitMQ %s would refuse queue `%s`: %s", version, q.Name, f.Why)
+			case (f.Refused || f.Missing) && c != nil:
+				verb := "would refuse"
+				if !f.Refused {
+					verb = "would accept and ignore"
+				}
+				problem := fmt.Sprintf("RabbitMQ %s %s queue `%s`: %s", version, verb, q.Name, f.Why)
 				if c.Action == Conflict {
 					c.Problem += "; " + problem
 					continue
 				}
 				c.Action, c.Problem, c.rabbit = Conflict, problem, nil
-				c.Fix = fmt.Sprintf("remove `%s` from the arguments of queue `%s` (classic queues are v2 on RabbitMQ 4.3), then plan again", f.Arg, q.Name)
+				c.Fix = fmt.Sprintf("remove `%s` from queue `%s` (its arguments or its policy), then plan again", f.Arg, q.Name)
 			default:
 				p.Warnings = append(p.Warnings, fmt.Sprintf("queue `%s`: %s", q.Name, f.Why))
 			}

@@ -7,11 +7,13 @@ import "fmt"
 type ArgFinding struct {
 	Arg   string
 	Value any
-	// Since is the first version the finding holds on.
-	Since Version
+	// Since is the first version the finding holds on; Until, when known,
+	// the first it no longer holds on.
+	Since, Until Version
 	// Refused: the declare fails (406 PRECONDITION_FAILED); otherwise the
-	// argument is accepted and does nothing.
-	Refused bool
+	// argument is accepted and does nothing. Missing: what it does nothing
+	// of matters (a retry delay that does not happen).
+	Refused, Missing bool
 	// Why explains it in a sentence, naming the version.
 	Why string
 }
@@ -19,8 +21,19 @@ type ArgFinding struct {
 // On reports whether the finding holds on version v (false when v is
 // unknown).
 func (f ArgFinding) On(v Version) bool {
+	if f.Until.Known && (!v.Known || v.AtLeast(f.Until.Major, f.Until.Minor)) {
+		return false
+	}
 	return v.AtLeast(f.Since.Major, f.Since.Minor)
 }
+
+// DelayedRetryTypes are the values of x-delayed-retry-type: which returned
+// messages a quorum queue holds back before it delivers them again.
+var DelayedRetryTypes = []string{"disabled", "all", "failed", "returned"}
+
+// DelayedRetrySince is the first version with a quorum queue's native
+// delayed retry.
+var DelayedRetrySince = Version{4, 3, true}
 
 // CheckArgs lists what some RabbitMQ version refuses or ignores among a
 // queue's arguments:
@@ -28,8 +41,22 @@ func (f ArgFinding) On(v Version) bool {
 //     the declare ("unsupported queue version '1'");
 //   - x-queue-mode: since 3.12 every classic queue keeps its messages on
 //     disk as a lazy one did, and the argument does nothing.
+//   - x-delayed-retry-type (other than disabled): before 4.3 a quorum
+//     queue accepts the delayed-retry arguments and ignores them (measured
+//     on 3.10.8 and 4.0.5), so a returned message comes back at once.
 func CheckArgs(args map[string]any) []ArgFinding {
+	return CheckQueue(args, nil)
+}
+
+// CheckQueue is CheckArgs of a queue's arguments and the definition of the
+// policy that applies to it (its keys without the x- prefix).
+func CheckQueue(args, policy map[string]any) []ArgFinding {
 	var out []ArgFinding
+	if v, ok := args["x-delayed-retry-type"]; ok && String(v) != "disabled" {
+		out = append(out, delayedRetryFinding("x-delayed-retry-type", v))
+	} else if v, ok := policy["delayed-retry-type"]; ok && String(v) != "disabled" {
+		out = append(out, delayedRetryFinding("delayed-retry-type", v))
+	}
 	if v, ok := args["x-queue-version"]; ok {
 		if n, ok := Int(v); ok && n == 1 {
 			out = append(out, ArgFinding{Arg: "x-queue-version", Value: v, Since: Version{4, 3, true}, Refused: true,
@@ -41,6 +68,11 @@ func CheckArgs(args map[string]any) []ArgFinding {
 			Why: fmt.Sprintf("`x-queue-mode: %s` does nothing on RabbitMQ 3.12 and later (4.3 included): every classic queue keeps its messages on disk as a lazy queue did; drop the argument", String(v))})
 	}
 	return out
+}
+
+func delayedRetryFinding(key string, v any) ArgFinding {
+	return ArgFinding{Arg: key, Value: v, Since: Version{0, 0, true}, Until: DelayedRetrySince, Missing: true,
+		Why: fmt.Sprintf("`%s: %s` needs RabbitMQ 4.3: earlier versions accept the delayed-retry settings and ignore them, so a returned message is delivered again at once; use a retry ladder (`retry_ladders`) there", key, String(v))}
 }
 
 // EquivalenceArgs is a queue's arguments as RabbitMQ compares them when a

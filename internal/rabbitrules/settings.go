@@ -45,6 +45,12 @@ type Settings struct {
 	Limited      bool
 	Limit        int64
 	LimitDefault bool
+	// DelayedRetryType is a quorum queue's native delayed retry (4.3), ""
+	// when none is set, and DelayedRetryMin and DelayedRetryMax its delays
+	// in milliseconds (nil when not set). Each is the argument's, else the
+	// policy's.
+	DelayedRetryType                 string
+	DelayedRetryMin, DelayedRetryMax *int64
 }
 
 // Effective computes a queue's settings as RabbitMQ does
@@ -109,6 +115,19 @@ func Effective(s Sources) Settings {
 	}
 	if !s.Quorum {
 		return e
+	}
+	argOr := func(arg, pol string) any {
+		if v, ok := args[arg]; ok {
+			return v
+		}
+		return policy[pol]
+	}
+	e.DelayedRetryType = String(argOr("x-delayed-retry-type", "delayed-retry-type"))
+	if n, ok := Int(argOr("x-delayed-retry-min", "delayed-retry-min")); ok {
+		e.DelayedRetryMin = &n
+	}
+	if n, ok := Int(argOr("x-delayed-retry-max", "delayed-retry-max")); ok {
+		e.DelayedRetryMax = &n
 	}
 	v4 := s.Version.AtLeast(4, 0)
 	an, aok := Int(args["x-delivery-limit"])

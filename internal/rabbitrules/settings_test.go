@@ -112,3 +112,17 @@ func TestOperatorPolicy(t *testing.T) {
 		t.Errorf("no operator policy: %v, want %v", got, p)
 	}
 }
+
+// TestEffectiveDelayedRetry: a quorum queue's delayed retry, the argument's
+// else the policy's; none on a classic queue.
+func TestEffectiveDelayedRetry(t *testing.T) {
+	e := Effective(Sources{Quorum: true,
+		Args:   map[string]any{"x-delayed-retry-type": "failed", "x-delayed-retry-min": int64(1000)},
+		Policy: map[string]any{"delayed-retry-type": "all", "delayed-retry-max": json.Number("30000")}})
+	if got := fmt.Sprintln(e.DelayedRetryType, deref(e.DelayedRetryMin), deref(e.DelayedRetryMax)); got != "failed 1000 30000\n" {
+		t.Errorf("got %q, want failed 1000 30000", got)
+	}
+	if e := Effective(Sources{Args: map[string]any{"x-delayed-retry-type": "all"}}); e.DelayedRetryType != "" {
+		t.Errorf("a classic queue has a delayed retry: %q", e.DelayedRetryType)
+	}
+}

@@ -55,6 +55,11 @@ func TestCheckArgs(t *testing.T) {
 		{"lazy on 4.3", map[string]any{"x-queue-mode": "lazy"}, v("4.3.6"), "x-queue-mode ignored"},
 		{"lazy on 3.10", map[string]any{"x-queue-mode": "lazy"}, v("3.10.8"), ""},
 		{"none", nil, v("4.3.6"), ""},
+		{"delayed retry on 4.0", map[string]any{"x-delayed-retry-type": "failed"}, v("4.0.5"), "x-delayed-retry-type ignored"},
+		{"delayed retry on 3.10", map[string]any{"x-delayed-retry-type": "all"}, v("3.10.8"), "x-delayed-retry-type ignored"},
+		{"delayed retry on 4.3", map[string]any{"x-delayed-retry-type": "failed"}, v("4.3.6"), ""},
+		{"delayed retry, unknown version", map[string]any{"x-delayed-retry-type": "failed"}, Version{}, ""},
+		{"delayed retry disabled on 4.0", map[string]any{"x-delayed-retry-type": "disabled"}, v("4.0.5"), ""},
 	} {
 		got := ""
 		for _, f := range CheckArgs(tc.args) {
@@ -75,5 +80,14 @@ func TestEquivalenceArgs(t *testing.T) {
 	}
 	if got := EquivalenceArgs(map[string]any{"x-queue-type": "quorum"}); got["x-queue-type"] != "quorum" {
 		t.Errorf("x-queue-type quorum dropped: %v", got)
+	}
+}
+
+// TestCheckQueuePolicy: a policy's delayed-retry-type counts as the
+// argument does, and the finding says the retry is missing, not refused.
+func TestCheckQueuePolicy(t *testing.T) {
+	fs := CheckQueue(nil, map[string]any{"delayed-retry-type": "all"})
+	if len(fs) != 1 || fs[0].Arg != "delayed-retry-type" || fs[0].Refused || !fs[0].Missing || !fs[0].On(ParseVersion("4.2.1")) || fs[0].On(ParseVersion("4.3.0")) {
+		t.Errorf("findings %+v", fs)
 	}
 }
