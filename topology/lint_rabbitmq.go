@@ -160,10 +160,10 @@ func lintRabbit(m *RabbitModel, opts LintOptions, add addFunc) {
 		if silentDrop {
 			// Lint knows no broker: the warning says which versions.
 			add(SevWarning, "quorum-silent-drop", q.Pos, obj,
-				"quorum queue `%s` has no dead-letter exchange and no delivery limit: on RabbitMQ 4.x the default limit of 20 applies, and a message delivered 20 times is dropped without a trace (3.x redelivers it forever); give it a `dead_letter` exchange (or a policy with dead-letter-exchange), or, for 4.x only, turn the limit off with `x-delivery-limit: -1` in `arguments` (3.x takes a negative limit as 0 and removes a message at its first return)", q.Name)
+				"quorum queue `%s` has no dead-letter exchange and no delivery limit: on RabbitMQ 4.x the default limit of %d applies, and a message delivered %d times is dropped without a trace (3.x redelivers it forever); give it a `dead_letter` exchange (or a policy with dead-letter-exchange), or, for 4.x only, turn the limit off with `x-delivery-limit: -1` in `arguments` (3.x takes a negative limit as 0 and removes a message at its first return)", q.Name, rabbitrules.DefaultDeliveryLimit, rabbitrules.DefaultDeliveryLimit)
 		} else if q.Kind == "quorum" && (e.limit == nil || *e.limit <= 0) && !delayQueue && !parked[q.Name] {
 			add(SevWarning, "quorum-no-delivery-limit", q.Pos, obj,
-				"quorum queue `%s` has no delivery limit: on RabbitMQ 3.x a message that always fails is redelivered forever (4.x dead-letters it after 20 deliveries); set `delivery_limit`", q.Name)
+				"quorum queue `%s` has no delivery limit: on RabbitMQ 3.x a message that always fails is redelivered forever (4.x dead-letters it after %d deliveries); set `delivery_limit`", q.Name, rabbitrules.DefaultDeliveryLimit)
 		}
 		if e.limit != nil && *e.limit > 0 && e.dlx == nil {
 			add(SevWarning, "limit-no-dlx", q.Pos, obj,

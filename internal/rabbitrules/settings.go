@@ -195,8 +195,9 @@ func MergeOperatorPolicy(policy, op map[string]any) map[string]any {
 	return out
 }
 
-// Int reads an integer argument or policy value: any number broker.Int64
-// reads, or a string of decimal digits (a spec that quoted its number).
+// Int reads an integer header, argument or policy value: any number
+// broker.Int64 reads, or a string of decimal digits (a spec that quoted its
+// number, a header a client wrote as text).
 func Int(v any) (int64, bool) {
 	if s, ok := v.(string); ok {
 		n, err := strconv.ParseInt(s, 10, 64)
