@@ -1,12 +1,16 @@
 package broker
 
 import (
+	"encoding/json"
 	"math"
 	"strconv"
 )
 
-// Int64 reads an integer header or attribute value: any Go integer type that
-// fits in an int64, or a float64 with no fractional part (JSON numbers).
+// Int64 reads an integer header, argument or attribute value: a signed Go
+// integer, an unsigned one of up to 32 bits (no AMQP or JSON decoder makes
+// a uint64), a float with no fractional part that is exact (below 2^53:
+// JSON numbers), or a json.Number that is an integer. It is dlq's one
+// integer coercion.
 func Int64(v any) (int64, bool) {
 	switch n := v.(type) {
 	case int:
@@ -25,10 +29,15 @@ func Int64(v any) (int64, bool) {
 		return int64(n), true
 	case uint32:
 		return int64(n), true
+	case float32:
+		return Int64(float64(n))
 	case float64:
-		if n == math.Trunc(n) && math.Abs(n) < 1<<63 {
+		if n == math.Trunc(n) && math.Abs(n) < 1<<53 {
 			return int64(n), true
 		}
+	case json.Number:
+		i, err := n.Int64()
+		return i, err == nil
 	}
 	return 0, false
 }

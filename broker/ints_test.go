@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"encoding/json"
 	"math"
 	"strconv"
 	"testing"
@@ -33,6 +34,26 @@ func TestSatAdd(t *testing.T) {
 	} {
 		if got := SatAdd(tt.a, tt.b); got != tt.want {
 			t.Errorf("SatAdd(%d, %d) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+// TestInt64Kinds: the one integer coercion reads every number a decoder
+// makes (AMQP tables, JSON with UseNumber, YAML), and no float that is not
+// an exact integer.
+func TestInt64Kinds(t *testing.T) {
+	for _, tc := range []struct {
+		in   any
+		want int64
+		ok   bool
+	}{
+		{json.Number("42"), 42, true}, {json.Number("-7"), -7, true}, {json.Number("1.5"), 0, false},
+		{float32(3), 3, true}, {float32(2.5), 0, false},
+		{float64(1<<53 - 1), 1<<53 - 1, true}, {float64(1 << 53), 0, false}, {math.Inf(1), 0, false},
+		{uint8(255), 255, true}, {uint16(65535), 65535, true},
+	} {
+		if got, ok := Int64(tc.in); got != tc.want || ok != tc.ok {
+			t.Errorf("Int64(%#v) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
 	}
 }

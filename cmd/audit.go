@@ -225,12 +225,12 @@ func redactArgs(args []string) []string {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if k, _, ok := strings.Cut(a, "="); ok && secretFlags[k] {
-			out[i] = k + "=xxxxx"
+			out[i] = k + "=" + broker.Mask
 			continue
 		}
 		out[i] = broker.Redact(a)
 		if secretFlags[a] && i+1 < len(args) {
-			out[i+1] = "xxxxx"
+			out[i+1] = broker.Mask
 			i++
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlq-tools/dlq/internal/rabbitrules"
 	"github.com/dlq-tools/dlq/topology"
 )
 
@@ -13,6 +14,8 @@ type topologyLintOptions struct {
 	f      *Factory
 	File   string
 	Strict bool
+	// RabbitMQVersion is the RabbitMQ version the spec is for.
+	RabbitMQVersion string
 }
 
 func lintRulesHelp() string {
@@ -31,13 +34,20 @@ func newCmdTopologyLint(f *Factory, runF func(*topologyLintOptions) error) *cobr
 		Long: `Validate a spec and check the topology it declares, without a broker. Each
 finding names its place (file:line:column), its severity and its rule.
 Lint exits 1 when it finds an error (or, with --strict, a warning).
+With --rabbitmq-version, what that version refuses or ignores (x-queue-version
+1 from 4.3, a native delayed retry before 4.3) is an error, and what only other
+versions do is left out.
 
 Rules (silence one with ` + "`lint: {ignore: [RULE]}`" + ` in the spec):
 ` + lintRulesHelp(),
 		Example: `  dlq topology lint -f topology.yaml
-  dlq topology lint -f topology.yaml --strict --output json`,
+  dlq topology lint -f topology.yaml --strict --output json
+  dlq topology lint -f topology.yaml --rabbitmq-version 4.3`,
 		Args: cobra.NoArgs,
 		RunE: needsSpecFile(&opts.File, func(c *cobra.Command) error {
+			if v := opts.RabbitMQVersion; v != "" && !rabbitrules.ParseVersion(v).Known {
+				return flagErrorf("--rabbitmq-version %q is not a RabbitMQ version: give MAJOR.MINOR, for example 4.3", v)
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -46,6 +56,7 @@ Rules (silence one with ` + "`lint: {ignore: [RULE]}`" + ` in the spec):
 	}
 	c.Flags().StringVarP(&opts.File, "file", "f", "", "spec file (- for stdin)")
 	c.Flags().BoolVar(&opts.Strict, "strict", false, "fail on warnings too")
+	c.Flags().StringVar(&opts.RabbitMQVersion, "rabbitmq-version", "", "RabbitMQ version the spec is for (`VERSION`, for example 4.3): its refusals become errors")
 	addOutputFlags(c, f, OutputTable, OutputJSON)
 	return c
 }
@@ -60,7 +71,7 @@ func topologyLintRun(opts *topologyLintOptions) error {
 	if err != nil {
 		return err
 	}
-	fs := topology.Lint(m)
+	fs := topology.LintWith(m, topology.LintOptions{RabbitMQVersion: opts.RabbitMQVersion})
 	errs, warns := topology.CountSeverity(fs, topology.SevError), topology.CountSeverity(fs, topology.SevWarning)
 	if format == OutputJSON {
 		if fs == nil {

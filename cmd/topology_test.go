@@ -93,6 +93,12 @@ func TestTopologyFlags(t *testing.T) {
 				t.Errorf("strict %t, want true", p.Strict)
 			}
 		}},
+		{args: []string{"lint", "-f", "x.yaml", "--rabbitmq-version", "four"}, wantErr: "--rabbitmq-version \"four\" is not a RabbitMQ version: give MAJOR.MINOR"},
+		{args: []string{"lint", "-f", "x.yaml", "--rabbitmq-version", "4.3"}, check: func(t *testing.T, o any) {
+			if p := o.(*topologyLintOptions); p.RabbitMQVersion != "4.3" {
+				t.Errorf("RabbitMQ version %q, want 4.3", p.RabbitMQVersion)
+			}
+		}},
 		{args: []string{"graph", "--format", "png"}, wantErr: "unknown `--format` \"png\": use mermaid or dot"},
 		{args: []string{"graph", "-f", "x.yaml", "--prefix", "a"}, wantErr: "`--prefix` narrows"},
 		{args: []string{"graph"}, check: func(t *testing.T, o any) {

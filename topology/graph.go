@@ -66,6 +66,9 @@ func buildGraph(m *Model) *graph {
 			if e.limit != nil {
 				label += fmt.Sprintf(", delivery limit %d", *e.limit)
 			}
+			if e.retry != "" {
+				label += ", delayed retry " + e.retry
+			}
 			qid := g.node("q:"+q.Name, label, "queue")
 			if e.dlx != nil {
 				l := "dead-letter"

@@ -44,6 +44,9 @@ var Rules = []struct {
 	{"quorum-silent-drop", SevWarning, "a quorum queue with no dead-letter exchange and no delivery limit: RabbitMQ 4.x applies its default limit of 20 and drops a message after 20 deliveries without a trace"},
 	{"limit-no-dlx", SevWarning, "a queue with a delivery limit and no dead-letter exchange: a message that reaches the limit is dropped without a trace"},
 	{"classic-queue", SevWarning, "a durable classic queue where a quorum queue would serve (replicated, delivery limit)"},
+	{"queue-version-refused", SevWarning, "a classic queue declared with `x-queue-version: 1`, which RabbitMQ 4.3 refuses (classic queues v1 are gone); an error with --rabbitmq-version 4.3 or later"},
+	{"delayed-retry-version", SevWarning, "a native delayed retry, which RabbitMQ before 4.3 accepts and ignores (returned messages come back at once); an error with --rabbitmq-version before 4.3"},
+	{"queue-mode-ignored", SevInfo, "`x-queue-mode`, which does nothing on RabbitMQ 3.12 and later (4.3 included)"},
 	{"ttl-no-dlx", SevWarning, "a queue with a message TTL and no dead-letter exchange: expired messages vanish"},
 	{"sqs-dlq-retention", SevError, "an SQS DLQ keeps messages no longer than its source (SQS keeps the original enqueue time)"},
 	{"sqs-fifo-mismatch", SevError, "a FIFO source with a standard DLQ or the reverse (SQS rejects it)"},
@@ -51,8 +54,20 @@ var Rules = []struct {
 	{"sqs-redrive-denied", SevError, "the DLQ's redrive_allow does not admit a source that names it"},
 }
 
+// LintOptions tunes Lint.
+type LintOptions struct {
+	// RabbitMQVersion is the RabbitMQ version the spec is for ("4.3");
+	// when set, what that version refuses or ignores is an error, and what
+	// only other versions do is not reported. Empty: every version's rules,
+	// as warnings that name the versions.
+	RabbitMQVersion string
+}
+
 // Lint checks a model offline. Findings are sorted by position.
-func Lint(m *Model) []Finding {
+func Lint(m *Model) []Finding { return LintWith(m, LintOptions{}) }
+
+// LintWith is Lint with options.
+func LintWith(m *Model, opts LintOptions) []Finding {
 	var out []Finding
 	add := func(sev Severity, rule string, pos Pos, obj, format string, args ...any) {
 		if slices.Contains(m.Ignore, rule) {
@@ -64,7 +79,7 @@ func Lint(m *Model) []Finding {
 		out = append(out, Finding{Severity: sev, Rule: rule, Pos: pos, Object: obj, Message: fmt.Sprintf(format, args...)})
 	}
 	for _, lint := range linters {
-		lint(m, add)
+		lint(m, opts, add)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Pos.Line != out[j].Pos.Line {
@@ -77,7 +92,7 @@ func Lint(m *Model) []Finding {
 
 // linters check each broker's part of a model, in this order; each lives
 // in its broker's file (lint_rabbitmq.go, lint_sqs.go).
-var linters = []func(m *Model, add addFunc){lintRabbitMQ, lintSQSModel}
+var linters = []func(m *Model, opts LintOptions, add addFunc){lintRabbitMQ, lintSQSModel}
 
 // CountSeverity counts findings of one severity.
 func CountSeverity(fs []Finding, s Severity) int {

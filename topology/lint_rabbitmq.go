@@ -1,17 +1,20 @@
 package topology
 
 import (
-	"fmt"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/dlq-tools/dlq/internal/rabbitrules"
 )
 
 // effective is what applies to a queue from its arguments and the spec's
-// policies (arguments win).
+// policies, by RabbitMQ's rules (rabbitrules.Effective: the argument wins
+// for the dead-letter exchange and key, the lower of argument and policy
+// for the TTL and the delivery limit).
 type effective struct {
 	dlx, dlrk     *string
 	ttl, limit    *int64
+	retry         string // delayed retry: "failed 1s–30s"
 	policy        string
 	hasMaxPrio    bool
 	incomingKeys  []string
@@ -20,47 +23,35 @@ type effective struct {
 
 func effectiveOf(q Queue, m *RabbitModel) effective {
 	var e effective
-	str := func(v any) *string { s := fmt.Sprint(v); return &s }
-	num := func(v any) *int64 {
-		switch x := normalizeValue(v).(type) {
-		case int64:
-			return &x
-		case string:
-			if n, err := strconv.ParseInt(x, 10, 64); err == nil {
-				return &n
+	var policy map[string]any
+	if p := matchingPolicy(q.Name, specPolicies(m.Policies)); p != nil {
+		e.policy, policy = p.Name, p.Definition
+	}
+	// Lint knows no server version: the rules of an unknown one (3.x's).
+	s := rabbitrules.Effective(rabbitrules.Sources{Args: q.Arguments, Policy: policy, Quorum: q.Kind == "quorum"})
+	if s.DeadLetterSet {
+		x := s.DeadLetterExchange
+		e.dlx = &x
+	}
+	if s.HasRoutingKey {
+		k := s.DeadLetterRoutingKey
+		e.dlrk = &k
+	}
+	e.ttl = s.MessageTTL
+	if s.DeliveryLimitSet {
+		n := s.DeliveryLimit
+		e.limit = &n
+	}
+	if t := s.DelayedRetryType; t != "" && t != "disabled" {
+		e.retry = t
+		if s.DelayedRetryMin != nil {
+			e.retry += " " + FormatDuration(msDuration(*s.DelayedRetryMin))
+			if s.DelayedRetryMax != nil {
+				e.retry += "–" + FormatDuration(msDuration(*s.DelayedRetryMax))
 			}
 		}
-		return nil
 	}
-	if p := matchingPolicy(q.Name, specPolicies(m.Policies)); p != nil {
-		e.policy = p.Name
-		if v, ok := p.Definition["dead-letter-exchange"]; ok {
-			e.dlx = str(v)
-		}
-		if v, ok := p.Definition["dead-letter-routing-key"]; ok {
-			e.dlrk = str(v)
-		}
-		if v, ok := p.Definition["message-ttl"]; ok {
-			e.ttl = num(v)
-		}
-		if v, ok := p.Definition["delivery-limit"]; ok {
-			e.limit = num(v)
-		}
-	}
-	a := q.Arguments
-	if v, ok := a["x-dead-letter-exchange"]; ok {
-		e.dlx = str(v)
-	}
-	if v, ok := a["x-dead-letter-routing-key"]; ok {
-		e.dlrk = str(v)
-	}
-	if v, ok := a["x-message-ttl"]; ok {
-		e.ttl = num(v)
-	}
-	if v, ok := a["x-delivery-limit"]; ok {
-		e.limit = num(v)
-	}
-	_, e.hasMaxPrio = a["x-max-priority"]
+	_, e.hasMaxPrio = q.Arguments["x-max-priority"]
 	for _, b := range m.Bindings {
 		if b.DestinationType == "queue" && b.Destination == q.Name {
 			e.incomingKeys = append(e.incomingKeys, b.RoutingKey)
@@ -68,31 +59,6 @@ func effectiveOf(q Queue, m *RabbitModel) effective {
 		}
 	}
 	return e
-}
-
-// topicMatch matches an AMQP topic binding pattern against a routing key
-// (* one word, # zero or more), in time proportional to their product.
-func topicMatch(pattern, key string) bool {
-	p, k := strings.Split(pattern, "."), strings.Split(key, ".")
-	// m[j] reports whether p[:i] matches k[:j], row by row.
-	m := make([]bool, len(k)+1)
-	m[0] = true
-	for i := 1; i <= len(p); i++ {
-		next := make([]bool, len(k)+1)
-		switch p[i-1] {
-		case "#":
-			next[0] = m[0]
-			for j := 1; j <= len(k); j++ {
-				next[j] = m[j] || next[j-1]
-			}
-		default:
-			for j := 1; j <= len(k); j++ {
-				next[j] = m[j-1] && (p[i-1] == "*" || p[i-1] == k[j-1])
-			}
-		}
-		m = next
-	}
-	return m[len(k)]
 }
 
 // routes returns the queues a message with key reaches from exchange x,
@@ -123,18 +89,8 @@ func routes(m *RabbitModel, x, key string, seen map[string]bool) (queues []strin
 		if b.Source != x {
 			continue
 		}
-		match := false
-		switch typ {
-		case "fanout":
-			match = true
-		case "direct":
-			match = b.RoutingKey == key
-		case "topic":
-			match = topicMatch(b.RoutingKey, key)
-		default: // headers and plugin types: assume it may match
-			match = true
-		}
-		if !match {
+		// Headers and plugin types: taken to match.
+		if !rabbitrules.Routes(typ, b.RoutingKey, key) {
 			continue
 		}
 		if b.DestinationType == "exchange" {
@@ -148,7 +104,7 @@ func routes(m *RabbitModel, x, key string, seen map[string]bool) (queues []strin
 	return queues, known
 }
 
-func lintRabbit(m *RabbitModel, add addFunc) {
+func lintRabbit(m *RabbitModel, opts LintOptions, add addFunc) {
 	exists := map[string]bool{"": true}
 	for _, x := range m.Exchanges {
 		exists[x.Name] = true
@@ -204,10 +160,10 @@ func lintRabbit(m *RabbitModel, add addFunc) {
 		if silentDrop {
 			// Lint knows no broker: the warning says which versions.
 			add(SevWarning, "quorum-silent-drop", q.Pos, obj,
-				"quorum queue `%s` has no dead-letter exchange and no delivery limit: on RabbitMQ 4.x the default limit of 20 applies, and a message delivered 20 times is dropped without a trace (3.x redelivers it forever); give it a `dead_letter` exchange (or a policy with dead-letter-exchange), or, for 4.x only, turn the limit off with `x-delivery-limit: -1` in `arguments` (3.x takes a negative limit as 0 and removes a message at its first return)", q.Name)
+				"quorum queue `%s` has no dead-letter exchange and no delivery limit: on RabbitMQ 4.x the default limit of %d applies, and a message delivered %d times is dropped without a trace (3.x redelivers it forever); give it a `dead_letter` exchange (or a policy with dead-letter-exchange), or, for 4.x only, turn the limit off with `x-delivery-limit: -1` in `arguments` (3.x takes a negative limit as 0 and removes a message at its first return)", q.Name, rabbitrules.DefaultDeliveryLimit, rabbitrules.DefaultDeliveryLimit)
 		} else if q.Kind == "quorum" && (e.limit == nil || *e.limit <= 0) && !delayQueue && !parked[q.Name] {
 			add(SevWarning, "quorum-no-delivery-limit", q.Pos, obj,
-				"quorum queue `%s` has no delivery limit: on RabbitMQ 3.x a message that always fails is redelivered forever (4.x dead-letters it after 20 deliveries); set `delivery_limit`", q.Name)
+				"quorum queue `%s` has no delivery limit: on RabbitMQ 3.x a message that always fails is redelivered forever (4.x dead-letters it after %d deliveries); set `delivery_limit`", q.Name, rabbitrules.DefaultDeliveryLimit)
 		}
 		if e.limit != nil && *e.limit > 0 && e.dlx == nil {
 			add(SevWarning, "limit-no-dlx", q.Pos, obj,
@@ -286,7 +242,42 @@ func lintRabbit(m *RabbitModel, add addFunc) {
 			}
 		}
 	}
+	lintArguments(m, opts.RabbitMQVersion, add)
 	lintWildcardKeys(m, effs, add)
+}
+
+// lintArguments reports the queue arguments and policy keys that some
+// RabbitMQ version refuses or ignores (rabbitrules.CheckQueue). Without a
+// version each finding is a warning (an info for what does nothing) that
+// names the versions it holds on; with one, those that hold on it are
+// errors, and the others are left out.
+func lintArguments(m *RabbitModel, version string, add addFunc) {
+	ver := rabbitrules.ParseVersion(version)
+	policies := specPolicies(m.Policies)
+	for _, q := range m.Queues {
+		var def map[string]any
+		if p := matchingPolicy(q.Name, policies); p != nil {
+			def = p.Definition
+		}
+		for _, f := range rabbitrules.CheckQueue(q.Arguments, def) {
+			rule, sev := "queue-mode-ignored", SevInfo
+			switch {
+			case f.Arg == "x-queue-version":
+				rule, sev = "queue-version-refused", SevWarning
+			case strings.HasSuffix(f.Arg, "delayed-retry-type"):
+				rule, sev = "delayed-retry-version", SevWarning
+			}
+			if ver.Known {
+				if !f.On(ver) {
+					continue
+				}
+				if sev == SevWarning {
+					sev = SevError
+				}
+			}
+			add(sev, rule, q.Pos, "queue "+q.Name, "queue `%s`: %s", q.Name, f.Why)
+		}
+	}
 }
 
 // cycles returns the strongly connected components of more than one queue
@@ -338,8 +329,8 @@ func cycles(qs []Queue, edges map[string][]string) [][]string {
 }
 
 // lintRabbitMQ checks the model's RabbitMQ part, if any.
-func lintRabbitMQ(m *Model, add addFunc) {
+func lintRabbitMQ(m *Model, opts LintOptions, add addFunc) {
 	if m.Rabbit != nil {
-		lintRabbit(m.Rabbit, add)
+		lintRabbit(m.Rabbit, opts, add)
 	}
 }

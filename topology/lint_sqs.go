@@ -65,7 +65,7 @@ func lintSQS(m *SQSModel, add addFunc) {
 }
 
 // lintSQSModel checks the model's SQS part, if any.
-func lintSQSModel(m *Model, add addFunc) {
+func lintSQSModel(m *Model, _ LintOptions, add addFunc) {
 	if m.SQS != nil {
 		lintSQS(m.SQS, add)
 	}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/dlq-tools/dlq/broker"
 )
 
 // Model is a spec expanded into the objects a broker holds: every
@@ -121,35 +123,14 @@ func normalizeTable(t map[string]any) map[string]any {
 }
 
 func normalizeValue(v any) any {
+	if n, ok := broker.Int64(v); ok {
+		return n
+	}
 	switch x := v.(type) {
-	case int:
-		return int64(x)
-	case int8:
-		return int64(x)
-	case int16:
-		return int64(x)
-	case int32:
-		return int64(x)
-	case uint8:
-		return int64(x)
-	case uint16:
-		return int64(x)
-	case uint32:
-		return int64(x)
-	case uint64:
-		if x <= math.MaxInt64 {
-			return int64(x)
-		}
+	case uint64: // YAML's integers past the int64 range
 		return float64(x)
-	case uint:
-		return int64(x)
 	case float32:
-		return normalizeValue(float64(x))
-	case float64:
-		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
-			return int64(x)
-		}
-		return x
+		return float64(x)
 	case map[string]any:
 		return normalizeTable(x)
 	case []any:

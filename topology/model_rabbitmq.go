@@ -5,10 +5,12 @@ import (
 	"maps"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/rabbitrules"
 )
 
 // RabbitModel is the RabbitMQ half of a model.
@@ -60,6 +62,7 @@ type queueIntent struct {
 	ttl           *time.Duration
 	deliveryLimit *int64
 	maxLength     *int64
+	delayedRetry  *DelayedRetry
 	via           string
 	policy        *GeneratedPolicy
 	args          map[string]any
@@ -125,7 +128,7 @@ func (e *expander) rabbit(r *RabbitSpec) {
 		}
 		qi := queueIntent{name: q.Name, typ: e.queueType(q.Type, q.Pos, fmt.Sprintf("queue `%s`", q.Name)),
 			durable: d, autoDelete: q.AutoDelete, deliveryLimit: q.DeliveryLimit, maxLength: q.MaxLength,
-			via: e.via(q.DeadLetterVia), policy: q.Policy, args: q.Arguments, pos: q.Pos}
+			delayedRetry: q.DelayedRetry, via: e.via(q.DeadLetterVia), policy: q.Policy, args: q.Arguments, pos: q.Pos}
 		if q.DeadLetter != nil {
 			x := q.DeadLetter.Exchange
 			qi.dlx = &x
@@ -318,6 +321,9 @@ func (e *expander) queue(qi queueIntent) {
 	if qi.maxLength != nil {
 		settings["max-length"] = *qi.maxLength
 	}
+	if r := qi.delayedRetry; r != nil {
+		e.delayedRetry(qi, what, settings)
+	}
 	if qi.via == "arguments" {
 		for k, v := range settings {
 			if old, ok := args["x-"+k]; ok && !reflect.DeepEqual(old, v) {
@@ -467,7 +473,7 @@ func (e *expander) workQueue(w *WorkQueue) {
 	e.exchange(broker.Exchange{Name: e.name(w.Exchange), Type: or(w.ExchangeType, "topic"), Durable: d, Arguments: map[string]any{}}, w.Pos, from)
 	e.exchange(broker.Exchange{Name: e.name(dl.Exchange), Type: or(dl.ExchangeType, "topic"), Durable: d, Arguments: map[string]any{}}, w.Pos, from)
 	qi := queueIntent{name: w.Queue, typ: typ, durable: d, dlx: &dl.Exchange, dlrk: dl.RoutingKey, deliveryLimit: w.DeliveryLimit,
-		via: e.via(w.DeadLetterVia), pos: w.Pos, from: from}
+		delayedRetry: w.DelayedRetry, via: e.via(w.DeadLetterVia), pos: w.Pos, from: from}
 	if w.MessageTTL != nil {
 		t := w.MessageTTL.D()
 		qi.ttl = &t
@@ -487,4 +493,35 @@ func expandRabbitMQ(e *expander) bool {
 	}
 	e.rabbit(e.spec.RabbitMQ)
 	return true
+}
+
+// delayedRetry checks a queue's native delayed retry and adds it to its
+// settings (delayed-retry-type, -min and -max, in milliseconds).
+func (e *expander) delayedRetry(qi queueIntent, what string, settings map[string]any) {
+	r := qi.delayedRetry
+	if qi.typ != "quorum" {
+		e.add(qi.pos, "%s: `delayed_retry` needs a quorum queue (`type: quorum`); RabbitMQ 4.3 refuses it on other queues", what)
+	}
+	if !slices.Contains(rabbitrules.DelayedRetryTypes, r.Type) {
+		e.add(qi.pos, "%s: `delayed_retry.type` must be one of %s", what, strings.Join(rabbitrules.DelayedRetryTypes, ", "))
+	}
+	ms := func(d Duration, field string) int64 {
+		if d.D() <= 0 || d.D() > maxTTL*time.Millisecond || d.D()%time.Millisecond != 0 {
+			e.add(qi.pos, "%s: `delayed_retry.%s` must be whole milliseconds, more than 0 and up to %d", what, field, int64(maxTTL))
+		}
+		return d.D().Milliseconds()
+	}
+	settings["delayed-retry-type"] = r.Type
+	if r.Type == "disabled" && r.Min == 0 && r.Max == nil {
+		return
+	}
+	lo := ms(r.Min, "min")
+	settings["delayed-retry-min"] = lo
+	if r.Max != nil {
+		hi := ms(*r.Max, "max")
+		if hi < lo {
+			e.add(qi.pos, "%s: `delayed_retry.max` (%s) is shorter than `min` (%s)", what, FormatDuration(r.Max.D()), FormatDuration(r.Min.D()))
+		}
+		settings["delayed-retry-max"] = hi
+	}
 }

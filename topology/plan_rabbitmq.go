@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/rabbitrules"
 )
 
 func urlVhost(v string) string {
@@ -138,7 +138,7 @@ func planRabbit(p *Plan, m *RabbitModel, cur broker.RabbitTopology, opts PlanOpt
 		if old.Exclusive {
 			d = append(d, Diff{"exclusive", true, false})
 		}
-		ad := argDiffs("arguments.", withoutClassicType(old.Arguments), withoutClassicType(q.Arguments))
+		ad := argDiffs("arguments.", rabbitrules.EquivalenceArgs(old.Arguments), rabbitrules.EquivalenceArgs(q.Arguments))
 		d = append(d, ad...)
 		if len(d) == 0 {
 			p.Unchanged++
@@ -167,23 +167,6 @@ func planRabbit(p *Plan, m *RabbitModel, cur broker.RabbitTopology, opts PlanOpt
 	if opts.Prune {
 		p.Changes = append(p.Changes, pruneRabbit(m, cur, opts.PruneScope)...)
 	}
-}
-
-// withoutClassicType is a queue's arguments without x-queue-type: classic,
-// which is what no x-queue-type means: RabbitMQ 4.x records it on every
-// classic queue declared without it, and a declare with or without it
-// matches either.
-func withoutClassicType(args map[string]any) map[string]any {
-	if t, ok := args["x-queue-type"]; !ok || t != "classic" {
-		return args
-	}
-	out := make(map[string]any, len(args)-1)
-	for k, v := range args {
-		if k != "x-queue-type" {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 func queueFix(name string, old broker.QueueDecl, ad []Diff, argsOnly bool) string {
@@ -250,14 +233,16 @@ func policyShadows(m *RabbitModel, cur broker.RabbitTopology) []string {
 	return out
 }
 
-// silentDrops warns, on RabbitMQ 4.x, about the spec's quorum queues that
-// will have neither a dead-letter exchange nor a delivery limit once the
-// spec is applied (by argument, or by the policy that then applies: the
-// spec's, or one on the broker that outranks it). RabbitMQ 4.0 gives them a
-// delivery limit of 20 and then drops a message without a trace.
+// silentDrops warns, on a version that gives quorum queues a default
+// delivery limit (4.x), about the spec's quorum queues that will have
+// neither a dead-letter exchange nor a delivery limit once the spec is
+// applied (by argument, or by the policy that then applies: the spec's, or
+// one on the broker that outranks it): the version's default limit applies
+// and then RabbitMQ drops a message without a trace.
 func silentDrops(m *RabbitModel, cur broker.RabbitTopology, version string) []string {
-	major, _ := strconv.Atoi(strings.SplitN(version, ".", 2)[0])
-	if major < 4 {
+	ver := rabbitrules.ParseVersion(version)
+	limit, ok := rabbitrules.DefaultLimit(ver)
+	if !ok {
 		return nil
 	}
 	policies := specPolicies(m.Policies)
@@ -275,22 +260,60 @@ func silentDrops(m *RabbitModel, cur broker.RabbitTopology, version string) []st
 		if q.Kind != "quorum" {
 			continue
 		}
-		_, dlx := q.Arguments["x-dead-letter-exchange"]
-		_, limit := q.Arguments["x-delivery-limit"]
+		var policy map[string]any
 		if p := matchingPolicy(q.Name, policies); p != nil {
-			if _, ok := p.Definition["dead-letter-exchange"]; ok {
-				dlx = true
-			}
-			if _, ok := p.Definition["delivery-limit"]; ok {
-				limit = true
-			}
+			policy = p.Definition
 		}
-		if !dlx && !limit {
-			out = append(out, fmt.Sprintf("quorum queue `%s` has no dead-letter exchange and no delivery limit: RabbitMQ %s gives it the default limit of 20 and drops a message delivered 20 times without a trace; give it a `dead_letter` exchange (or a policy with dead-letter-exchange), or set `x-delivery-limit: -1` in `arguments` to turn the limit off",
-				q.Name, version))
+		s := rabbitrules.Effective(rabbitrules.Sources{Args: q.Arguments, Policy: policy, Quorum: true, Version: ver})
+		if !s.DeadLetterSet && s.LimitDefault {
+			out = append(out, fmt.Sprintf("quorum queue `%s` has no dead-letter exchange and no delivery limit: RabbitMQ %s gives it the default limit of %d and drops a message delivered %d times without a trace; give it a `dead_letter` exchange (or a policy with dead-letter-exchange), or set `x-delivery-limit: -1` in `arguments` to turn the limit off",
+				q.Name, version, limit, limit))
 		}
 	}
 	return out
+}
+
+// versionRules applies what the server's version refuses or ignores among
+// the settings of the spec's queues (rabbitrules.CheckQueue, of a queue's
+// arguments and the spec's policy that applies to it): a queue the plan
+// would declare with a setting the server refuses, or accepts without
+// doing what it is for (a delayed retry before 4.3), becomes a conflict;
+// the rest gets a warning.
+func versionRules(p *Plan, m *RabbitModel, version string) {
+	ver := rabbitrules.ParseVersion(version)
+	changes := map[string]*Change{}
+	for i := range p.Changes {
+		if c := &p.Changes[i]; c.System == broker.RabbitMQ && c.Kind == "queue" && (c.Action == Create || c.Action == Conflict) {
+			changes[c.Name] = c
+		}
+	}
+	policies := specPolicies(m.Policies)
+	for _, q := range m.Queues {
+		var def map[string]any
+		if pl := matchingPolicy(q.Name, policies); pl != nil {
+			def = pl.Definition
+		}
+		for _, f := range rabbitrules.CheckQueue(q.Arguments, def) {
+			c := changes[q.Name]
+			switch {
+			case !f.On(ver):
+			case (f.Refused || f.Missing) && c != nil:
+				verb := "would refuse"
+				if !f.Refused {
+					verb = "would accept and ignore"
+				}
+				problem := fmt.Sprintf("RabbitMQ %s %s queue `%s`: %s", version, verb, q.Name, f.Why)
+				if c.Action == Conflict {
+					c.Problem += "; " + problem
+					continue
+				}
+				c.Action, c.Problem, c.rabbit = Conflict, problem, nil
+				c.Fix = fmt.Sprintf("remove `%s` from queue `%s` (its arguments or its policy), then plan again", f.Arg, q.Name)
+			default:
+				p.Warnings = append(p.Warnings, fmt.Sprintf("queue `%s`: %s", q.Name, f.Why))
+			}
+		}
+	}
 }
 
 func specPolicies(ps []Policy) []broker.Policy {
@@ -404,6 +427,7 @@ func planRabbitMQ(ctx context.Context, b broker.Broker, m *Model, p *Plan, opts 
 		if ver, err := v.ServerVersion(ctx); err == nil {
 			p.ServerVersion = ver
 			p.Warnings = append(p.Warnings, silentDrops(m.Rabbit, cur, ver)...)
+			versionRules(p, m.Rabbit, ver)
 		}
 	}
 	return nil

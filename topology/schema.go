@@ -9,6 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/rabbitrules"
 )
 
 // One piece, though long: the schema is one table, and its walker and
@@ -166,6 +167,11 @@ func newSpecSchema(sqsSettingsObj *object) *object {
 				{name: "dead_letter_via", kind: kStr, enum: deadLetterVia, doc: "policy or arguments"},
 				{name: "delivery_limit", kind: kInt, doc: "quorum x-delivery-limit: poison messages leave after N deliveries"},
 				{name: "message_ttl", kind: kDur, doc: "x-message-ttl of the work queue"},
+				{name: "delayed_retry", kind: kObj, doc: "RabbitMQ 4.3, quorum: native delayed retry, an alternative to a retry ladder", obj: &object{what: "delayed_retry", fields: []field{
+					{name: "type", kind: kStr, req: true, enum: rabbitrules.DelayedRetryTypes, doc: "which returns wait: all, failed, returned or disabled"},
+					{name: "min", kind: kDur, doc: "delay of the first return; the n-th waits n × min (required unless disabled)"},
+					{name: "max", kind: kDur, doc: "the longest delay"},
+				}}},
 				{name: "dead_letter", kind: kObj, req: true, doc: "where dead letters go", obj: &object{what: "work queue dead_letter", fields: []field{
 					{name: "exchange", kind: kStr, req: true, doc: "the dead-letter exchange"},
 					{name: "exchange_type", kind: kStr, enum: exchangeTypes, doc: "default topic"},
@@ -195,7 +201,12 @@ func newSpecSchema(sqsSettingsObj *object) *object {
 				{name: "message_ttl", kind: kDur, doc: "message TTL"},
 				{name: "delivery_limit", kind: kInt, doc: "quorum delivery limit"},
 				{name: "max_length", kind: kInt, doc: "max messages"},
-				{name: "dead_letter_via", kind: kStr, enum: deadLetterVia, doc: "policy or arguments for the four settings above"},
+				{name: "delayed_retry", kind: kObj, doc: "RabbitMQ 4.3, quorum: native delayed retry, an alternative to a retry ladder", obj: &object{what: "delayed_retry", fields: []field{
+					{name: "type", kind: kStr, req: true, enum: rabbitrules.DelayedRetryTypes, doc: "which returns wait: all, failed, returned or disabled"},
+					{name: "min", kind: kDur, doc: "delay of the first return; the n-th waits n × min (required unless disabled)"},
+					{name: "max", kind: kDur, doc: "the longest delay"},
+				}}},
+				{name: "dead_letter_via", kind: kStr, enum: deadLetterVia, doc: "policy or arguments for the settings above"},
 				{name: "policy", kind: kObj, doc: "the generated policy (dead_letter_via: policy)", obj: &object{what: "policy", fields: []field{
 					{name: "name", kind: kStr, doc: "default QUEUE.dlq-policy"},
 					{name: "priority", kind: kInt, doc: "default defaults.policy_priority"},

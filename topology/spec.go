@@ -194,12 +194,24 @@ type QueueSpec struct {
 	MessageTTL    *Duration       `yaml:"message_ttl,omitempty"`
 	DeliveryLimit *int64          `yaml:"delivery_limit,omitempty"`
 	MaxLength     *int64          `yaml:"max_length,omitempty"`
+	DelayedRetry  *DelayedRetry   `yaml:"delayed_retry,omitempty"`
 	DeadLetterVia string          `yaml:"dead_letter_via,omitempty"`
 	// Policy tunes the policy generated when DeadLetterVia is policy.
 	Policy    *GeneratedPolicy `yaml:"policy,omitempty"`
 	Arguments map[string]any   `yaml:"arguments,omitempty"`
 	Bind      []QueueBind      `yaml:"bind,omitempty"`
 	Pos       Pos              `yaml:"-"`
+}
+
+// DelayedRetry is a quorum queue's native delayed retry (RabbitMQ 4.3): a
+// returned message waits min × its delivery count, at most max, before it
+// is delivered again; an alternative to a TTL retry ladder.
+type DelayedRetry struct {
+	// Type says which returns are delayed: all, failed, returned or
+	// disabled.
+	Type string    `yaml:"type"`
+	Min  Duration  `yaml:"min"`
+	Max  *Duration `yaml:"max,omitempty"`
 }
 
 // GeneratedPolicy tunes a policy that dlq generates for one queue.
@@ -283,6 +295,7 @@ type WorkQueue struct {
 	DeadLetterVia string         `yaml:"dead_letter_via,omitempty"`
 	DeliveryLimit *int64         `yaml:"delivery_limit,omitempty"`
 	MessageTTL    *Duration      `yaml:"message_ttl,omitempty"`
+	DelayedRetry  *DelayedRetry  `yaml:"delayed_retry,omitempty"`
 	DeadLetter    WorkDeadLetter `yaml:"dead_letter"`
 	Pos           Pos            `yaml:"-"`
 }

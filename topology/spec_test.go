@@ -198,19 +198,3 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
-
-func TestTopicMatch(t *testing.T) {
-	for _, tc := range []struct {
-		p, k string
-		want bool
-	}{
-		{"#", "", true}, {"#", "a.b", true}, {"a.*", "a.b", true}, {"a.*", "a.b.c", false},
-		{"a.#", "a", true}, {"a.#.c", "a.c", true}, {"a.#.c", "a.b.x.c", true}, {"*.c", "c", false},
-		{"dead.letter", "dead.letter", true}, {"dead.letter", "dead", false},
-		{strings.Repeat("#.", 200) + "x", strings.Repeat("a.", 200) + "b", false},
-	} {
-		if got := topicMatch(tc.p, tc.k); got != tc.want {
-			t.Errorf("topicMatch(%q, %q) = %v", tc.p, tc.k, got)
-		}
-	}
-}

@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/rabbitrules"
 )
 
 // fromDelivery converts a delivery into a broker.Message read from queue.
@@ -47,17 +48,17 @@ func fromDelivery(queue string, d *amqp.Delivery) *broker.Message {
 	m.Timestamp = m.Properties.Timestamp
 	if m.Timestamp.IsZero() {
 		// The message_interceptors / timestamp plugins stamp this header.
-		if ms, ok := toInt64(m.Headers["timestamp_in_ms"]); ok && ms > 0 {
+		if ms, ok := rabbitrules.Int(m.Headers["timestamp_in_ms"]); ok && ms > 0 {
 			m.Timestamp = time.UnixMilli(ms).UTC()
 		}
 	}
-	if n, ok := toInt64(m.Headers["x-delivery-count"]); ok {
+	if n, ok := rabbitrules.Int(m.Headers["x-delivery-count"]); ok {
 		m.DeliveryCount = n
 	}
-	if n, ok := toInt64(m.Headers["x-acquired-count"]); ok && n > 0 {
+	if n, ok := rabbitrules.Int(m.Headers["x-acquired-count"]); ok && n > 0 {
 		m.AcquiredCount = n
 	}
-	if off, ok := toInt64(m.Headers["x-stream-offset"]); ok {
+	if off, ok := rabbitrules.Int(m.Headers["x-stream-offset"]); ok {
 		m.Position = strconv.FormatInt(off, 10)
 	}
 	m.Death = deathOf(m.Headers)
@@ -177,47 +178,6 @@ func toValue(v any) (any, error) {
 	}
 }
 
-// toInt64 reads any integer (or integral float) header value.
-func toInt64(v any) (int64, bool) {
-	switch x := v.(type) {
-	case int8:
-		return int64(x), true
-	case uint8:
-		return int64(x), true
-	case int16:
-		return int64(x), true
-	case uint16:
-		return int64(x), true
-	case int32:
-		return int64(x), true
-	case uint32:
-		return int64(x), true
-	case int64:
-		return x, true
-	case int:
-		return int64(x), true
-	case uint64:
-		if x <= math.MaxInt64 {
-			return int64(x), true
-		}
-	case float64:
-		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
-			return int64(x), true
-		}
-	case float32:
-		if float64(x) == math.Trunc(float64(x)) {
-			return int64(x), true
-		}
-	case json.Number:
-		n, err := x.Int64()
-		return n, err == nil
-	case string:
-		n, err := strconv.ParseInt(x, 10, 64)
-		return n, err == nil
-	}
-	return 0, false
-}
-
 func headerString(v any) string {
 	switch x := v.(type) {
 	case string:
@@ -273,7 +233,7 @@ func deathOf(h map[string]any) *broker.Death {
 			Queue:    headerString(t["queue"]),
 			Exchange: headerString(t["exchange"]),
 		}
-		if n, ok := toInt64(t["count"]); ok {
+		if n, ok := rabbitrules.Int(t["count"]); ok {
 			e.Count = n
 		} else {
 			e.Count = 1

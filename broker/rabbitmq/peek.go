@@ -75,7 +75,7 @@ func (b *Broker) peekInfo(ctx context.Context, queue string) (peekInfo, error) {
 		return peekInfo{}, translateErr(op, err)
 	}
 	q, dl := b.toQueue(&mq, b.serverMajor(ctx))
-	info := peekInfo{name: queue, kind: q.Kind, limited: dl.limited, deliveryLimit: dl.limit,
+	info := peekInfo{name: queue, kind: q.Kind, limited: dl.Limited, deliveryLimit: dl.Limit,
 		requeueFree: q.Kind == broker.KindQuorum && !b.requeueCounts()}
 	if mq.MessageBytesReady != nil {
 		info.bytes = *mq.MessageBytesReady

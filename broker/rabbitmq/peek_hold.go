@@ -11,6 +11,7 @@ import (
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/internal/human"
+	"github.com/dlq-tools/dlq/internal/rabbitrules"
 )
 
 // holdTarget checks the hold bound and returns how many messages to take.
@@ -136,7 +137,7 @@ func (b *Broker) peekHold(ctx context.Context, info peekInfo, opts broker.PeekOp
 				}
 			}
 			if quorumLimit {
-				if n, _ := toInt64(d.Headers["x-delivery-count"]); n+2 > info.deliveryLimit {
+				if n, _ := rabbitrules.Int(d.Headers["x-delivery-count"]); n+2 > info.deliveryLimit {
 					// One more return would bring it within 1 of its limit
 					// (or over it): rotate it instead.
 					if err := rot.publish(d); err != nil {

@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/rabbitrules"
 )
 
 // streamOffset parses a stream offset: first, last, next, an offset number,
@@ -51,7 +52,7 @@ func (b *Broker) streamFirstOffset(ctx context.Context, queue string) (int64, er
 		if err != nil || d == nil {
 			return err
 		}
-		if n, ok := toInt64(d.Headers["x-stream-offset"]); ok {
+		if n, ok := rabbitrules.Int(d.Headers["x-stream-offset"]); ok {
 			first = n
 		}
 		return nil
@@ -128,7 +129,7 @@ func (b *Broker) peekStream(ctx context.Context, info peekInfo, opts broker.Peek
 				return err
 			}
 			wait = idleWait
-			if n, ok := toInt64(d.Headers["x-stream-offset"]); ok && end >= 0 && n >= end {
+			if n, ok := rabbitrules.Int(d.Headers["x-stream-offset"]); ok && end >= 0 && n >= end {
 				wait = 100 * time.Millisecond
 			}
 		}

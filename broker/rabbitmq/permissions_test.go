@@ -12,6 +12,7 @@ import (
 
 	"github.com/dlq-tools/dlq/broker"
 	"github.com/dlq-tools/dlq/broker/brokertest"
+	"github.com/dlq-tools/dlq/internal/rabbitrules"
 )
 
 // The monitoring user: may read every queue and use the management API,
@@ -38,7 +39,7 @@ func deliveryCounts(t *testing.T, b *Broker, queue string) (n int, highest int64
 				return err
 			}
 			n++
-			if c, _ := toInt64(d.Headers["x-delivery-count"]); c > highest {
+			if c, _ := rabbitrules.Int(d.Headers["x-delivery-count"]); c > highest {
 				highest = c
 			}
 		}
@@ -195,31 +196,6 @@ func TestPeekWithoutWritePermissionReadsWhatIsSafe(t *testing.T) {
 		t.Fatalf("peek of an unlimited quorum queue as the monitoring user: mode %s, read %d, err %v; want hold, 3, nil", rep.Mode, rep.Read, err)
 	}
 	waitDepth(t, admin, quorum, 10)
-}
-
-// TestLengthLimit: the lower of argument and policy applies, the
-// argument's overflow wins over the policy's, and drop-head is the default
-// once there is a limit.
-func TestLengthLimit(t *testing.T) {
-	i := func(v int64) *int64 { return &v }
-	for _, tc := range []struct {
-		args, policy    map[string]any
-		maxLen, maxByte *int64
-		overflow        string
-	}{
-		{nil, nil, nil, nil, ""},
-		{map[string]any{"x-overflow": "reject-publish"}, nil, nil, nil, ""},
-		{map[string]any{"x-max-length": int64(10)}, nil, i(10), nil, "drop-head"},
-		{map[string]any{"x-max-length": int64(10)}, map[string]any{"max-length": int64(5), "overflow": "reject-publish"}, i(5), nil, "reject-publish"},
-		{map[string]any{"x-max-length": int64(3), "x-overflow": "reject-publish-dlx"}, map[string]any{"max-length": int64(5), "overflow": "drop-head"}, i(3), nil, "reject-publish-dlx"},
-		{nil, map[string]any{"max-length-bytes": int64(1024)}, nil, i(1024), "drop-head"},
-	} {
-		l, b, o := lengthLimit(tc.args, tc.policy)
-		got := fmt.Sprint(deref(l), deref(b), o)
-		if want := fmt.Sprint(deref(tc.maxLen), deref(tc.maxByte), tc.overflow); got != want {
-			t.Errorf("lengthLimit(%v, %v) = %s, want %s", tc.args, tc.policy, got, want)
-		}
-	}
 }
 
 func deref(p *int64) string {

@@ -7,14 +7,13 @@ import (
 	"net/url"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/rabbitrules"
 )
 
 var (
@@ -388,21 +387,23 @@ func (b *Broker) toQueue(m *mgmtQueue, serverMajor int) (broker.Queue, deadLette
 		}
 		q.Policy += op
 	}
-	q.MessageTTL = messageTTL(m.Arguments, m.EffectivePolicyDefinition)
-	q.MaxLength, q.MaxLengthBytes, q.Overflow = lengthLimit(m.Arguments, m.EffectivePolicyDefinition)
-	dl := deadLetterOf(m.Arguments, m.EffectivePolicyDefinition, q.Kind == broker.KindQuorum, serverMajor)
-	if dl.set {
-		q.DeadLetterTarget, q.DeadLetterRoutingKey = dl.exchange, dl.routingKey
-		if dl.exchange == "" {
+	dl := settingsOf(m.Arguments, m.EffectivePolicyDefinition, q.Kind == broker.KindQuorum, serverMajor)
+	if dl.MessageTTL != nil {
+		q.MessageTTL = time.Duration(max(*dl.MessageTTL, 0)) * time.Millisecond
+	}
+	q.MaxLength, q.MaxLengthBytes, q.Overflow = dl.MaxLength, dl.MaxLengthBytes, dl.Overflow
+	if dl.DeadLetterSet {
+		q.DeadLetterTarget, q.DeadLetterRoutingKey = dl.DeadLetterExchange, dl.DeadLetterRoutingKey
+		if dl.DeadLetterExchange == "" {
 			q.DeadLetterTarget = DefaultExchangeName
 		}
 	}
-	if dl.limited {
-		q.DeliveryLimit, q.DeliveryLimitDefault = dl.limit, dl.limitDefault
-		if !dl.set {
+	if dl.Limited {
+		q.DeliveryLimit, q.DeliveryLimitDefault = dl.Limit, dl.LimitDefault
+		if !dl.DeadLetterSet {
 			// Past the limit a message is dead-lettered; with no
 			// dead-letter exchange RabbitMQ drops it without a trace.
-			q.DropsAfter = dl.limit
+			q.DropsAfter = dl.Limit
 		}
 	}
 	if len(m.Members) > 0 {
@@ -455,7 +456,7 @@ func (b *Broker) ServerVersion(ctx context.Context) (string, error) {
 	if err := b.mgmtDo(ctx, "GET", "/overview?columns=rabbitmq_version", nil, &ov); err != nil {
 		return "", translateErr("read the server version", err)
 	}
-	major, _ := strconv.Atoi(strings.SplitN(ov.Version, ".", 2)[0])
+	major := rabbitrules.ParseVersion(ov.Version).Major
 	b.mu.Lock()
 	b.version, b.major = ov.Version, major
 	b.mu.Unlock()

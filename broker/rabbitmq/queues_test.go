@@ -2,7 +2,6 @@ package rabbitmq
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,43 +23,16 @@ import (
 	"github.com/dlq-tools/dlq/internal/testdiff"
 )
 
-func TestTopicMatch(t *testing.T) {
-	tests := []struct {
-		pattern, key string
-		want         bool
-	}{
-		{"a.b", "a.b", true},
-		{"a.*", "a.b", true},
-		{"a.*", "a.b.c", false},
-		{"a.#", "a", true},
-		{"a.#", "a.b.c", true},
-		{"#", "", true},
-		{"#.dead", "orders.dead", true},
-		{"#.dead", "orders.live", false},
-		{"*.x.#", "a.x", true},
-		{"*", "", true},
-		{"*.*", "a", false},
-		{"a.#.z", "a.z", true},
-		{"a.#.z", "a.b.c.z", true},
-		{"a.#.z", "a.b.c", false},
-	}
-	for _, tt := range tests {
-		if got := topicMatch(tt.pattern, tt.key); got != tt.want {
-			t.Errorf("topicMatch(%q, %q) = %v, want %v", tt.pattern, tt.key, got, tt.want)
-		}
-	}
-}
-
 func TestResolveDeadLetters(t *testing.T) {
 	qs := []broker.Queue{
 		{Name: "orders"}, {Name: "orders.dlq"}, {Name: "payments"}, {Name: "all.dead.1"}, {Name: "all.dead.2"},
 		{Name: "shipments"}, {Name: "shipments.dlq"}, {Name: "invoices"}, {Name: "invoices.parking"}, {Name: "retry.dlq"},
 	}
 	dls := make([]deadLetter, len(qs))
-	dls[0] = deadLetter{set: true, exchange: "dlx", routingKey: "orders.dead", hasKey: true} // direct, explicit key
-	dls[2] = deadLetter{set: true, exchange: "fan"}                                          // fanout: all bound
-	dls[5] = deadLetter{set: true, exchange: "", routingKey: "shipments.dlq", hasKey: true}  // default exchange
-	dls[7] = deadLetter{set: true, exchange: "topic-dlx"}                                    // topic, keys from source bindings
+	dls[0] = deadLetter{DeadLetterSet: true, DeadLetterExchange: "dlx", DeadLetterRoutingKey: "orders.dead", HasRoutingKey: true} // direct, explicit key
+	dls[2] = deadLetter{DeadLetterSet: true, DeadLetterExchange: "fan"}                                                           // fanout: all bound
+	dls[5] = deadLetter{DeadLetterSet: true, DeadLetterExchange: "", DeadLetterRoutingKey: "shipments.dlq", HasRoutingKey: true}  // default exchange
+	dls[7] = deadLetter{DeadLetterSet: true, DeadLetterExchange: "topic-dlx"}                                                     // topic, keys from source bindings
 	bindings := []mgmtBinding{
 		{Source: "dlx", Destination: "orders.dlq", DestinationType: "queue", RoutingKey: "orders.dead"},
 		{Source: "dlx", Destination: "retry.dlq", DestinationType: "queue", RoutingKey: "other"},
@@ -214,42 +186,6 @@ func TestQueuesExactDepth(t *testing.T) {
 	drainIDs(t, b, qq)
 	if q, _ := depths(); q != 0 {
 		t.Errorf("quorum depth right after draining: %d, want 0", q)
-	}
-}
-
-func TestDeadLetterOfDeliveryLimit(t *testing.T) {
-	lim := func(n int64) map[string]any { return map[string]any{"x-delivery-limit": n} }
-	pol := func(n any) map[string]any { return map[string]any{"delivery-limit": n} }
-	tests := []struct {
-		name         string
-		args, policy map[string]any
-		major        int
-		limited      bool
-		limit        int64
-		isDefault    bool
-	}{
-		{name: "3.x none", major: 3},
-		{name: "unknown version none", major: 0},
-		{name: "4.x none: the default", major: 4, limited: true, limit: 20, isDefault: true},
-		{name: "argument", args: lim(5), major: 3, limited: true, limit: 5},
-		{name: "policy", policy: pol(json.Number("7")), major: 4, limited: true, limit: 7},
-		{name: "the lower of both", args: lim(5), policy: pol(int64(3)), major: 3, limited: true, limit: 3},
-		{name: "the lower of both, argument lower", args: lim(2), policy: pol(int64(9)), major: 4, limited: true, limit: 2},
-		{name: "4.x negative turns it off", args: lim(-1), major: 4},
-		{name: "4.x negative policy and a limit: the higher (the limit)", args: lim(5), policy: pol(int64(-1)), major: 4, limited: true, limit: 5},
-		{name: "4.x both negative", args: lim(-1), policy: pol(int64(-1)), major: 4},
-		{name: "3.x negative: the first return removes it", args: lim(-1), major: 3, limited: true, limit: 0},
-		{name: "3.x negative policy is the lower", args: lim(5), policy: pol(int64(-1)), major: 3, limited: true, limit: 0},
-		{name: "zero: the first return removes it", args: lim(0), major: 4, limited: true, limit: 0},
-	}
-	for _, tt := range tests {
-		d := deadLetterOf(tt.args, tt.policy, true, tt.major)
-		if d.limited != tt.limited || d.limit != tt.limit || d.limitDefault != tt.isDefault {
-			t.Errorf("%s: limited %v limit %d default %v, want %v %d %v", tt.name, d.limited, d.limit, d.limitDefault, tt.limited, tt.limit, tt.isDefault)
-		}
-	}
-	if d := deadLetterOf(lim(5), nil, false, 4); d.limited || d.limit != 0 {
-		t.Errorf("a classic queue has no delivery limit: limited %t, limit %d", d.limited, d.limit)
 	}
 }
 
@@ -500,6 +436,21 @@ func TestManagementAPIThatNeverKnowsAQueue(t *testing.T) {
 		if !errors.Is(err, broker.ErrNotFound) || !strings.Contains(err.Error(), "exists on the broker but its management API ("+srv.URL) ||
 			!strings.Contains(err.Error(), "`management-url`") || strings.Contains(err.Error(), "check the queue name") {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestToQueueOverflow: the overflow behaviour that applies when a queue's
+// argument and its policy disagree is the argument's on a classic queue
+// and the policy's on a quorum queue, as RabbitMQ resolves it.
+func TestToQueueOverflow(t *testing.T) {
+	b := &Broker{vhost: "/"}
+	args := map[string]any{"x-max-length": int64(3), "x-overflow": "reject-publish"}
+	pol := map[string]any{"overflow": "drop-head"}
+	for _, tc := range []struct{ typ, want string }{{"classic", "reject-publish"}, {"quorum", "drop-head"}} {
+		q, _ := b.toQueue(&mgmtQueue{Type: tc.typ, Arguments: args, EffectivePolicyDefinition: pol}, 4)
+		if q.Overflow != tc.want || q.MaxLength == nil || *q.MaxLength != 3 {
+			t.Errorf("%s queue: overflow %q max length %v, want %q and 3", tc.typ, q.Overflow, q.MaxLength, tc.want)
 		}
 	}
 }

@@ -2,9 +2,9 @@ package rabbitmq
 
 import (
 	"sort"
-	"strings"
 
 	"github.com/dlq-tools/dlq/broker"
+	"github.com/dlq-tools/dlq/internal/rabbitrules"
 )
 
 // mgmtBinding is one binding of the vhost; Source "" is the default
@@ -62,18 +62,18 @@ func resolveDeadLetters(qs []broker.Queue, dls []deadLetter, bindings []mgmtBind
 	sources := make(map[string]map[string]bool)
 	for i := range qs {
 		q, dl := &qs[i], dls[i]
-		if !dl.set {
+		if !dl.DeadLetterSet {
 			continue
 		}
-		keys := []string{dl.routingKey}
-		if !dl.hasKey {
+		keys := []string{dl.DeadLetterRoutingKey}
+		if !dl.HasRoutingKey {
 			keys = into[q.Name]
 			if len(keys) == 0 {
 				keys = []string{q.Name}
 			}
 		}
 		targets := map[string]bool{}
-		route(dl.exchange, keys, types, bySource, targets, map[string]bool{})
+		route(dl.DeadLetterExchange, keys, types, bySource, targets, map[string]bool{})
 		delete(targets, q.Name)
 		for t := range targets {
 			if _, ok := index[t]; !ok {
@@ -122,56 +122,13 @@ func route(ex string, keys []string, types map[string]string, bySource map[strin
 	}
 }
 
+// routes reports whether a binding of an exchange of type typ takes any of
+// keys (rabbitrules.Routes).
 func routes(typ, bindingKey string, keys []string) bool {
-	switch typ {
-	case "direct":
-		for _, k := range keys {
-			if k == bindingKey {
-				return true
-			}
+	for _, k := range keys {
+		if rabbitrules.Routes(typ, bindingKey, k) {
+			return true
 		}
-		return false
-	case "topic":
-		for _, k := range keys {
-			if topicMatch(bindingKey, k) {
-				return true
-			}
-		}
-		return false
-	default: // fanout, headers, plugin types: approximated as all
-		return true
 	}
-}
-
-// topicMatch matches an AMQP topic binding pattern against a routing key:
-// words are separated by dots, * matches exactly one word, # zero or more.
-func topicMatch(pattern, key string) bool {
-	return matchWords(strings.Split(pattern, "."), strings.Split(key, "."))
-}
-
-func matchWords(p, k []string) bool {
-	for len(p) > 0 {
-		switch p[0] {
-		case "#":
-			if len(p) == 1 {
-				return true
-			}
-			for i := 0; i <= len(k); i++ {
-				if matchWords(p[1:], k[i:]) {
-					return true
-				}
-			}
-			return false
-		case "*":
-			if len(k) == 0 {
-				return false
-			}
-		default:
-			if len(k) == 0 || k[0] != p[0] {
-				return false
-			}
-		}
-		p, k = p[1:], k[1:]
-	}
-	return len(k) == 0
+	return false
 }
