@@ -565,25 +565,7 @@ type ReusingPeeker interface {
 // ReusingPeeker. each, when set, runs after each message is counted (for
 // progress).
 func (s *Stats) Read(ctx context.Context, p broker.Peeker, queue string, opts broker.PeekOptions, each func()) (broker.PeekReport, error) {
-	peek := p.Peek
-	if rp, ok := p.(ReusingPeeker); ok {
-		peek = rp.PeekReused
-	}
-	rep, err := peek(ctx, queue, opts, func(m *broker.Message) (err error) {
-		// A panic over this message's values ends the read with an error,
-		// so the Peeker settles what it holds (a rotation completes).
-		defer broker.Recover(m.ID, &err)
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := s.Add(ctx, m); err != nil {
-			return err
-		}
-		if each != nil {
-			each()
-		}
-		return nil
-	})
+	rep, err := readEach(ctx, p, queue, opts, s.Add, each)
 	s.res.OutOfReach += rep.OutOfReach
 	return rep, err
 }

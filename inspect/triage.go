@@ -231,23 +231,7 @@ func (t *Triage) destination(ctx context.Context, m *broker.Message, f *Failure)
 // Read triages every message that peeking queue through p visits, under
 // p's peek-safety rules, as Stats.Read does.
 func (t *Triage) Read(ctx context.Context, p broker.Peeker, queue string, opts broker.PeekOptions, each func()) (broker.PeekReport, error) {
-	peek := p.Peek
-	if rp, ok := p.(ReusingPeeker); ok {
-		peek = rp.PeekReused
-	}
-	rep, err := peek(ctx, queue, opts, func(m *broker.Message) (err error) {
-		defer broker.Recover(m.ID, &err)
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := t.Add(ctx, m); err != nil {
-			return err
-		}
-		if each != nil {
-			each()
-		}
-		return nil
-	})
+	rep, err := readEach(ctx, p, queue, opts, t.Add, each)
 	t.stats.res.OutOfReach += rep.OutOfReach
 	return rep, err
 }
