@@ -106,21 +106,23 @@ RabbitMQ messages dlq cannot decode
   classic queue keeps them in place, and a quorum queue without a delivery
   limit only counts. On a quorum queue with a delivery limit it adds 1 to
   the x-delivery-count of each message it reads (RabbitMQ below 4.3), so dlq
-  does it only with --get-unreadable. The command still fails (exit code 1),
-  naming the message, its position and what to do: dlq discard QUEUE
+  does it there only with --get-unreadable; on 4.3 and later a requeue does
+  not count, and the get needs no flag. The command still fails (exit code
+  1), naming the message, its position and what to do: dlq discard QUEUE
   --position N --archive-to file://… archives it (as the management API
   returned it) and then removes it; dlq redrive QUEUE --position N --to
-  queue:NAME moves it; neither has dlq's client read it. The messages before
-  it are rotated behind it one at a time (each copy confirmed, then its
-  original acked, before the next is delivered), until the delivery dlq
-  cannot read closes the connection: it alone goes back, to the head (on a
-  quorum queue with its own x-delivery-count +1, no other's). A shovel that
-  takes one message (acknowledged once its destination confirmed it) moves
-  the head into a queue of dlq's own, where the management API reads it
+  queue:NAME moves it; neither has dlq's client read it. A shovel that takes
+  exactly N messages (each acknowledged once its destination confirmed it,
+  one delivery held at a time) moves the head of the queue, up to the
+  message, into a classic queue of dlq's own; a second moves all but the
+  last back to the end of the queue. The management API reads what is left
   (a classic queue keeps it in place). Only when that is a message dlq's
   client refuses is it archived (fsynced) and then removed, or moved on by a
-  second shovel; otherwise it goes back to the end of the queue by a shovel
-  and dlq refuses, having removed nothing.
+  third shovel; otherwise it goes back to the end of the queue by a shovel
+  and dlq refuses, having removed nothing. No delivery is returned by a
+  closed channel, so the position holds on quorum queues too; the one
+  delivery past the last a shovel takes goes back to the head (on a quorum
+  queue below 4.3, with its x-delivery-count +1).
 
 RabbitMQ streams: --mode stream (the default)
   Streams are read, not consumed: dlq attaches with basic.qos and an

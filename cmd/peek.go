@@ -42,7 +42,7 @@ func (p *peekFlags) register(c *cobra.Command) {
 	fs.StringVar(&p.Since, "since", "", "stream read from this long ago (30m, 2h, 7d) or this RFC 3339 time")
 	fs.BoolVar(&p.Force, "force", false, "accept a peek that dlq refuses as unsafe (it never permits losing a message)")
 	fs.IntVar(&p.MaxUnacked, "max-unacked", 0, "most deliveries held unacknowledged at once in hold mode (0: the adapter's default)")
-	fs.BoolVar(&p.GetUnreadable, "get-unreadable", false, "on a RabbitMQ quorum queue with a delivery limit, show a message dlq's AMQP client cannot decode through the management API, which adds 1 to the x-delivery-count of the messages it reads (see dlq help peek-safety)")
+	fs.BoolVar(&p.GetUnreadable, "get-unreadable", false, "on a RabbitMQ quorum queue with a delivery limit, below RabbitMQ 4.3, show a message dlq's AMQP client cannot decode through the management API, which there adds 1 to the x-delivery-count of the messages it reads (see dlq help peek-safety)")
 	fs.DurationVar(&p.OlderThan, "older-than", 0, "only messages dead-lettered longer ago than this (e.g. 1h)")
 	fs.DurationVar(&p.NewerThan, "newer-than", 0, "only messages dead-lettered within this (e.g. 30m)")
 	_ = c.RegisterFlagCompletionFunc("mode", choices(peekModes...))

@@ -15,16 +15,30 @@ import (
 	"github.com/dlq-tools/dlq/broker/brokertest"
 )
 
-// TestUnreadableMessageEndToEnd: a classic queue holds 6 messages, one
-// whose headers nest 40 deep (dlq's AMQP client refuses it), and 3 more.
-// stats fails at it and leaves no message twice; peek shows it, marked,
-// with its position; discard --position archives it and removes it; then
-// every read works, and no message was lost or duplicated. (On a quorum
-// queue the management API's get moves what it reads to the back, so the
-// position a peek names is stale there, and discard --position refuses.)
+// TestUnreadableMessageEndToEnd: a queue holds 6 messages, one whose
+// headers nest 40 deep (dlq's AMQP client refuses it), and 3 more. stats
+// fails at it and leaves no message twice; peek shows it, marked, with its
+// position; discard --position archives it and removes it; then every read
+// works, and no message was lost or duplicated. It runs on a classic queue,
+// and on a quorum queue with a delivery limit, where below RabbitMQ 4.3 the
+// peek needs --get-unreadable (the management API's get counts there).
 func TestUnreadableMessageEndToEnd(t *testing.T) {
+	for _, kind := range []string{"classic", "quorum"} {
+		t.Run(kind, func(t *testing.T) { testUnreadableEndToEnd(t, kind) })
+	}
+}
+
+func testUnreadableEndToEnd(t *testing.T, kind string) {
 	r := newRIRabbit(t)
-	q := r.queue(brokertest.Name(t, "unreadable-e2e"), nil)
+	var args amqp.Table
+	peekFlags := []string{}
+	if kind == "quorum" {
+		args = amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int32(20)}
+		if !brokertest.RabbitMQ(t).RequeueFree() {
+			peekFlags = append(peekFlags, "--get-unreadable")
+		}
+	}
+	q := r.queue(brokertest.Name(t, "unreadable-e2e"), args)
 	deep := amqp.Table{"leaf": "x"}
 	for range 40 {
 		deep = amqp.Table{"n": deep}
@@ -47,7 +61,7 @@ func TestUnreadableMessageEndToEnd(t *testing.T) {
 	}
 	r.waitDepth(q, 10)
 
-	stdout, stderr, code := runDLQ(t, append(r.args, "peek", q, "-o", "json")...)
+	stdout, stderr, code := runDLQ(t, append(append(r.args, "peek", q, "-o", "json"), peekFlags...)...)
 	var docs []map[string]any
 	if err := json.Unmarshal([]byte(stdout), &docs); err != nil || code != ExitError {
 		t.Fatalf("peek --get-unreadable: exit %d, %v:\n%s\n%s", code, err, stdout, stderr)
@@ -97,8 +111,8 @@ func TestUnreadableMessageEndToEnd(t *testing.T) {
 			lost++
 		}
 	}
-	t.Logf("hostile tally: attack=deep-headers-end-to-end queue=classic version=%s before=10 after=%d (queue %d, archive %d) lost=%d duplicated=%d",
-		brokertest.RabbitMQ(t).Version, len(left)+len(archived), len(left), len(archived), lost, dup)
+	t.Logf("hostile tally: attack=deep-headers-end-to-end queue=%s version=%s before=10 after=%d (queue %d, archive %d) lost=%d duplicated=%d",
+		kind, brokertest.RabbitMQ(t).Version, len(left)+len(archived), len(left), len(archived), lost, dup)
 	if lost != 0 || dup != 0 || strings.Join(archived, ",") != "p-0" || len(left) != 9 {
 		t.Fatalf("after the discard the queue holds %v and the archive %v", left, archived)
 	}

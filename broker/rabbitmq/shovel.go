@@ -34,6 +34,7 @@ type shovelValue struct {
 	SrcURI                string `json:"src-uri"`
 	SrcQueue              string `json:"src-queue"`
 	SrcDeleteAfter        any    `json:"src-delete-after,omitempty"`
+	SrcPrefetchCount      int    `json:"src-prefetch-count,omitempty"`
 	DestProtocol          string `json:"dest-protocol"`
 	DestURI               string `json:"dest-uri"`
 	DestQueue             string `json:"dest-queue,omitempty"`

@@ -166,8 +166,8 @@ func jsonValue(v any) any {
 // showUnreadable follows a peek that stopped at a message the client could
 // not read (err): where reading it through the management API harms
 // nothing (a classic queue keeps it in place; a quorum queue without a
-// delivery limit only counts), or the user accepted the count
-// (GetUnreadable), it reads the head of the queue there, finds the first
+// delivery limit only counts, and on RabbitMQ 4.3 a requeue does not
+// count), or the user accepted the count (GetUnreadable), it reads the head of the queue there, finds the first
 // message the client would refuse, and visits it marked Unreadable with its
 // position. The error that follows names the message and what to do.
 func (b *Broker) showUnreadable(ctx context.Context, info peekInfo, opts broker.PeekOptions, rep broker.PeekReport, err error, visit func(*broker.Message) error) (broker.PeekReport, error) {
@@ -179,7 +179,7 @@ func (b *Broker) showUnreadable(ctx context.Context, info peekInfo, opts broker.
 		count += rep.Read
 	}
 	count = min(count, max(info.depth, 1))
-	if info.kind == broker.KindQuorum && info.limited && !opts.GetUnreadable {
+	if info.kind == broker.KindQuorum && info.limited && !opts.GetUnreadable && b.requeueCounts() {
 		return rep, unreadableAt(info, rep, err, nil, broker.Hintf("to see it, pass %s: the management API's get reads the first %d messages and adds 1 to each one's x-delivery-count (RabbitMQ below 4.3; the queue's delivery limit is %d)", broker.OptGetUnreadable, count, info.deliveryLimit))
 	}
 	// RabbitMQ returns the deliveries of the closed connection
@@ -218,20 +218,23 @@ const takeWait = time.Minute
 // TakeUnreadable moves or removes the unreadable message at a position
 // (see broker.UnreadableTaker), without the AMQP client ever reading it:
 //
-//  1. a rotation one delivery at a time (prefetch 1: each is copied to
-//     the back, confirmed, then acked before the next is delivered) takes
-//     the messages before it behind it, and stops when the client cannot
-//     read a delivery: that one alone goes back, to the head of the queue,
-//     with its x-delivery-count +1 on a quorum queue; a rotation that reads
-//     Position messages without stopping finds none, and dlq refuses;
-//  2. a shovel that takes one message (src-delete-after 1, ack-mode
-//     on-confirm) moves the head into a classic queue of its own;
-//  3. the management API reads that queue (a classic queue keeps what it
+//  1. a shovel that takes exactly Position messages (src-delete-after,
+//     ack-mode on-confirm, prefetch 1) moves the head of the queue, up to
+//     the message, into a classic queue of dlq's own;
+//  2. a second shovel moves all but the last of them back to the end of
+//     the queue (where a rotation would put them);
+//  3. the management API reads dlq's queue (a classic queue keeps what it
 //     returns in place): it must hold one message, one the client refuses,
 //     or it goes back to the source by a shovel and dlq refuses;
 //  4. keep gets it, as the API returned it, and makes it durable;
 //  5. it is removed (the queue of its own is deleted) or moved on to To by
-//     a second shovel.
+//     a third shovel.
+//
+// No AMQP delivery of the queue is ever returned by a closed channel, so
+// the position stays true on every queue type and version: a shovel holds
+// one delivery at a time, and the one delivery past the last it takes goes
+// back to the head of the queue (on a quorum queue below RabbitMQ 4.3,
+// with its x-delivery-count +1, the whole cost of the take).
 func (b *Broker) TakeUnreadable(ctx context.Context, queue string, opts broker.TakeOptions, keep func(*broker.Message) error) (*broker.Message, error) {
 	pos := opts.Position
 	op := fmt.Sprintf("take the message at position %d of `%s`", pos, queue)
@@ -251,7 +254,7 @@ func (b *Broker) TakeUnreadable(ctx context.Context, queue string, opts broker.T
 	if err := b.canWrite(ctx); err != nil {
 		return nil, translateErr(op, err)
 	}
-	v := shovelValue{SrcProtocol: "amqp091", SrcURI: b.localURI(), SrcDeleteAfter: 1,
+	v := shovelValue{SrcProtocol: "amqp091", SrcURI: b.localURI(), SrcPrefetchCount: 1,
 		DestProtocol: "amqp091", DestURI: b.localURI(), AckMode: "on-confirm", ReconnectDelay: 5}
 	onward := v
 	if opts.To != nil {
@@ -266,22 +269,7 @@ func (b *Broker) TakeUnreadable(ctx context.Context, queue string, opts broker.T
 		}
 	}
 
-	// 1. The messages before it go behind it, one at a time.
-	at := info
-	at.window = 1
-	rep, err := b.peekRotate(ctx, at, broker.PeekOptions{Mode: broker.PeekRotate, Limit: int(pos), Force: pos < info.depth}, func(*broker.Message) error { return nil })
-	if _, ok := errors.AsType[*unreadableFrame](err); !ok {
-		if err != nil {
-			return nil, fmt.Errorf("%s: rotate the messages before it: %w; nothing was removed", op, err)
-		}
-		return nil, broker.Errorf(broker.ErrConflict, op, "dlq read the first %d messages and could read each of them (they are now at the back of the queue; %s): the queue changed since the position was named; nothing was removed", rep.Read, rep.Changed)
-	}
-	if rep.Read != pos-1 {
-		return nil, broker.Errorf(broker.ErrConflict, op, "the first message dlq could not read came after %d messages, not %d (those are now at the back of the queue): the queue changed since the position was named; nothing was removed", rep.Read, pos-1)
-	}
-	b.awaitReturned(ctx, queue, info.depth)
-
-	// 2. The head, by a shovel, into a queue of its own.
+	// 1. The head of the queue, up to the message, into a queue of its own.
 	hold := newTag("dlq-unreadable")
 	if err := b.withChannel(ctx, func(ch *amqp.Channel) error {
 		_, err := ch.QueueDeclare(hold, true, false, false, false, nil)
@@ -291,15 +279,24 @@ func (b *Broker) TakeUnreadable(ctx context.Context, queue string, opts broker.T
 	}
 	first := v
 	first.SrcQueue, first.DestQueue = queue, hold
-	if err := b.shovelOne(ctx, queue, first, hold, op); err != nil {
-		return nil, fmt.Errorf("%w (it is in queue `%s` or still in `%s`)", err, hold, queue)
+	if err := b.shovelN(ctx, first, pos, hold, pos, op); err != nil {
+		return nil, fmt.Errorf("%w (the messages taken are in queue `%s`, the others still in `%s`)", err, hold, queue)
+	}
+
+	// 2. The messages before it go behind the others.
+	if pos > 1 {
+		back := v
+		back.SrcQueue, back.DestQueue = hold, queue
+		if err := b.shovelN(ctx, back, pos-1, hold, 1, op); err != nil {
+			return nil, fmt.Errorf("%w (the first %d messages of `%s` are in queue `%s` or at the end of `%s`; nothing was removed)", err, pos, queue, hold, queue)
+		}
 	}
 
 	// 3. Is it the unreadable message?
 	putBack := func(why string) error {
 		back := v
 		back.SrcQueue, back.DestQueue = hold, queue
-		if err := b.shovelOne(ctx, hold, back, "", op); err != nil {
+		if err := b.shovelN(ctx, back, 1, hold, 0, op); err != nil {
 			return broker.Errorf(broker.ErrConflict, op, "%s; it is in queue `%s`, and moving it back failed: %v; nothing was removed", why, hold, err)
 		}
 		_ = b.deleteQueue(ctx, hold, true)
@@ -339,7 +336,7 @@ func (b *Broker) TakeUnreadable(ctx context.Context, queue string, opts broker.T
 		return m, nil
 	}
 	onward.SrcQueue = hold
-	if err := b.shovelOne(ctx, hold, onward, "", op); err != nil {
+	if err := b.shovelN(ctx, onward, 1, hold, 0, op); err != nil {
 		return m, fmt.Errorf("%w (it is in queue `%s`)", err, hold)
 	}
 	if err := b.deleteQueue(ctx, hold, true); err != nil {
@@ -348,38 +345,36 @@ func (b *Broker) TakeUnreadable(ctx context.Context, queue string, opts broker.T
 	return m, nil
 }
 
-// shovelOne runs a shovel of v that moves one message out of src and waits
-// until it has deleted itself and src has no consumer; with dst, also
-// until dst holds the message.
-func (b *Broker) shovelOne(ctx context.Context, src string, v shovelValue, dst, op string) error {
-	before, _, err := b.inspect(ctx, src)
-	if err != nil {
-		return err
-	}
-	name, err := b.putShovel(ctx, src, v, op)
+// shovelN runs a shovel of v that moves n messages (src-delete-after n)
+// and waits until it has deleted itself, its source has no consumer, and
+// ours, one of its two queues that only dlq uses, holds want messages.
+func (b *Broker) shovelN(ctx context.Context, v shovelValue, n int64, ours string, want int64, op string) error {
+	v.SrcDeleteAfter = n
+	name, err := b.putShovel(ctx, v.SrcQueue, v, op)
 	if err != nil {
 		return err
 	}
 	path := "/parameters/shovel/" + b.vhostPath() + "/" + url.PathEscape(name)
-	deadline := time.Now().Add(takeWait)
+	// A message at a time, each confirmed: a minute per thousand.
+	wait := takeWait * time.Duration(1+n/1000)
+	deadline := time.Now().Add(wait)
 	for {
 		var p shovelParam
 		gone := errors.Is(b.mgmtDo(ctx, "GET", path, nil, &p), broker.ErrNotFound)
-		left, consumers, err := b.inspect(ctx, src)
+		_, consumers, err := b.inspect(ctx, v.SrcQueue)
 		if err != nil {
 			return err
 		}
-		if gone && consumers == 0 && left < before {
-			if dst == "" {
-				return nil
-			}
-			if n, _, err := b.inspect(ctx, dst); err != nil || n >= 1 {
-				return err
-			}
+		held, _, err := b.inspect(ctx, ours)
+		if err != nil {
+			return err
+		}
+		if gone && consumers == 0 && held == want {
+			return nil
 		}
 		if time.Now().After(deadline) {
 			_ = b.mgmtDo(context.WithoutCancel(ctx), "DELETE", path, nil, nil)
-			return broker.Errorf(broker.ErrUnreachable, op, "the shovel that moves one message from `%s` did not finish within %s", src, takeWait)
+			return broker.Errorf(broker.ErrUnreachable, op, "the shovel that moves %d messages from `%s` did not finish within %s", n, v.SrcQueue, wait)
 		}
 		select {
 		case <-ctx.Done():

@@ -262,7 +262,8 @@ func tally(before []string, after ...[]string) (n, lost, duplicated int) {
 // TestTakeUnreadable: the unreadable message at a position is archived
 // (keep) and removed from a classic queue, and moved from a quorum queue
 // with a delivery limit to another queue; the messages before it go behind
-// it, nothing else changes, nothing is lost or duplicated. A position that
+// the others in their order, on both, nothing else changes, nothing is lost
+// or duplicated. A position that
 // holds a readable message is refused, and nothing is removed.
 func TestTakeUnreadable(t *testing.T) {
 	b, env := openTest(t)
@@ -323,6 +324,11 @@ func TestTakeUnreadable(t *testing.T) {
 	t.Logf("hostile tally: attack=deep-headers-move-by-position queue=quorum limit=5 version=%s before=20 after=%d (queue %d, moved %d) lost=%d duplicated=%d", env.Version, n, len(got), len(moved), lost, dup)
 	if strings.Join(moved, ",") != "p-0" || lost != 0 || dup != 0 || n != 20 {
 		t.Fatalf("the quorum queue holds %v and the destination %v: want 19 and p-0", got, moved)
+	}
+	// The messages before it went behind the others, in their order: no
+	// delivery came back by a closed channel to a place of its own.
+	if want := append(seq("b", 0, 9), seq("a", 0, 10)...); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("the quorum queue's order after the take:\n got %v\nwant %v", got, want)
 	}
 	// No queue of dlq's is left behind.
 	var qs []mgmtQueue
