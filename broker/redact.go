@@ -45,6 +45,25 @@ func Redact(s string) string {
 	return b.String()
 }
 
+// Unmask drops the masked passwords Redact left in s: "amqp://u:xxxxx@h/"
+// becomes "amqp://u@h/", a URL whose adapter takes the password from where
+// it takes it when the URL has none (DLQ_PASSWORD, a context). A password
+// that is not the mask stays.
+func Unmask(s string) string {
+	spans := secrets(s, false)
+	var b strings.Builder
+	done := 0
+	for _, sp := range spans {
+		if sp[0] < done || s[sp[0]:sp[1]] != Mask {
+			continue
+		}
+		b.WriteString(s[done : sp[0]-1]) // without the ':' before it
+		done = sp[1]
+	}
+	b.WriteString(s[done:])
+	return b.String()
+}
+
 // HasPassword reports whether a URL in s has a password in its user
 // information (the mask counts as one).
 func HasPassword(s string) bool { return len(secrets(s, false)) > 0 }

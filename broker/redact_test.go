@@ -55,6 +55,21 @@ func TestRedact(t *testing.T) {
 	}
 }
 
+func TestUnmask(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"amqp://u:xxxxx@h/", "amqp://u@h/"},
+		{"amqp://u:xxxxx@h1,amqp://v:xxxxx@h2/", "amqp://u@h1,amqp://v@h2/"},
+		{"amqp://u:s3cret@h/", "amqp://u:s3cret@h/"},
+		{"amqp://u@h/", "amqp://u@h/"},
+		{"queue:a:xxxxx@b", "queue:a:xxxxx@b"},
+		{Redact("amqps://ops:Kx9@Zq7:%41@rabbit:5671/prod") + "#queue:orders", "amqps://ops@rabbit:5671/prod#queue:orders"},
+	} {
+		if got := Unmask(tt.in); got != tt.want {
+			t.Errorf("Unmask(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
 func TestHasPassword(t *testing.T) {
 	for _, tt := range []struct {
 		in   string

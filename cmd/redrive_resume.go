@@ -251,7 +251,7 @@ func (f *Factory) unmaskTo(to string) (string, error) {
 		}
 	}
 	if os.Getenv("DLQ_PASSWORD") != "" {
-		return join(strings.ReplaceAll(brokerPart, ":"+broker.Mask+"@", "@")), nil
+		return join(broker.Unmask(brokerPart)), nil
 	}
 	return "", flagErrorf("the journal keeps `--to %s` without its password: pass `--to` again with the password, set DLQ_PASSWORD, or name the broker by a context (`--to CONTEXT#%s`)", to, dest)
 }
