@@ -73,7 +73,11 @@ func TestAnotherSystemRegisters(t *testing.T) {
 		t.Errorf("apply: applied %v (result %d), err %v; want x", applied, len(res.Applied), err)
 	}
 	if s, err := Export(ctx, b, ExportOptions{}); err != nil || s.NamePrefix != "other-" {
-		t.Errorf("export: got %+v, %v", s, err)
+		prefix := ""
+		if s != nil {
+			prefix = s.NamePrefix
+		}
+		t.Errorf("export: got name_prefix %q, %v; want other-", prefix, err)
 	}
 	if fs := Lint(&Model{}); len(fs) != 1 || fs[0].Rule != "other-rule" || len(linted) != 1 {
 		t.Errorf("lint: got %d findings, %d calls; want its one finding", len(fs), len(linted))
