@@ -92,6 +92,10 @@ type Adapter struct {
 	// what they list: "nodes" → "RabbitMQ nodes". A context of another
 	// broker that sets one is refused.
 	Lists map[string]string
+	// Files: its references are a scheme and a local file's path
+	// (file://PATH), taken as they are typed: completion offers the paths
+	// after the scheme, and a front end checks the file one names.
+	Files bool
 	// Target opens a reference of its own as a destination to write to
 	// (an archive file) and returns the destination as it is recorded; nil:
 	// its references are brokers, and a destination on them follows `#`.
@@ -184,11 +188,67 @@ func (r *Registry) Schemes() string {
 func (r *Registry) Described() []string {
 	var out []string
 	for _, a := range r.adapters {
-		for i, s := range a.Schemes {
-			if i < len(a.About) {
-				s += "\t" + a.About[i]
+		out = append(out, described(a)...)
+	}
+	return out
+}
+
+// described lists a's schemes with what each opens.
+func described(a Adapter) []string {
+	out := make([]string, len(a.Schemes))
+	for i, s := range a.Schemes {
+		if i < len(a.About) {
+			s += "\t" + a.About[i]
+		}
+		out[i] = s
+	}
+	return out
+}
+
+// Scheme is the adapter and the scheme, as written, that ref starts with,
+// compared as a person types it (case and all): for completion and a
+// flag's first check, before the reference is opened.
+func (r *Registry) Scheme(ref string) (Adapter, string, bool) {
+	for _, a := range r.adapters {
+		for _, s := range a.Schemes {
+			if strings.HasPrefix(ref, s) {
+				return a, s, true
 			}
-			out = append(out, s)
+		}
+	}
+	return Adapter{}, "", false
+}
+
+// FilePath is the path a reference to a local file names, as typed: what
+// follows the scheme of an adapter whose references are Files. ok is false
+// for any other reference; the path may be empty.
+func (r *Registry) FilePath(ref string) (path string, ok bool) {
+	if a, s, ok := r.Scheme(ref); ok && a.Files {
+		return ref[len(s):], true
+	}
+	return "", false
+}
+
+// FileSchemes lists the schemes whose references are local files; with
+// writable, those only that can be written to (a Target).
+func (r *Registry) FileSchemes(writable bool) []string {
+	var out []string
+	for _, a := range r.adapters {
+		if a.Files && (!writable || a.Target != nil) {
+			out = append(out, a.Schemes...)
+		}
+	}
+	return out
+}
+
+// Targets lists the schemes of the adapters that open a destination to
+// write to (a Target), with what each opens, as completion offers them:
+// "file://\tan archive file".
+func (r *Registry) Targets() []string {
+	var out []string
+	for _, a := range r.adapters {
+		if a.Target != nil {
+			out = append(out, described(a)...)
 		}
 	}
 	return out

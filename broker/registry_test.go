@@ -57,3 +57,39 @@ func TestRegistryDescribed(t *testing.T) {
 		t.Errorf("Described() = %q, want %q", got, want)
 	}
 }
+
+// A reference to a file is told by its adapter's Files, not by a scheme the
+// registry knows: its path, its scheme for completion, and whether it can
+// be written to (a Target) all come from the adapter.
+func TestRegistryFiles(t *testing.T) {
+	open := func(context.Context, Settings) (Broker, error) { return nil, nil }
+	target := func(Settings, string) (Broker, string, error) { return nil, "", nil }
+	r := NewRegistry(
+		Adapter{Name: "a", Schemes: []string{"amqp://"}, Open: open},
+		Adapter{Name: "f", Schemes: []string{"file://"}, About: []string{"an archive file"}, Open: open, Files: true, Target: target},
+		Adapter{Name: "s", Schemes: []string{"snap://"}, Open: open, Files: true},
+		Adapter{Name: "d", Schemes: []string{"demo:"}, Open: open},
+	)
+	for ref, want := range map[string]string{"file://x.jsonl": "x.jsonl", "file://": "", "snap://a/b": "a/b"} {
+		if got, ok := r.FilePath(ref); !ok || got != want {
+			t.Errorf("FilePath(%q) = %q, %v; want %q, true", ref, got, ok, want)
+		}
+	}
+	for _, ref := range []string{"amqp://h/", "demo:x", "FILE://x", "x.jsonl", "file:/x"} {
+		if got, ok := r.FilePath(ref); ok {
+			t.Errorf("FilePath(%q) = %q, true; want not a file", ref, got)
+		}
+	}
+	if a, s, ok := r.Scheme("demo:orders"); !ok || a.Name != "d" || s != "demo:" {
+		t.Errorf("Scheme(demo:orders) = %q, %q, %v; want d, demo:", a.Name, s, ok)
+	}
+	if got, want := strings.Join(r.FileSchemes(false), " "), "file:// snap://"; got != want {
+		t.Errorf("FileSchemes(false) = %q, want %q", got, want)
+	}
+	if got, want := strings.Join(r.FileSchemes(true), " "), "file://"; got != want {
+		t.Errorf("FileSchemes(true) = %q, want %q", got, want)
+	}
+	if got, want := strings.Join(r.Targets(), " "), "file://\tan archive file"; got != want {
+		t.Errorf("Targets() = %q, want %q", got, want)
+	}
+}

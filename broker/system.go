@@ -1,7 +1,5 @@
 package broker
 
-import "strings"
-
 // MessageTraits are what the libraries need to know about the messages of
 // one System, wherever they are read (an archive keeps them): where the
 // broker records the source queue outside a death record, which headers
@@ -20,29 +18,29 @@ type MessageTraits struct {
 	SourceName func(id string) string
 }
 
-// messageTraits holds every System's MessageTraits, in one SDK-free place
-// that the adapters, the archive (which keeps any system's messages) and
-// the libraries share. A message is read by every system's rules, as it
-// may have been exported from another broker.
-var messageTraits = []MessageTraits{
-	{ // RabbitMQ: x-death, x-rabbitmq-*, x-stream-offset.
-		OwnHeader: func(k string) bool {
-			return k == "x-death" || strings.HasPrefix(k, "x-rabbitmq-") || k == "x-stream-offset"
-		},
-	},
-	{ // SQS: the DLQ records its source queue's ARN.
-		SourceAttribute: "DeadLetterQueueSourceArn",
-		SourceName:      arnResource,
-	},
+// messageTraits holds every registered System's MessageTraits, in the
+// order they register, in one SDK-free place that the adapters, the archive
+// (which keeps any system's messages) and the libraries share. A message is
+// read by every system's rules, as it may have been exported from another
+// broker.
+var messageTraits []systemTraits
+
+type systemTraits struct {
+	System System
+	MessageTraits
 }
 
-// arnResource is the last part of an ARN (arn:aws:sqs:REGION:ACCOUNT:NAME):
-// what follows its last colon.
-func arnResource(id string) string {
-	if i := strings.LastIndexByte(id, ':'); i >= 0 {
-		return id[i+1:]
+// RegisterMessageTraits adds what the libraries need to know of the
+// messages of System s. Each system's file calls it from its init
+// (system_rabbitmq.go, system_sqs.go), and so may the package of an
+// adapter of another system; a System registered twice keeps its first.
+func RegisterMessageTraits(s System, t MessageTraits) {
+	for _, r := range messageTraits {
+		if r.System == s {
+			return
+		}
 	}
-	return id
+	messageTraits = append(messageTraits, systemTraits{s, t})
 }
 
 // RecordedSource is the queue ID that m's broker recorded as its source

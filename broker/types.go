@@ -8,26 +8,22 @@ import (
 	"time"
 )
 
-// System names the kind of backend a queue or message lives on.
+// System names the kind of backend a queue or message lives on: the
+// adapter's word for itself ("rabbitmq"), as JSON output and archives
+// record it. The set is open: each system names itself in a file of its own
+// (system_rabbitmq.go, system_sqs.go, system_archive.go), and an adapter of
+// another system declares its value in its own package
+// (const System broker.System = "nats") and registers what the libraries
+// need to know of its messages with RegisterMessageTraits. Libraries never
+// branch on a System's value; they compare two, or ask the adapter's
+// traits.
 type System string
 
-const (
-	RabbitMQ System = "rabbitmq"
-	SQS      System = "sqs"
-	Archive  System = "archive"
-)
-
-// QueueKind is the type of a queue.
+// QueueKind is the type of a queue, as its adapter names it ("quorum",
+// "sqs-fifo"). Like System the set is open: each system's file names its
+// kinds, and libraries never branch on one; what a kind means for reading
+// and writing is in the queue's Traits.
 type QueueKind string
-
-const (
-	KindClassic     QueueKind = "classic"
-	KindQuorum      QueueKind = "quorum"
-	KindStream      QueueKind = "stream"
-	KindSQSStandard QueueKind = "sqs-standard"
-	KindSQSFIFO     QueueKind = "sqs-fifo"
-	KindArchive     QueueKind = "archive"
-)
 
 // Queue is a health snapshot of one queue. Numbers the backend does not know
 // are left nil rather than reported as zero.

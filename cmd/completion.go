@@ -102,7 +102,9 @@ func takesQueue(cmd *cobra.Command, f *Factory, run func(c *cobra.Command, queue
 }
 
 // completeQueueArg completes the QUEUE argument (the first one only):
-// queue names on the default broker, demo:NAME, and file://PATH.
+// queue names on the default broker, and the references of an adapter that
+// name queues directly: a file's path (file://PATH), or the queues of the
+// broker it names (demo:NAME).
 func completeQueueArg(f *Factory) cobra.CompletionFunc {
 	return func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		if len(args) > 0 {
@@ -110,48 +112,68 @@ func completeQueueArg(f *Factory) cobra.CompletionFunc {
 		}
 		ctx, cancel := f.completionContext(c)
 		defer cancel()
-		switch {
-		case strings.HasPrefix(toComplete, "file://"):
-			return completeFileURL(toComplete)
-		case strings.HasPrefix(toComplete, "demo:"):
-			b, _, err := f.OpenQueue(ctx, "demo:")
-			if err != nil {
-				return nil, noFile
+		reg := f.adapters()
+		if a, scheme, ok := reg.Scheme(toComplete); ok {
+			switch {
+			case a.Files:
+				return completeFileURL(scheme, toComplete)
+			case a.QueueIn != nil:
+				ref, queue, ok := a.QueueIn(toComplete)
+				if !ok {
+					break
+				}
+				b, _, err := f.OpenQueue(ctx, ref)
+				if err != nil {
+					return nil, noFile
+				}
+				defer b.Close()
+				return prefixed(strings.TrimSuffix(toComplete, queue), queueNames(ctx, b, queue)), noFile
 			}
-			defer b.Close()
-			return prefixed("demo:", queueNames(ctx, b, strings.TrimPrefix(toComplete, "demo:"))), noFile
 		}
 		var out []string
 		if b, err := f.OpenBroker(ctx); err == nil {
 			out = queueNames(ctx, b, toComplete)
 			b.Close()
 		}
-		if toComplete != "" && strings.HasPrefix("file://", toComplete) {
-			return append(out, "file://"), noFile | cobra.ShellCompDirectiveNoSpace
+		if schemes := startingWith(reg.FileSchemes(false), toComplete); toComplete != "" && len(schemes) > 0 {
+			return append(out, schemes...), noFile | cobra.ShellCompDirectiveNoSpace
 		}
 		return out, noFile
 	}
 }
 
-// destinationKinds are the forms of a redrive destination, as candidates
-// with a description.
+// startingWith keeps the candidates that start with typed.
+func startingWith(candidates []string, typed string) []string {
+	var out []string
+	for _, c := range candidates {
+		if strings.HasPrefix(c, typed) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// destinationKinds are the forms of a redrive destination on the source's
+// broker, as candidates with a description; the adapters' targets (an
+// archive file) follow them.
 var destinationKinds = []string{
 	"origin\twhere each message was dead-lettered from",
 	"queue:\ta queue on the source's broker",
 	"exchange:\ta RabbitMQ exchange on the source's broker",
-	"file://\tan archive file",
 }
 
 // completeDestination completes `redrive --to`: origin, queue:NAME and
-// exchange:NAME on the source's broker, file://PATH.
+// exchange:NAME on the source's broker, and the adapters' targets
+// (file://PATH).
 func completeDestination(f *Factory) cobra.CompletionFunc {
 	return func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		ctx, cancel := f.completionContext(c)
 		defer cancel()
 		kind, name, named := strings.Cut(toComplete, ":")
+		a, scheme, isRef := f.adapters().Scheme(toComplete)
 		switch {
-		case strings.HasPrefix(toComplete, "file://"):
-			return completeFileURL(toComplete)
+		case isRef && a.Files:
+			return completeFileURL(scheme, toComplete)
 		case named && (kind == "queue" || kind == "exchange"):
 			b, err := f.sourceBroker(ctx, args)
 			if err != nil {
@@ -163,12 +185,7 @@ func completeDestination(f *Factory) cobra.CompletionFunc {
 			}
 			return prefixed("exchange:", exchangeNames(ctx, b, name)), noFile
 		}
-		var out []string
-		for _, k := range destinationKinds {
-			if strings.HasPrefix(k, toComplete) {
-				out = append(out, k)
-			}
-		}
+		out := startingWith(append(slices.Clip(destinationKinds), f.adapters().Targets()...), toComplete)
 		return out, continues(out)
 	}
 }
@@ -183,22 +200,26 @@ func (f *Factory) sourceBroker(ctx context.Context, args []string) (broker.Broke
 	return f.OpenBroker(ctx)
 }
 
-// completeArchive completes a flag that names an archive: file://PATH.
+// completeArchive completes a flag that names an archive to write: the
+// path of a file an adapter writes to (file://PATH). It reads dlq's own
+// adapters, as it has no factory.
 func completeArchive(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	if strings.HasPrefix(toComplete, "file://") {
-		return completeFileURL(toComplete)
+	reg := dlqAdapters()
+	if a, scheme, ok := reg.Scheme(toComplete); ok && a.Files && a.Target != nil {
+		return completeFileURL(scheme, toComplete)
 	}
-	if strings.HasPrefix("file://", toComplete) {
-		return []string{"file://"}, noFile | cobra.ShellCompDirectiveNoSpace
+	if schemes := startingWith(reg.FileSchemes(true), toComplete); len(schemes) > 0 {
+		return schemes, noFile | cobra.ShellCompDirectiveNoSpace
 	}
 	return nil, noFile
 }
 
 // completeFileURL lists the entries of the directory that a partly typed
-// file://PATH names, as file:// URLs; directories end in a slash and keep
-// the cursor after it. Hidden entries show only once a dot is typed.
-func completeFileURL(toComplete string) ([]string, cobra.ShellCompDirective) {
-	typed := strings.TrimPrefix(toComplete, "file://")
+// SCHEME+PATH names (file://PATH), each after the scheme; directories end
+// in a slash and keep the cursor after it. Hidden entries show only once a
+// dot is typed.
+func completeFileURL(scheme, toComplete string) ([]string, cobra.ShellCompDirective) {
+	typed := strings.TrimPrefix(toComplete, scheme)
 	dir, base := filepath.Split(typed)
 	read := dir
 	if read == "" {
@@ -231,7 +252,7 @@ func completeFileURL(toComplete string) ([]string, cobra.ShellCompDirective) {
 			name += "/"
 			dirs = true
 		}
-		out = append(out, "file://"+dir+name)
+		out = append(out, scheme+dir+name)
 	}
 	if dirs {
 		return out, noFile | cobra.ShellCompDirectiveNoSpace
@@ -279,11 +300,11 @@ func completeOutput(c *cobra.Command, args []string, toComplete string) ([]strin
 }
 
 // completeBroker completes `--broker`: context names, then the URL schemes
-// (file:// with paths).
+// (a file's, file://, with paths).
 func completeBroker(f *Factory) cobra.CompletionFunc {
 	return func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		if strings.HasPrefix(toComplete, "file://") {
-			return completeFileURL(toComplete)
+		if a, scheme, ok := f.adapters().Scheme(toComplete); ok && a.Files {
+			return completeFileURL(scheme, toComplete)
 		}
 		var out []string
 		if cfg, err := f.LoadConfig(); err == nil {

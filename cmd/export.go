@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -60,10 +59,11 @@ printed is what the file holds. An existing file is refused unless --append.`,
 		if opts.To == "" {
 			return flagErrorf("`--to` is required: name the archive, e.g. `--to file://dump.jsonl.gz`")
 		}
-		if !strings.HasPrefix(opts.To, "file://") || strings.TrimPrefix(opts.To, "file://") == "" {
+		path, ok := archivePath(f, opts.To)
+		if !ok {
 			return flagErrorf("`--to` %q is not an archive: use `file://PATH.jsonl` or `file://PATH.jsonl.gz`", opts.To)
 		}
-		opts.path = strings.TrimPrefix(opts.To, "file://")
+		opts.path = path
 		if opts.Limit < 0 {
 			return flagErrorf("`--limit` must be 0 (all) or more")
 		}
@@ -119,7 +119,7 @@ func samePath(a, b string) bool {
 
 func exportRun(ctx context.Context, opts *exportOptions) error {
 	f := opts.f
-	if strings.HasPrefix(opts.Ref, "file://") && samePath(strings.TrimPrefix(opts.Ref, "file://"), opts.path) {
+	if path, ok := f.adapters().FilePath(opts.Ref); ok && samePath(path, opts.path) {
 		return flagErrorf("`--to` is the archive being read: choose another file")
 	}
 	if st, err := os.Stat(opts.path); err == nil && st.Size() > 0 && !opts.Append {
@@ -196,5 +196,21 @@ func openArchive(ctx context.Context, f *Factory, named, ref string, src broker.
 	if s, ok := b.(interface{ SetSource(archive.Source) }); ok {
 		s.SetSource(archive.Source{System: src.System(), Broker: src.String(), Queue: queue})
 	}
-	return b, p, strings.TrimPrefix(opened, "file://"), nil
+	path, ok := f.adapters().FilePath(opened)
+	if !ok {
+		path = opened
+	}
+	return b, p, path, nil
+}
+
+// archivePath is the path of ref when it names a file that an adapter
+// writes to (file://PATH, not empty); ok is false for any other
+// reference.
+func archivePath(f *Factory, ref string) (string, bool) {
+	a, _, ok := f.adapters().Scheme(ref)
+	if !ok || a.Target == nil {
+		return "", false
+	}
+	path, ok := f.adapters().FilePath(ref)
+	return path, ok && path != ""
 }

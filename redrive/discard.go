@@ -45,11 +45,13 @@ type publisherBroker struct {
 	of broker.Broker
 }
 
+// System is the publisher's own, when it names one; "" (no broker's)
+// for a bare file writer.
 func (p publisherBroker) System() broker.System {
-	if b, ok := p.Publisher.(broker.Broker); ok {
+	if b, ok := p.Publisher.(interface{ System() broker.System }); ok {
 		return b.System()
 	}
-	return broker.Archive
+	return ""
 }
 func (p publisherBroker) String() string {
 	if b, ok := p.Publisher.(broker.Broker); ok {

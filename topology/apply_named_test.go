@@ -35,7 +35,7 @@ func TestApplyNamesTheFailedObjectOnce(t *testing.T) {
 	}
 	for _, tt := range tests {
 		p := &Plan{System: broker.RabbitMQ, Changes: []Change{{Action: Create, System: broker.RabbitMQ, Kind: "queue", Name: "orders",
-			rabbit: &broker.RabbitChange{Action: broker.Declare, Queue: &broker.QueueDecl{Name: "orders"}}}}}
+			do: &broker.RabbitChange{Action: broker.Declare, Queue: &broker.QueueDecl{Name: "orders"}}}}}
 		res, err := Apply(context.Background(), failingApplier{tt.err}, p, nil)
 		if err == nil || err.Error() != tt.want || res.Failed == nil {
 			t.Errorf("%s: %v (failed change recorded: %v), want %q", tt.name, err, res.Failed != nil, tt.want)

@@ -22,18 +22,11 @@ type ExportOptions struct {
 // attributes). Planning the result against the same broker shows no
 // changes.
 func Export(ctx context.Context, b broker.Broker, opts ExportOptions) (*Spec, error) {
-	export, ok := exporters[b.System()]
+	t, ok := systemOf(b.System())
 	if !ok {
-		return nil, broker.Errorf(broker.ErrUnsupported, "export", "topology needs a RabbitMQ or SQS %s, not %s", broker.OptBroker, b.System())
+		return nil, unsupported("export", b)
 	}
-	return export(ctx, b, opts)
-}
-
-// exporters read a broker's topology as a spec, one for each system; each
-// lives in its broker's file (export_rabbitmq.go, export_sqs.go).
-var exporters = map[broker.System]func(ctx context.Context, b broker.Broker, opts ExportOptions) (*Spec, error){
-	broker.RabbitMQ: exportRabbitMQ,
-	broker.SQS:      exportSQS,
+	return t.Export(ctx, b, opts)
 }
 
 func boolp(b bool) *bool { return &b }

@@ -40,82 +40,8 @@ func (g *graph) node(key, label, shape string) string {
 
 func buildGraph(m *Model) *graph {
 	g := &graph{ids: map[string]string{}}
-	if r := m.Rabbit; r != nil {
-		xid := func(name string) string {
-			t := "exchange"
-			for _, x := range r.Exchanges {
-				if x.Name == name {
-					t = x.Type
-				}
-			}
-			label := name
-			if name == "" {
-				label = "(default exchange)"
-			}
-			return g.node("x:"+name, label+"\n"+t, "exchange")
-		}
-		for _, x := range r.Exchanges {
-			xid(x.Name)
-		}
-		for _, q := range r.Queues {
-			e := effectiveOf(q, r)
-			label := q.Name + "\n" + q.Kind
-			if e.ttl != nil {
-				label += fmt.Sprintf(", ttl %s", FormatDuration(msDuration(*e.ttl)))
-			}
-			if e.limit != nil {
-				label += fmt.Sprintf(", delivery limit %d", *e.limit)
-			}
-			if e.retry != "" {
-				label += ", delayed retry " + e.retry
-			}
-			qid := g.node("q:"+q.Name, label, "queue")
-			if e.dlx != nil {
-				l := "dead-letter"
-				if e.dlrk != nil {
-					l += ": " + *e.dlrk
-				}
-				if e.policy != "" && q.Arguments["x-dead-letter-exchange"] == nil {
-					l += " (policy)"
-				}
-				g.edges = append(g.edges, gEdge{from: qid, to: xid(*e.dlx), label: l, dead: true})
-			}
-		}
-		for _, b := range r.Bindings {
-			from := xid(b.Source)
-			var to string
-			if b.DestinationType == "exchange" {
-				to = xid(b.Destination)
-			} else {
-				to = g.node("q:"+b.Destination, b.Destination, "queue")
-			}
-			g.edges = append(g.edges, gEdge{from: from, to: to, label: b.RoutingKey})
-		}
-	}
-	if s := m.SQS; s != nil {
-		for _, q := range s.Queues {
-			label := q.Name + "\nsqs"
-			if q.FIFO {
-				label = q.Name + "\nsqs fifo"
-			}
-			if d := q.Attributes["DelaySeconds"]; d != "" && d != "0" {
-				label += ", delay " + d + "s"
-			}
-			g.node("s:"+q.Name, label, "queue")
-		}
-		for _, q := range s.Queues {
-			if q.DeadLetter != nil {
-				to := g.node("s:"+q.DeadLetter.Queue, q.DeadLetter.Queue+"\nsqs", "queue")
-				g.edges = append(g.edges, gEdge{from: g.ids["s:"+q.Name], to: to,
-					label: fmt.Sprintf("after %d receives", q.DeadLetter.MaxReceiveCount), dead: true})
-			}
-		}
-		for _, l := range s.Ladders {
-			main := g.ids["s:"+l.Main]
-			for i, t := range l.Tiers {
-				g.edges = append(g.edges, gEdge{from: main, to: g.ids["s:"+t], label: fmt.Sprintf("retry %d (consumer)", i+1)})
-			}
-		}
+	for _, t := range systems {
+		t.Graph(g, m)
 	}
 	return g
 }

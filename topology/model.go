@@ -52,11 +52,6 @@ func (e *expander) name(n string) string {
 	return e.spec.NamePrefix + n
 }
 
-// sections expand each broker's section of a spec, in this order; each
-// lives in its broker's file (model_rabbitmq.go, model_sqs.go) and reports
-// whether the spec has its section.
-var sections = []func(e *expander) bool{expandRabbitMQ, expandSQS}
-
 // Expand turns a parsed spec into a model. Problems that need more than the
 // schema (duplicate names with different settings, impossible settings) are
 // a *SpecError.
@@ -70,13 +65,17 @@ func Expand(s *Spec) (*Model, error) {
 		e.add(Pos{Line: 1, Col: 1}, "`version: %d` is required", SpecVersion)
 	}
 	declared := false
-	for _, expand := range sections {
-		if expand(e) {
+	for _, t := range systems {
+		if t.Expand(e) {
 			declared = true
 		}
 	}
 	if !declared {
-		e.add(Pos{Line: 1, Col: 1}, "spec declares nothing: add a `rabbitmq:` or `sqs:` section")
+		secs := make([]string, len(systems))
+		for i, t := range systems {
+			secs[i] = "`" + t.Section + ":`"
+		}
+		e.add(Pos{Line: 1, Col: 1}, "spec declares nothing: add a %s section", orList(secs))
 	}
 	if len(e.problems) > 0 {
 		sort.SliceStable(e.problems, func(i, j int) bool { return e.problems[i].Pos.Line < e.problems[j].Pos.Line })
@@ -102,10 +101,6 @@ func LoadBytes(file string, data []byte) (*Model, error) {
 	}
 	return Expand(s)
 }
-
-// ---- RabbitMQ ----
-
-// ---- SQS ----
 
 // ---- values ----
 

@@ -141,66 +141,9 @@ func items(n *yaml.Node, key string) []*yaml.Node {
 
 func fillPositions(s *Spec, root *yaml.Node, file string) {
 	at := func(n *yaml.Node) Pos { p := posOf(n); p.File = file; return p }
-	if r := get(root, "rabbitmq"); r != nil && s.RabbitMQ != nil {
-		s.RabbitMQ.Pos = at(r)
-		for i, n := range items(r, "retry_ladders") {
-			if i < len(s.RabbitMQ.RetryLadders) {
-				l := &s.RabbitMQ.RetryLadders[i]
-				l.Pos = at(n)
-				for j, t := range items(n, "tiers") {
-					if j < len(l.Tiers) {
-						l.Tiers[j].Pos = at(t)
-					}
-				}
-			}
-		}
-		for i, n := range items(r, "work_queues") {
-			if i < len(s.RabbitMQ.WorkQueues) {
-				s.RabbitMQ.WorkQueues[i].Pos = at(n)
-			}
-		}
-		for i, n := range items(r, "exchanges") {
-			if i < len(s.RabbitMQ.Exchanges) {
-				s.RabbitMQ.Exchanges[i].Pos = at(n)
-			}
-		}
-		for i, n := range items(r, "queues") {
-			if i < len(s.RabbitMQ.Queues) {
-				q := &s.RabbitMQ.Queues[i]
-				q.Pos = at(n)
-				for j, b := range items(n, "bind") {
-					if j < len(q.Bind) {
-						q.Bind[j].Pos = at(b)
-					}
-				}
-			}
-		}
-		for i, n := range items(r, "bindings") {
-			if i < len(s.RabbitMQ.Bindings) {
-				s.RabbitMQ.Bindings[i].Pos = at(n)
-			}
-		}
-		for i, n := range items(r, "policies") {
-			if i < len(s.RabbitMQ.Policies) {
-				s.RabbitMQ.Policies[i].Pos = at(n)
-			}
-		}
-	}
-	if q := get(root, "sqs"); q != nil && s.SQS != nil {
-		for i, n := range items(q, "pairs") {
-			if i < len(s.SQS.Pairs) {
-				s.SQS.Pairs[i].Pos = at(n)
-			}
-		}
-		for i, n := range items(q, "retry_ladders") {
-			if i < len(s.SQS.RetryLadders) {
-				s.SQS.RetryLadders[i].Pos = at(n)
-			}
-		}
-		for i, n := range items(q, "queues") {
-			if i < len(s.SQS.Queues) {
-				s.SQS.Queues[i].Pos = at(n)
-			}
+	for _, t := range systems {
+		if sec := get(root, t.Section); sec != nil {
+			t.Positions(s, sec, at)
 		}
 	}
 }

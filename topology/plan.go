@@ -38,8 +38,10 @@ type Change struct {
 	Pos     *Pos          `json:"position,omitempty"`
 	From    string        `json:"from,omitempty"`
 
-	rabbit *broker.RabbitChange
-	sqs    *SQSQueue // the queue to declare; nil for deletes
+	// do is what applying it declares or deletes, in its system's own
+	// terms (RabbitMQ: a *broker.RabbitChange; SQS: the *SQSQueue to
+	// declare, nil for a delete); nil for a conflict.
+	do any
 }
 
 // Plan is the ordered list of changes that makes a broker match a spec.
@@ -102,14 +104,6 @@ func (p *Plan) Conflicts() []Change {
 	return out
 }
 
-// planners plan a model against a broker, one for each system; each
-// lives in its broker's file (plan_rabbitmq.go, plan_sqs.go). A planner
-// fills p or fails.
-var planners = map[broker.System]func(ctx context.Context, b broker.Broker, m *Model, p *Plan, opts PlanOptions) error{
-	broker.RabbitMQ: planRabbitMQ,
-	broker.SQS:      planSQSBroker,
-}
-
 // PlanOptions shape a plan.
 type PlanOptions struct {
 	// Prune adds deletions of objects that the broker has and the spec does
@@ -126,11 +120,12 @@ func MakePlan(ctx context.Context, b broker.Broker, m *Model, opts PlanOptions) 
 		return nil, fmt.Errorf("pruning needs a scope: set `name_prefix` in the spec so that only objects whose names start with it are considered")
 	}
 	p := &Plan{System: b.System(), Broker: b.String()}
-	plan, ok := planners[b.System()]
+	t, ok := systemOf(b.System())
 	if !ok {
-		return nil, broker.Errorf(broker.ErrUnsupported, "plan", "topology needs a RabbitMQ or SQS %s, not %s", broker.OptBroker, b.System())
+		return nil, unsupported("plan", b)
 	}
-	if err := plan(ctx, b, m, p, opts); err != nil {
+	p.Skipped = skipped(t.System, m)
+	if err := t.Plan(ctx, b, m, p, opts); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -55,7 +55,7 @@ func planRabbit(p *Plan, m *RabbitModel, cur broker.RabbitTopology, opts PlanOpt
 		if !ok {
 			c.Action = Create
 			xx := x.Exchange
-			c.rabbit = &broker.RabbitChange{Action: broker.Declare, Exchange: &xx}
+			c.do = &broker.RabbitChange{Action: broker.Declare, Exchange: &xx}
 			c.Diffs = []Diff{{Field: "type", New: x.Type}, {Field: "durable", New: x.Durable}}
 			c.Diffs = append(c.Diffs, argDiffs("arguments.", nil, x.Arguments)...)
 			exChanges = append(exChanges, c)
@@ -88,7 +88,7 @@ func planRabbit(p *Plan, m *RabbitModel, cur broker.RabbitTopology, opts PlanOpt
 		pos := pl.Pos
 		c := Change{System: broker.RabbitMQ, Kind: "policy", Name: pl.Name, Pos: &pos, From: pl.From}
 		pp := pl.Policy
-		c.rabbit = &broker.RabbitChange{Action: broker.Declare, Policy: &pp}
+		c.do = &broker.RabbitChange{Action: broker.Declare, Policy: &pp}
 		old, ok := pols[pl.Name]
 		if !ok {
 			c.Action = Create
@@ -122,7 +122,7 @@ func planRabbit(p *Plan, m *RabbitModel, cur broker.RabbitTopology, opts PlanOpt
 		if !ok {
 			c.Action = Create
 			qq := q.QueueDecl
-			c.rabbit = &broker.RabbitChange{Action: broker.Declare, Queue: &qq}
+			c.do = &broker.RabbitChange{Action: broker.Declare, Queue: &qq}
 			c.Diffs = []Diff{{Field: "type", New: q.Kind}, {Field: "durable", New: q.Durable}}
 			c.Diffs = append(c.Diffs, argDiffs("arguments.", nil, q.Arguments)...)
 			qChanges = append(qChanges, c)
@@ -157,7 +157,7 @@ func planRabbit(p *Plan, m *RabbitModel, cur broker.RabbitTopology, opts PlanOpt
 		pos := b.Pos
 		bb := b.Binding
 		bChanges = append(bChanges, Change{Action: Create, System: broker.RabbitMQ, Kind: "binding", Name: bindingName(b.Binding),
-			Pos: &pos, From: b.From, rabbit: &broker.RabbitChange{Action: broker.Declare, Binding: &bb}})
+			Pos: &pos, From: b.From, do: &broker.RabbitChange{Action: broker.Declare, Binding: &bb}})
 	}
 	p.Changes = append(p.Changes, exChanges...)
 	p.Changes = append(p.Changes, polChanges...)
@@ -307,7 +307,7 @@ func versionRules(p *Plan, m *RabbitModel, version string) {
 					c.Problem += "; " + problem
 					continue
 				}
-				c.Action, c.Problem, c.rabbit = Conflict, problem, nil
+				c.Action, c.Problem, c.do = Conflict, problem, nil
 				c.Fix = fmt.Sprintf("remove `%s` from queue `%s` (its arguments or its policy), then plan again", f.Arg, q.Name)
 			default:
 				p.Warnings = append(p.Warnings, fmt.Sprintf("queue `%s`: %s", q.Name, f.Why))
@@ -365,7 +365,7 @@ func pruneRabbit(m *RabbitModel, cur broker.RabbitTopology, scope string) []Chan
 		}
 		bb := b
 		out = append(out, Change{Action: Remove, System: broker.RabbitMQ, Kind: "binding", Name: bindingName(b),
-			rabbit: &broker.RabbitChange{Action: broker.Delete, Binding: &bb}})
+			do: &broker.RabbitChange{Action: broker.Delete, Binding: &bb}})
 	}
 	for _, q := range cur.Queues {
 		if !strings.HasPrefix(q.Name, scope) || inQ[q.Name] {
@@ -373,12 +373,12 @@ func pruneRabbit(m *RabbitModel, cur broker.RabbitTopology, scope string) []Chan
 		}
 		qq := q
 		c := Change{Action: Remove, System: broker.RabbitMQ, Kind: "queue", Name: q.Name,
-			rabbit: &broker.RabbitChange{Action: broker.Delete, Queue: &qq}}
+			do: &broker.RabbitChange{Action: broker.Delete, Queue: &qq}}
 		if q.Messages > 0 {
 			c.Action = Conflict
 			c.Problem = fmt.Sprintf("queue `%s` is not in the spec but holds %d messages; pruning never deletes messages", q.Name, q.Messages)
 			c.Fix = "move or drain the messages first (`dlq redrive`, `dlq purge`), or add the queue to the spec"
-			c.rabbit = nil
+			c.do = nil
 		}
 		out = append(out, c)
 	}
@@ -388,7 +388,7 @@ func pruneRabbit(m *RabbitModel, cur broker.RabbitTopology, scope string) []Chan
 		}
 		pp := p
 		out = append(out, Change{Action: Remove, System: broker.RabbitMQ, Kind: "policy", Name: p.Name,
-			rabbit: &broker.RabbitChange{Action: broker.Delete, Policy: &pp}})
+			do: &broker.RabbitChange{Action: broker.Delete, Policy: &pp}})
 	}
 	for _, x := range cur.Exchanges {
 		if !strings.HasPrefix(x.Name, scope) || inX[x.Name] {
@@ -396,7 +396,7 @@ func pruneRabbit(m *RabbitModel, cur broker.RabbitTopology, scope string) []Chan
 		}
 		xx := x
 		out = append(out, Change{Action: Remove, System: broker.RabbitMQ, Kind: "exchange", Name: x.Name,
-			rabbit: &broker.RabbitChange{Action: broker.Delete, Exchange: &xx}})
+			do: &broker.RabbitChange{Action: broker.Delete, Exchange: &xx}})
 	}
 	return out
 }
@@ -405,9 +405,6 @@ func pruneRabbit(m *RabbitModel, cur broker.RabbitTopology, scope string) []Chan
 func planRabbitMQ(ctx context.Context, b broker.Broker, m *Model, p *Plan, opts PlanOptions) error {
 	if m.Rabbit == nil {
 		return broker.Hintf("the spec has no `rabbitmq:` section but %s is a RabbitMQ broker: point %s at SQS (sqs://REGION)", broker.OptBroker, broker.OptBroker)
-	}
-	if m.SQS != nil {
-		p.Skipped = "sqs"
 	}
 	r, ok := b.(broker.RabbitTopologyReader)
 	if !ok {

@@ -156,7 +156,7 @@ func planSQS(ctx context.Context, p *Plan, m *SQSModel, r broker.SQSTopologyRead
 	for _, q := range sqsOrder(m.Queues) {
 		pos := q.Pos
 		qq := q
-		c := Change{System: broker.SQS, Kind: "sqs-queue", Name: q.Name, Pos: &pos, From: q.From, sqs: &qq}
+		c := Change{System: broker.SQS, Kind: "sqs-queue", Name: q.Name, Pos: &pos, From: q.From, do: &qq}
 		want := q.desired(arns.arnOrPlaceholder)
 		keys := make([]string, 0, len(want))
 		for k := range want {
@@ -228,9 +228,6 @@ func planSQS(ctx context.Context, p *Plan, m *SQSModel, r broker.SQSTopologyRead
 func planSQSBroker(ctx context.Context, b broker.Broker, m *Model, p *Plan, opts PlanOptions) error {
 	if m.SQS == nil {
 		return broker.Hintf("the spec has no `sqs:` section but %s is SQS: point %s at RabbitMQ (amqp://…)", broker.OptBroker, broker.OptBroker)
-	}
-	if m.Rabbit != nil {
-		p.Skipped = "rabbitmq"
 	}
 	r, ok := b.(broker.SQSTopologyReader)
 	if !ok {

@@ -110,11 +110,8 @@ func WritePlan(w io.Writer, p *Plan, color bool) error {
 }
 
 func systemName(p *Plan) string {
-	switch p.System {
-	case "rabbitmq":
-		return "RabbitMQ"
-	case "sqs":
-		return "SQS"
+	if t, ok := systemOf(p.System); ok {
+		return t.Title
 	}
 	return string(p.System)
 }

@@ -82,7 +82,7 @@ rabbitmq:
 				if c.Action != tc.action {
 					t.Errorf("%s: queue v1 %s, want %s", tc.version, c.Action, tc.action)
 				}
-				if c.Action == Conflict && (!strings.Contains(c.Problem, "unsupported queue version") || c.Fix == "" || c.rabbit != nil) {
+				if c.Action == Conflict && (!strings.Contains(c.Problem, "unsupported queue version") || c.Fix == "" || c.do != nil) {
 					t.Errorf("%s: problem %q, fix %q", tc.version, c.Problem, c.Fix)
 				}
 			case "lazy":

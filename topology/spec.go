@@ -14,8 +14,11 @@
 // the lint framework, the graph) is in files without a broker's name. Each
 // broker's expansion, plan, export and lint rules are in files of its own
 // (model_rabbitmq.go, plan_rabbitmq.go, export_rabbitmq.go,
-// lint_rabbitmq.go; the same with _sqs.go), reached through one entry in
-// each of the tables sections, planners, exporters and linters.
+// lint_rabbitmq.go, graph_rabbitmq.go, apply_rabbitmq.go,
+// positions_rabbitmq.go; the same with _sqs.go), which system_rabbitmq.go
+// and system_sqs.go register (system.go). The spec's and the model's
+// sections (Spec.RabbitMQ, Model.SQS) and the schema's stay in the shared
+// files: they are the file format, one struct that yaml reads and writes.
 package topology
 
 import (

@@ -20,6 +20,7 @@ func Adapter() broker.Adapter {
 		About:   []string{"an archive file"},
 		Open:    openSettings,
 		QueueIn: func(ref string) (string, string, bool) { return ref, "", true },
+		Files:   true,
 		Target:  target,
 	}
 }
