@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -219,14 +221,29 @@ func (r *Registry) Scheme(ref string) (Adapter, string, bool) {
 	return Adapter{}, "", false
 }
 
-// FilePath is the path a reference to a local file names, as typed: what
-// follows the scheme of an adapter whose references are Files. ok is false
-// for any other reference; the path may be empty.
+// FilePath is the path a reference to a local file names: what follows
+// the scheme of an adapter whose references are Files, as LocalPath reads
+// it. ok is false for any other reference; the path may be empty.
 func (r *Registry) FilePath(ref string) (path string, ok bool) {
 	if a, s, ok := r.Scheme(ref); ok && a.Files {
-		return ref[len(s):], true
+		return LocalPath(ref[len(s):]), true
 	}
 	return "", false
+}
+
+// LocalPath is the file a reference's path names, the way every command
+// reads it: "~/x" is in the home directory, and "localhost/x" is "/x" (a
+// file URL's host).
+func LocalPath(p string) string {
+	if strings.HasPrefix(p, "localhost/") {
+		p = p[len("localhost"):]
+	}
+	if strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			p = filepath.Join(home, p[2:])
+		}
+	}
+	return p
 }
 
 // FileSchemes lists the schemes whose references are local files; with

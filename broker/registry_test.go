@@ -70,7 +70,9 @@ func TestRegistryFiles(t *testing.T) {
 		Adapter{Name: "s", Schemes: []string{"snap://"}, Open: open, Files: true},
 		Adapter{Name: "d", Schemes: []string{"demo:"}, Open: open},
 	)
-	for ref, want := range map[string]string{"file://x.jsonl": "x.jsonl", "file://": "", "snap://a/b": "a/b"} {
+	t.Setenv("HOME", "/home/ops")
+	for ref, want := range map[string]string{"file://x.jsonl": "x.jsonl", "file://": "", "snap://a/b": "a/b",
+		"file://~/dead.jsonl": "/home/ops/dead.jsonl", "file://localhost/var/x.jsonl": "/var/x.jsonl", "file:///var/x.jsonl": "/var/x.jsonl"} {
 		if got, ok := r.FilePath(ref); !ok || got != want {
 			t.Errorf("FilePath(%q) = %q, %v; want %q, true", ref, got, ok, want)
 		}

@@ -142,6 +142,22 @@ func TestExportDemoAcceptance(t *testing.T) {
 	}
 }
 
+// TestExportToTheHomeDirectory: `--to file://~/x.jsonl` writes every
+// message into the home directory's file. The file was created there
+// with its header only, and the export failed on the first message.
+func TestExportToTheHomeDirectory(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	stdout, stderr, code := runDLQ(t, "export", "demo:orders.dlq", "--to", "file://~/x.jsonl", "--limit", "10")
+	if code != ExitOK || !strings.Contains(stdout, "exported 10 messages") {
+		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
+	}
+	stdout, stderr, code = runDLQ(t, "stats", "file://"+filepath.Join(home, "x.jsonl"), "--output", "json")
+	if code != ExitOK || !strings.Contains(stdout, `"total": 10`) {
+		t.Fatalf("stats of the export: exit %d: %s %s", code, stdout, stderr)
+	}
+}
+
 // An archive read whole names what it exported from: every queue in it.
 func TestExportWholeArchiveNamesItsSource(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "all.jsonl")

@@ -3,8 +3,6 @@ package archive
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/dlq-tools/dlq/broker"
@@ -78,13 +76,5 @@ func FilePath(ref string) (string, error) {
 	if p == ref || p == "" {
 		return "", fmt.Errorf("malformed archive reference %q: want file://PATH (file://dead.jsonl, file:///var/dlq/dead.jsonl.gz)", ref)
 	}
-	if strings.HasPrefix(p, "localhost/") {
-		p = p[len("localhost"):]
-	}
-	if strings.HasPrefix(p, "~/") {
-		if home, err := os.UserHomeDir(); err == nil {
-			p = filepath.Join(home, p[2:])
-		}
-	}
-	return p, nil
+	return broker.LocalPath(p), nil
 }
