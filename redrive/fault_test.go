@@ -476,14 +476,22 @@ func (r rabbitRestarter) TallyName(scenario string) string {
 
 // sqsFaults is an SQS harness on the fault emulator, which it may restart
 // and stop; fauxqs keeps its queues and messages on disk across both.
+// started, if set, is called each time Start has started the emulator.
 type sqsFaults struct {
 	*sqsBackend
-	env brokertest.FaultEnv
+	env     brokertest.FaultEnv
+	started func()
 }
 
 func (s sqsFaults) Restart(t testing.TB) { s.env.Brokers(t, "restart-sqs") }
 func (s sqsFaults) Stop(t testing.TB)    { s.env.Brokers(t, "stop-sqs") }
-func (s sqsFaults) Start(t testing.TB)   { s.env.Brokers(t, "start-sqs") }
+
+func (s sqsFaults) Start(t testing.TB) {
+	s.env.Brokers(t, "start-sqs")
+	if s.started != nil {
+		s.started()
+	}
+}
 
 func (s sqsFaults) TallyName(scenario string) string {
 	switch scenario {
@@ -521,16 +529,29 @@ func TestFaultSQS(t *testing.T) {
 		t.Skip("this pass has only RabbitMQ fault servers; the SQS fault tests run in the pass with the fauxqs fault server")
 	}
 	env := brokertest.Fault(t)
-	t.Run("persistent", func(t *testing.T) {
-		brokertest.Faults(t, func(t testing.TB) brokertest.FaultHarness {
-			return sqsFaults{newSQS(t, "sqs-fauxqs-persistent", env.SQS.Endpoint), env}
-		}, brokertest.FaultOptions{Messages: 2000, Rate: "400",
-			Skip: map[string]string{"sigkill": "the kill trials restart nothing: they run in TestFaultSQS/plain"}})
-	})
-	t.Run("plain", func(t *testing.T) {
-		brokertest.Faults(t, func(t testing.TB) brokertest.FaultHarness {
-			return newSQS(t, "sqs-fauxqs", env.SQS.Endpoint)
-		}, brokertest.FaultOptions{KillMessages: 1500})
+	// The kill trials restart nothing. They run beside the other
+	// scenarios once the last fault is over (stop-start has started the
+	// emulator again), while that scenario's --resume waits for the
+	// messages the stopped emulator had hidden: the two waits overlap.
+	back := make(chan struct{})
+	var backOnce sync.Once
+	up := func() { backOnce.Do(func() { close(back) }) }
+	t.Run("fauxqs", func(t *testing.T) {
+		t.Run("persistent", func(t *testing.T) {
+			t.Parallel()
+			defer up()
+			brokertest.Faults(t, func(t testing.TB) brokertest.FaultHarness {
+				return sqsFaults{newSQS(t, "sqs-fauxqs-persistent", env.SQS.Endpoint), env, up}
+			}, brokertest.FaultOptions{Messages: 2000, Rate: "400",
+				Skip: map[string]string{"sigkill": "the kill trials restart nothing: they run in TestFaultSQS/fauxqs/plain, beside stop-start"}})
+		})
+		t.Run("plain", func(t *testing.T) {
+			t.Parallel()
+			<-back
+			brokertest.Faults(t, func(t testing.TB) brokertest.FaultHarness {
+				return newSQS(t, "sqs-fauxqs", env.SQS.Endpoint)
+			}, brokertest.FaultOptions{KillMessages: 1500})
+		})
 	})
 }
 
