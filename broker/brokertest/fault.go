@@ -184,11 +184,14 @@ func (o FaultOptions) withDefaults() FaultOptions {
 //
 //   - sigkill: ten or more SIGKILLs of dlq at random moments, each followed
 //     by --resume (or a plain re-run when the kill came before the journal);
-//   - close-all-connections (ConnectionCloser), connection-blocked
-//     (Blocker), restart (Restarter), stop-start (Stopper),
-//     kill-connected-node (NodeKiller), stop-leader (LeaderStopper): the
-//     fault strikes while dlq is frozen a fifth of the way through; dlq must
-//     ride it out or exit 3 (partly done), and a re-run finishes the move.
+//   - close-all-connections (ConnectionCloser), restart (Restarter),
+//     stop-start (Stopper), kill-connected-node (NodeKiller), stop-leader
+//     (LeaderStopper): the fault strikes while dlq is frozen a fifth of the
+//     way through; dlq must ride it out or exit 3 (partly done), and a
+//     re-run finishes the move;
+//   - connection-blocked (Blocker): the server blocks dlq's publishers a
+//     tenth of the way through; dlq must say it paused, move nothing
+//     meanwhile, and finish once the block lifts.
 //
 // A scenario whose capability the harness lacks is skipped with the reason,
 // as is one named in o.Skip.
