@@ -40,8 +40,8 @@ var (
 	_ brokertest.ConnectionCloser = rabbitCloser{}
 	_ brokertest.Blocker          = rabbitBlocker{}
 	_ brokertest.Restarter        = rabbitRestarter{}
-	_ brokertest.Restarter        = sqsFaults{}
-	_ brokertest.Stopper          = sqsFaults{}
+	_ brokertest.Restarter        = sqsRestarter{}
+	_ brokertest.Stopper          = sqsStopper{}
 )
 
 // rabbitBackend is a harness of one queue kind on one RabbitMQ node (or a
@@ -474,34 +474,35 @@ func (r rabbitRestarter) TallyName(scenario string) string {
 	return scenario
 }
 
-// sqsFaults is an SQS harness on the fault emulator, which it may restart
-// and stop; fauxqs keeps its queues and messages on disk across both.
+// sqsRestarter and sqsStopper are SQS harnesses on the fault emulator,
+// which they may restart, and stop and start; fauxqs keeps its queues and
+// messages on disk across both.
+type sqsRestarter struct {
+	*sqsBackend
+	env brokertest.FaultEnv
+}
+
+func (s sqsRestarter) Restart(t testing.TB) { s.env.Brokers(t, "restart-sqs") }
+
+func (s sqsRestarter) TallyName(string) string { return "sqs-restart" }
+
 // started, if set, is called each time Start has started the emulator.
-type sqsFaults struct {
+type sqsStopper struct {
 	*sqsBackend
 	env     brokertest.FaultEnv
 	started func()
 }
 
-func (s sqsFaults) Restart(t testing.TB) { s.env.Brokers(t, "restart-sqs") }
-func (s sqsFaults) Stop(t testing.TB)    { s.env.Brokers(t, "stop-sqs") }
+func (s sqsStopper) Stop(t testing.TB) { s.env.Brokers(t, "stop-sqs") }
 
-func (s sqsFaults) Start(t testing.TB) {
+func (s sqsStopper) Start(t testing.TB) {
 	s.env.Brokers(t, "start-sqs")
 	if s.started != nil {
 		s.started()
 	}
 }
 
-func (s sqsFaults) TallyName(scenario string) string {
-	switch scenario {
-	case "restart":
-		return "sqs-restart"
-	case "stop-start":
-		return "sqs-down"
-	}
-	return scenario
-}
+func (s sqsStopper) TallyName(string) string { return "sqs-down" }
 
 // ---------------------------------------------------------------------------
 // The fault tests, per server set. The RabbitMQ and SQS ones run side by
@@ -529,23 +530,25 @@ func TestFaultSQS(t *testing.T) {
 		t.Skip("this pass has only RabbitMQ fault servers; the SQS fault tests run in the pass with the fauxqs fault server")
 	}
 	env := brokertest.Fault(t)
-	// The kill trials restart nothing. They run beside the other
-	// scenarios once the last fault is over (stop-start has started the
-	// emulator again), while that scenario's --resume waits for the
-	// messages the stopped emulator had hidden: the two waits overlap.
+	persistent := func(t testing.TB) *sqsBackend { return newSQS(t, "sqs-fauxqs-persistent", env.SQS.Endpoint) }
+	o := brokertest.FaultOptions{Messages: 2000, Rate: "400",
+		Skip: map[string]string{"sigkill": "the kill trials restart nothing: they run in TestFaultSQS/hidden/sigkill, beside stop-start"}}
+	t.Run("restart", func(t *testing.T) {
+		brokertest.Faults(t, func(t testing.TB) brokertest.FaultHarness { return sqsRestarter{persistent(t), env} }, o)
+	})
+	// The kill trials run beside stop-start once its emulator is back,
+	// while its --resume waits for the messages the stopped emulator had
+	// hidden: the two waits overlap.
 	back := make(chan struct{})
 	var backOnce sync.Once
 	up := func() { backOnce.Do(func() { close(back) }) }
-	t.Run("fauxqs", func(t *testing.T) {
-		t.Run("persistent", func(t *testing.T) {
+	t.Run("hidden", func(t *testing.T) {
+		t.Run("stop-start", func(t *testing.T) {
 			t.Parallel()
 			defer up()
-			brokertest.Faults(t, func(t testing.TB) brokertest.FaultHarness {
-				return sqsFaults{newSQS(t, "sqs-fauxqs-persistent", env.SQS.Endpoint), env, up}
-			}, brokertest.FaultOptions{Messages: 2000, Rate: "400",
-				Skip: map[string]string{"sigkill": "the kill trials restart nothing: they run in TestFaultSQS/fauxqs/plain, beside stop-start"}})
+			brokertest.Faults(t, func(t testing.TB) brokertest.FaultHarness { return sqsStopper{persistent(t), env, up} }, o)
 		})
-		t.Run("plain", func(t *testing.T) {
+		t.Run("sigkill", func(t *testing.T) {
 			t.Parallel()
 			<-back
 			brokertest.Faults(t, func(t testing.TB) brokertest.FaultHarness {
