@@ -22,14 +22,14 @@ import (
 type clusterBackend struct {
 	*rabbitBackend
 	env   brokertest.ClusterEnv
-	wires []*amqpWire
+	wires []*brokertest.AMQPWire
 }
 
-func newCluster(t *testing.T, env brokertest.ClusterEnv) *clusterBackend {
+func newCluster(t testing.TB, env brokertest.ClusterEnv) *clusterBackend {
 	t.Helper()
 	c := &clusterBackend{env: env}
 	r := &rabbitBackend{name: "rabbitmq-cluster-quorum", kind: "quorum", url: env.AMQPURLs[0], urls: env.AMQPURLs,
-		mgmt: strings.Join(env.MgmtURLs, ","), version: env.Version, wire: newWireLedger()}
+		mgmt: strings.Join(env.MgmtURLs, ","), version: env.Version, wire: brokertest.NewWireLedger()}
 	if r.version == "" {
 		r.version = rabbitVersion(t, env.MgmtURLs[0], env.AMQPURLs[0])
 	}
@@ -44,7 +44,7 @@ func newCluster(t *testing.T, env brokertest.ClusterEnv) *clusterBackend {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := newAMQPWire(t, nu.Host, r.wire)
+		w := brokertest.NewAMQPWire(t, nu.Host, r.wire)
 		c.wires = append(c.wires, w)
 		hosts = append(hosts, w.Addr())
 	}
@@ -59,10 +59,10 @@ func newCluster(t *testing.T, env brokertest.ClusterEnv) *clusterBackend {
 }
 
 // connectedNode is the node (1-based) dlq's connections go to.
-func (c *clusterBackend) connectedNode(t *testing.T) int {
+func (c *clusterBackend) connectedNode(t testing.TB) int {
 	t.Helper()
 	for i, w := range c.wires {
-		if w.open.Load() > 0 {
+		if w.Open() > 0 {
 			return i + 1
 		}
 	}
@@ -71,7 +71,7 @@ func (c *clusterBackend) connectedNode(t *testing.T) int {
 }
 
 // leader is the node (1-based) that leads quorum queue q.
-func (c *clusterBackend) leader(t *testing.T, q string) int {
+func (c *clusterBackend) leader(t testing.TB, q string) int {
 	t.Helper()
 	for _, m := range c.env.MgmtURLs {
 		req, _ := http.NewRequest("GET", strings.TrimRight(m, "/")+"/api/queues/%2F/"+url.PathEscape(q), nil)
@@ -94,49 +94,57 @@ func (c *clusterBackend) leader(t *testing.T, q string) int {
 	return 0
 }
 
+// clusterKiller kills the node dlq is connected to, which also leads the
+// source queue (the test declares its queues through node 1, the first
+// node dlq tries).
+type clusterKiller struct{ *clusterBackend }
+
+func (c clusterKiller) KillConnectedNode(t testing.TB) {
+	node := c.connectedNode(t)
+	t.Logf("killing node %d (%s), which dlq is connected to", node, c.env.Nodes[node-1])
+	t.Cleanup(func() { c.env.StartNode(t, node) })
+	c.env.KillNode(t, node)
+}
+
+// clusterLeaderStopper stops the source queue's leader. The test declares
+// its queues through node 2, so the source's leader is not the node dlq
+// connects to first: this fault is the leader's alone.
+type clusterLeaderStopper struct{ *clusterBackend }
+
+func newClusterLeaderStopper(t testing.TB, env brokertest.ClusterEnv) clusterLeaderStopper {
+	c := newCluster(t, env)
+	c.url, c.urls = env.AMQPURLs[1], append(env.AMQPURLs[1:], env.AMQPURLs[0])
+	return clusterLeaderStopper{c}
+}
+
+func (c clusterLeaderStopper) Leader(t testing.TB, q string) (stop func(testing.TB)) {
+	leader := c.leader(t, q)
+	return func(t testing.TB) {
+		t.Logf("stopping node %d (%s), the source queue's leader; dlq is connected to node %d", leader, c.env.Nodes[leader-1], c.connectedNode(t))
+		t.Cleanup(func() { c.env.StartNode(t, leader) })
+		c.env.StopNode(t, leader)
+	}
+}
+
+func (c *clusterBackend) TallyName(scenario string) string { return "cluster-" + scenario }
+
 func TestFaultCluster(t *testing.T) {
 	t.Parallel()
 	env := brokertest.Cluster(t)
-	const n = 20000
+	o := brokertest.FaultOptions{Messages: 20000, Rate: "100000",
+		Skip: map[string]string{"sigkill": "the kill trials run on the single-node fault servers; the cluster's scenarios lose a node"}}
 	t.Run("kill-connected-node", func(t *testing.T) {
-		c := newCluster(t, env)
-		disruptRun(t, c, n, "100000", disruption{
-			name: "cluster-kill-connected-node",
-			inject: func(t *testing.T, _ *proc) {
-				node := c.connectedNode(t)
-				t.Logf("killing node %d (%s), which dlq is connected to", node, env.Nodes[node-1])
-				t.Cleanup(func() { env.StartNode(t, node) })
-				env.KillNode(t, node)
-			},
-			rerun: []string{"--resume"},
-		})
+		brokertest.Faults(t, func(t testing.TB) brokertest.FaultHarness { return clusterKiller{newCluster(t, env)} }, o)
 	})
 	t.Run("stop-leader", func(t *testing.T) {
-		c := newCluster(t, env)
-		// The test declares its queues through node 2, so the source's
-		// leader is not the node dlq connects to first: this fault is the
-		// leader's alone.
-		c.url, c.urls = env.AMQPURLs[1], append(env.AMQPURLs[1:], env.AMQPURLs[0])
-		var srcLeader int
-		disruptRun(t, c, n, "100000", disruption{
-			name: "cluster-stop-leader",
-			before: func(t *testing.T, src string) {
-				srcLeader = c.leader(t, src)
-			},
-			inject: func(t *testing.T, _ *proc) {
-				t.Logf("stopping node %d (%s), the source queue's leader; dlq is connected to node %d", srcLeader, env.Nodes[srcLeader-1], c.connectedNode(t))
-				t.Cleanup(func() { env.StartNode(t, srcLeader) })
-				env.StopNode(t, srcLeader)
-			},
-			rerun: []string{"--resume"},
-		})
+		brokertest.Faults(t, func(t testing.TB) brokertest.FaultHarness { return newClusterLeaderStopper(t, env) }, o)
 	})
 }
 
 // Held is how many messages of q are delivered and not yet acknowledged,
 // as the management API of a running node counts them (consumers on a
 // killed node stay listed after their messages came back).
-func (c *clusterBackend) Held(t *testing.T, q string) int {
+func (c *clusterBackend) Held(t testing.TB, q string) int {
 	t.Helper()
 	for _, m := range c.env.MgmtURLs {
 		req, _ := http.NewRequest("GET", strings.TrimRight(m, "/")+"/api/queues/%2F/"+url.PathEscape(q), nil)

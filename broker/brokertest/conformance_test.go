@@ -26,6 +26,10 @@ type memory struct {
 	tag    uint64
 	n      int
 	moves  map[string]broker.MoveTask // by source queue
+	// wire, when set, records what a server's wire would show: a publish
+	// the queue stored confirms its body, an ack removes one (the fault
+	// checks read it).
+	wire *brokertest.WireLedger
 }
 
 type entry struct {
@@ -190,6 +194,9 @@ func (s *sub) settle(rs []broker.Receipt, remove bool) {
 				e.taken = false
 				break
 			}
+			if s.m.wire != nil {
+				s.m.wire.Remove(e.body, "ack of")
+			}
 			n := 1
 			if s.m.flaw == "ack-two" && i+1 < len(es) {
 				n = 2
@@ -232,9 +239,15 @@ func (m *memory) Publish(_ context.Context, msgs []broker.Outgoing) ([]error, er
 			}
 		case m.queues[o.Dest.Queue] == nil:
 			errs[i] = m.notFound("publish", o.Dest.Queue)
+		case m.flaw == "publish-unconfirmed" && i == len(msgs)-1:
+			// Reported published, never stored: an adapter that takes a
+			// publish for done before the broker confirmed it.
 		default:
 			m.tag++
 			m.queues[o.Dest.Queue] = append(m.queues[o.Dest.Queue], &entry{body: string(o.Message.Body), tag: m.tag})
+			if m.wire != nil {
+				m.wire.Confirm(string(o.Message.Body))
+			}
 		}
 	}
 	if m.flaw == "publish-short" {
