@@ -28,7 +28,12 @@ import (
 // before its next delivery, so this polls, with a deadline.
 func failUntilDeadLettered(t *testing.T, r *riRabbit, q, dlq string, n int) (failed int) {
 	t.Helper()
-	riPoll(t, time.Minute, fmt.Sprintf("%s to hold %d messages dead-lettered from %s by its delivery limit (after %d failed deliveries)", dlq, n, q, failed), func() bool {
+	deadline := time.Now().Add(time.Minute)
+	for r.depth(dlq) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s to hold %d messages dead-lettered from %s by its delivery limit: it holds %d after %d failed deliveries",
+				dlq, n, q, r.depth(dlq), failed)
+		}
 		ch, err := r.conn.Channel()
 		if err != nil {
 			t.Fatal(err)
@@ -44,8 +49,8 @@ func failUntilDeadLettered(t *testing.T, r *riRabbit, q, dlq string, n int) (fai
 			failed++
 		}
 		ch.Close()
-		return r.depth(dlq) == n
-	})
+		time.Sleep(5 * time.Millisecond)
+	}
 	return failed
 }
 
@@ -76,33 +81,39 @@ func TestQueuesAndOriginIntegrationRabbitDelayedRetry(t *testing.T) {
 		stdout, stderr, code, _ := runBinary(t, env, append(slices.Clone(r.args), args...)...)
 		return stdout, stderr, code
 	}
+	// The roles come from the topology, with or without dead letters.
+	roles := func(when string) {
+		t.Helper()
+		stdout, stderr, code := dlq("queues", base, "-o", "json")
+		if code != ExitOK {
+			t.Fatalf("queues: exit %d: %s", code, stderr)
+		}
+		var qs []struct {
+			Name       string `json:"name"`
+			Role       string `json:"role"`
+			RoleSource string `json:"role_source"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &qs); err != nil {
+			t.Fatalf("queues -o json: %v: %s", err, stdout)
+		}
+		got := map[string]string{}
+		for _, q := range qs {
+			got[q.Name] = q.Role + " from " + q.RoleSource
+		}
+		want := map[string]string{orders: "work from topology", held: "dlq from topology"}
+		if !maps.Equal(got, want) {
+			t.Errorf("roles %s:\n%s", when, testdiff.Diff(want, got))
+		}
+	}
+	roles("before any message died")
 	failed := failUntilDeadLettered(t, r, orders, held, len(ps))
 	t.Logf("%d failed deliveries dead-lettered %d messages", failed, len(ps))
 
-	stdout, stderr, code := dlq("queues", base, "-o", "json")
-	if code != ExitOK {
-		t.Fatalf("queues: exit %d: %s", code, stderr)
-	}
-	var qs []struct {
-		Name       string `json:"name"`
-		Role       string `json:"role"`
-		RoleSource string `json:"role_source"`
-	}
-	if err := json.Unmarshal([]byte(stdout), &qs); err != nil {
-		t.Fatalf("queues -o json: %v: %s", err, stdout)
-	}
-	got := map[string]string{}
-	for _, q := range qs {
-		got[q.Name] = q.Role + " from " + q.RoleSource
-	}
-	want := map[string]string{orders: "work from topology", held: "dlq from topology"}
-	if !maps.Equal(got, want) {
-		t.Errorf("roles:\n%s", testdiff.Diff(want, got))
-	}
+	roles("with the dead letters")
 
 	// The dead letters carry x-death from the delivery limit: their origin
 	// is the queue with the delayed retry.
-	stdout, stderr, code = dlq("peek", held, "-o", "json")
+	stdout, stderr, code := dlq("peek", held, "-o", "json")
 	if code != ExitOK {
 		t.Fatalf("peek: exit %d: %s", code, stderr)
 	}
