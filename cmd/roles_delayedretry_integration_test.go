@@ -63,10 +63,23 @@ func TestQueuesAndOriginIntegrationRabbitDelayedRetry(t *testing.T) {
 	// Names that follow no dead-letter or retry convention: the roles
 	// must come from the topology.
 	base := brokertest.Name(t, "dr")
+	// As a topology spec's work queue declares it: the dead letters go
+	// to a topic exchange bound to the dead-letter queue with "#".
 	held := r.queue(base+".held", amqp.Table{"x-queue-type": "quorum"})
+	dlx := base + ".dlx"
+	if err := r.ch.ExchangeDeclare(dlx, "topic", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if ch, err := r.conn.Channel(); err == nil {
+			ch.ExchangeDelete(dlx, false, false)
+			ch.Close()
+		}
+	})
+	r.bind(held, "#", dlx)
 	orders := r.queue(base+".orders", amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int32(1),
 		"x-delayed-retry-type": "failed", "x-delayed-retry-min": int32(5), "x-delayed-retry-max": int32(20),
-		"x-dead-letter-exchange": "", "x-dead-letter-routing-key": held})
+		"x-dead-letter-exchange": dlx})
 	ex := r.exchange(base + ".x")
 	r.bind(orders, "order.created", ex)
 	var ps []amqp.Publishing
