@@ -9,13 +9,16 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
+	"os/signal"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -38,9 +41,14 @@ func main() {
 	runs := flag.Int("runs", 1, "repeat the pair this often and report the median ratio (the machine may be shared)")
 	fillHow := flag.String("fill", "dead-lettered", "rabbitmq: how the source gets its messages: dead-lettered (rejected from a work queue, so each carries x-death, as in a real DLQ) or published (straight into it, no death headers)")
 	label := flag.String("label", "", "added to each result's heading (e.g. how CPUs are shared)")
+	waitFor := flag.Duration("wait", 10*time.Minute, "the longest any one wait may take (a fill, a mover, a shovel deleting itself) before the benchmark fails, saying what it waited for")
 	flag.Parse()
 	dlqArgs = strings.Fields(*extra)
-	ctx := context.Background()
+	maxWait = *waitFor
+	// SIGINT and SIGTERM (timeout(1)) end every wait, so that the shovels
+	// and queues are still deleted on the way out.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	var results []result
 	for i := 0; i < *runs; i++ {
 		var r result
@@ -55,6 +63,7 @@ func main() {
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "redrivebench:", err)
+			stop()
 			os.Exit(1)
 		}
 		if *label != "" {
@@ -76,6 +85,10 @@ func main() {
 		sort.Slice(results, func(i, j int) bool { return results[i].netRatio() < results[j].netRatio() })
 		fmt.Printf("    median ratio against the shovel over TCP: %.2f×\n", results[len(results)/2].netRatio())
 	}
+	if *runs > 1 && med.local > 0 {
+		sort.Slice(results, func(i, j int) bool { return results[i].localRatio() < results[j].localRatio() })
+		fmt.Printf("    median ratio against the local shovel: %.2f×\n", results[len(results)/2].localRatio())
+	}
 }
 
 // result is one set of timed moves of the same messages.
@@ -90,11 +103,16 @@ type result struct {
 	// net is a shovel over TCP (RabbitMQ only); base is then the shovel
 	// inside the broker.
 	net time.Duration
+	// local is a shovel of protocol local (RabbitMQ 4.2 and later; 0
+	// elsewhere), localDone as baseDone.
+	local, localDone time.Duration
 }
 
 func (r result) ratio() float64 { return r.base.Seconds() / r.dlq.Seconds() }
 
 func (r result) netRatio() float64 { return r.net.Seconds() / r.dlq.Seconds() }
+
+func (r result) localRatio() float64 { return r.local.Seconds() / r.dlq.Seconds() }
 
 func (r result) rate(d time.Duration) float64 { return float64(r.n) / d.Seconds() }
 
@@ -107,27 +125,62 @@ func (r result) print() {
 	fmt.Printf("    %-28s %8.0f msg/s   dlq ratio %.2f×   (done, acknowledged: %.0f msg/s, %.2f×)\n",
 		r.baseName+" amqp:// (in broker)", r.rate(r.base), r.ratio(), r.rate(r.baseDone), r.baseDone.Seconds()/r.dlq.Seconds())
 	fmt.Printf("    %-28s %8.0f msg/s   dlq ratio %.2f×\n", r.baseName+" amqp://HOST (TCP)", r.rate(r.net), r.netRatio())
+	if r.local > 0 {
+		fmt.Printf("    %-28s %8.0f msg/s   dlq ratio %.2f×   (done, acknowledged: %.0f msg/s, %.2f×)\n",
+			r.baseName+" local (in broker)", r.rate(r.local), r.localRatio(), r.rate(r.localDone), r.localDone.Seconds()/r.dlq.Seconds())
+	}
 }
 
 // dlqArgs are added to every dlq redrive the benchmark runs.
 var dlqArgs []string
 
-func runDLQ(bin string, args ...string) (time.Duration, error) {
+// maxWait bounds every wait of the benchmark (-wait): one that takes
+// longer fails, naming what it waited for, instead of hanging.
+var maxWait = 10 * time.Minute
+
+func runDLQ(ctx context.Context, bin string, args ...string) (time.Duration, error) {
 	// Without a terminal a redrive needs --yes.
 	args = append(append(args, "--yes"), dlqArgs...)
+	ctx, cancel := context.WithTimeout(ctx, maxWait)
+	defer cancel()
 	start := time.Now()
-	c := exec.Command(bin, args...)
+	c := exec.CommandContext(ctx, bin, args...)
+	// Interrupted, dlq finishes its in-flight messages before it stops.
+	c.Cancel = func() error { return c.Process.Signal(os.Interrupt) }
+	c.WaitDelay = 30 * time.Second
 	c.Env = append(os.Environ(), "XDG_STATE_HOME="+os.TempDir()+"/dlq-bench-state")
 	out, err := c.CombinedOutput()
 	if os.Getenv("BENCH_VERBOSE") != "" {
 		os.Stderr.Write(out)
 	}
 	if err != nil {
+		why := err.Error()
+		if ctx.Err() == context.DeadlineExceeded {
+			why = fmt.Sprintf("still running after %s (-wait), interrupted: %v", maxWait, err)
+		}
 		// Never print the broker password that the URL carries.
-		line := broker.Redact(strings.Join(args, " ") + ": " + err.Error() + "\n" + string(out))
+		line := broker.Redact(strings.Join(args, " ") + ": " + why + "\n" + string(out))
 		return 0, fmt.Errorf("dlq %s", line)
 	}
 	return time.Since(start), nil
+}
+
+// poll calls done every interval until it reports true, and fails after
+// maxWait or when ctx ends, saying what it waited for and, from state, how
+// far it got.
+func poll(ctx context.Context, what string, interval time.Duration, done func() bool, state func() string) error {
+	deadline := time.Now().Add(maxWait)
+	for !done() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("waited %s (-wait) for %s: %s", maxWait, what, state())
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stopped waiting for %s (%v): %s", what, context.Cause(ctx), state())
+		case <-time.After(interval):
+		}
+	}
+	return nil
 }
 
 // flushQuorumLogs has the local test broker (scripts/brokers) write its
@@ -138,7 +191,9 @@ func runDLQ(bin string, args ...string) (time.Duration, error) {
 // (rabbitmq/ra#484, fixed in later versions): a benchmark deleting its
 // queues after each run hit it. Elsewhere this does nothing.
 func flushQuorumLogs() {
-	out, err := exec.Command("scripts/brokers", "rabbitmqctl", "eval",
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "scripts/brokers", "rabbitmqctl", "eval",
 		"ra_log_wal:force_roll_over(ra_log_wal), ra_log_segment_writer:await(ra_log_segment_writer).").CombinedOutput()
 	if err != nil && os.Getenv("BENCH_VERBOSE") != "" {
 		fmt.Fprintf(os.Stderr, "redrivebench: flushing the quorum log: %v: %s\n", err, out)
@@ -199,17 +254,19 @@ func benchSQS(ctx context.Context, bin string, n, conc int) (res result, err err
 		}
 		return n
 	}
-	doneAt := func(start time.Time) <-chan time.Duration {
-		done := make(chan time.Duration, 1)
+	type doneTime struct {
+		took time.Duration
+		err  error
+	}
+	doneAt := func(start time.Time) <-chan doneTime {
+		done := make(chan doneTime, 1)
 		go func() {
-			for time.Since(start) < 10*time.Minute {
-				if count(dlq, true) == 0 && count(dst, false) == total {
-					done <- time.Since(start)
-					return
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			done <- time.Since(start)
+			err := poll(ctx, fmt.Sprintf("the move of %d messages", total), 10*time.Millisecond,
+				func() bool { return count(dlq, true) == 0 && count(dst, false) == total },
+				func() string {
+					return fmt.Sprintf("source holds %d (with those in flight), destination %d", count(dlq, true), count(dst, false))
+				})
+			done <- doneTime{time.Since(start), err}
 		}()
 		return done
 	}
@@ -218,6 +275,9 @@ func benchSQS(ctx context.Context, bin string, n, conc int) (res result, err err
 	bareDone := doneAt(start)
 	moved := sqsbench.BareMove(ctx, c, dlq, dst, conc, int64(total))
 	base := <-bareDone
+	if base.err != nil {
+		return result{}, fmt.Errorf("bare loop: %w", base.err)
+	}
 	if moved != int64(total) {
 		return result{}, fmt.Errorf("bare loop moved %d of %d", moved, total)
 	}
@@ -226,27 +286,80 @@ func benchSQS(ctx context.Context, bin string, n, conc int) (res result, err err
 		return result{}, err
 	}
 	dlqDone := doneAt(time.Now())
-	if _, err := runDLQ(bin, "--broker", "sqs://us-east-1", "--endpoint-url", ep, "redrive", "bench-dlq-"+tag, "--to", "queue:bench-dst-"+tag,
+	if _, err := runDLQ(ctx, bin, "--broker", "sqs://us-east-1", "--endpoint-url", ep, "redrive", "bench-dlq-"+tag, "--to", "queue:bench-dst-"+tag,
 		"--concurrency", strconv.Itoa(conc)); err != nil {
 		return result{}, err
 	}
 	took := <-dlqDone
-	return result{what: fmt.Sprintf("sqs %d×1KiB c=%d", total, conc), n: total, base: base, dlq: took, baseName: "bare batch loop"}, nil
+	if took.err != nil {
+		return result{}, fmt.Errorf("dlq redrive: %w", took.err)
+	}
+	return result{what: fmt.Sprintf("sqs %d×1KiB c=%d", total, conc), n: total, base: base.took, dlq: took.took, baseName: "bare batch loop"}, nil
 }
 
 // --- RabbitMQ ------------------------------------------------------------
 
 type mgmt struct{ base, user, pass string }
 
-func (m mgmt) do(method, path string, in any) (*http.Response, error) {
+// mgmtClient bounds every management API request.
+var mgmtClient = &http.Client{Timeout: 30 * time.Second}
+
+func (m mgmt) do(ctx context.Context, method, path string, in any) (*http.Response, error) {
 	var b bytes.Buffer
 	if in != nil {
 		json.NewEncoder(&b).Encode(in)
 	}
-	req, _ := http.NewRequest(method, m.base+"/api"+path, &b)
+	req, err := http.NewRequestWithContext(ctx, method, m.base+"/api"+path, &b)
+	if err != nil {
+		return nil, err
+	}
 	req.SetBasicAuth(m.user, m.pass)
 	req.Header.Set("Content-Type", "application/json")
-	return http.DefaultClient.Do(req)
+	return mgmtClient.Do(req)
+}
+
+// get decodes the JSON document at path into out.
+func (m mgmt) get(ctx context.Context, path string, out any) error {
+	resp, err := m.do(ctx, "GET", path, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: HTTP %d", path, resp.StatusCode)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// version is the broker's RabbitMQ version as major, minor.
+func (m mgmt) version(ctx context.Context) (major, minor int, err error) {
+	var o struct {
+		Version string `json:"rabbitmq_version"`
+	}
+	if err := m.get(ctx, "/overview", &o); err != nil {
+		return 0, 0, err
+	}
+	if _, err := fmt.Sscanf(o.Version, "%d.%d", &major, &minor); err != nil {
+		return 0, 0, fmt.Errorf("RabbitMQ version %q: %v", o.Version, err)
+	}
+	return major, minor, nil
+}
+
+// shovelState is what the management API says of a running shovel, for
+// an error message: its state and, when it failed, why.
+func (m mgmt) shovelState(ctx context.Context, name string) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	var ss []map[string]any
+	if err := m.get(ctx, "/shovels/%2F", &ss); err != nil {
+		return "shovel status unknown: " + err.Error()
+	}
+	for _, s := range ss {
+		if s["name"] == name {
+			return fmt.Sprintf("shovel %s is %v %v", name, s["state"], s["reason"])
+		}
+	}
+	return "shovel " + name + " is not running"
 }
 
 // depth is the ready count from queue.declare passive: exact at once,
@@ -266,6 +379,19 @@ func depth(conn *amqp.Connection, q string) (int64, error) {
 // settle is the pause after filling a queue, before a mover is timed.
 const settle = 3 * time.Second
 
+// The shovels a RabbitMQ set compares with dlq: a dynamic shovel of
+// protocol amqp091 inside the broker (URIs amqp://) and over TCP (the
+// broker's address), and on RabbitMQ 4.2 and later one of protocol local.
+const (
+	shovelInBroker = "amqp091 in broker"
+	shovelTCP      = "amqp091 over TCP"
+	shovelLocal    = "local"
+)
+
+// localShovelSince is the first RabbitMQ version with the local shovel
+// protocol.
+var localShovelSince = [2]int{4, 2}
+
 func benchRabbit(ctx context.Context, bin string, n int, kind, fillHow string, first int) (res result, err error) {
 	if fillHow != "dead-lettered" && fillHow != "published" {
 		return result{}, fmt.Errorf("-fill %q: want dead-lettered or published", fillHow)
@@ -277,9 +403,14 @@ func benchRabbit(ctx context.Context, bin string, n int, kind, fillHow string, f
 	u, _ := url.Parse(amqpURL)
 	pass, _ := u.User.Password()
 	m := mgmt{os.Getenv("DLQ_TEST_MGMT_URL"), u.User.Username(), pass}
-	conn, err := amqp.Dial(amqpURL)
+	major, minor, err := m.version(ctx)
 	if err != nil {
-		return result{}, err
+		return result{}, fmt.Errorf("management API %s: %w", m.base, err)
+	}
+	hasLocal := major > localShovelSince[0] || major == localShovelSince[0] && minor >= localShovelSince[1]
+	conn, err := amqp.DialConfig(amqpURL, amqp.Config{Dial: amqp.DefaultDial(30 * time.Second)})
+	if err != nil {
+		return result{}, fmt.Errorf("dial: %s", broker.Redact(err.Error()))
 	}
 	defer conn.Close()
 	ch, err := conn.Channel()
@@ -303,6 +434,22 @@ func benchRabbit(ctx context.Context, bin string, n int, kind, fillHow string, f
 		}
 	}
 	defer remove()
+	// Every shovel the set creates is deleted on the way out, whether it
+	// finished or not (a failed or interrupted run leaves none behind),
+	// and before the queues are: a running shovel declares its queues
+	// again.
+	var shovels []string
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		for _, name := range shovels {
+			if resp, err := m.do(dctx, "DELETE", "/parameters/shovel/%2F/"+name, nil); err == nil {
+				resp.Body.Close()
+			} else {
+				fmt.Fprintf(os.Stderr, "redrivebench: delete shovel %s: %v\n", name, err)
+			}
+		}
+	}()
 	sets := 0
 	declare := func() error {
 		remove()
@@ -332,6 +479,13 @@ func benchRabbit(ctx context.Context, bin string, n int, kind, fillHow string, f
 		return result{}, err
 	}
 	body := bytes.Repeat([]byte("x"), 1024)
+	depthOf := func(q string) string {
+		d, err := depth(conn, q)
+		if err != nil {
+			return fmt.Sprintf("%s: %v", q, err)
+		}
+		return fmt.Sprintf("%s holds %d", q, d)
+	}
 	reject := func() error {
 		rc, err := conn.Channel()
 		if err != nil {
@@ -345,8 +499,18 @@ func benchRabbit(ctx context.Context, bin string, n int, kind, fillHow string, f
 		if err != nil {
 			return err
 		}
+		deadline := time.NewTimer(maxWait)
+		defer deadline.Stop()
 		for i := 1; i <= n; i++ {
-			d, ok := <-ds
+			var d amqp.Delivery
+			var ok bool
+			select {
+			case d, ok = <-ds:
+			case <-deadline.C:
+				return fmt.Errorf("fill: waited %s (-wait) for message %d of %d from %s to reject: %s", maxWait, i, n, into, depthOf(into))
+			case <-ctx.Done():
+				return fmt.Errorf("fill: stopped waiting for message %d of %d from %s (%v)", i, n, into, context.Cause(ctx))
+			}
 			if !ok {
 				return fmt.Errorf("fill: the work queue's consumer was cancelled")
 			}
@@ -369,27 +533,34 @@ func benchRabbit(ctx context.Context, bin string, n int, kind, fillHow string, f
 				}
 				ds = append(ds, d)
 			}
+			wctx, cancel := context.WithTimeout(ctx, maxWait)
 			for _, d := range ds {
-				if ok, err := d.WaitContext(ctx); err != nil || !ok {
-					return fmt.Errorf("fill: nack %v", err)
+				if ok, err := d.WaitContext(wctx); err != nil || !ok {
+					cancel()
+					if err != nil {
+						return fmt.Errorf("fill: waiting up to %s (-wait) for the confirm of message %d of %d to %s: %v", maxWait, d.DeliveryTag, n, into, err)
+					}
+					return fmt.Errorf("fill: the broker nacked message %d of %d to %s", d.DeliveryTag, n, into)
 				}
 			}
+			cancel()
 		}
 		if into != src {
 			return reject()
 		}
 		return nil
 	}
-	wait := func(q string, want int64) error {
-		deadline := time.Now().Add(10 * time.Minute)
-		for time.Now().Before(deadline) {
+	wait := func(q string, want int64, state func() string) error {
+		return poll(ctx, fmt.Sprintf("%s to hold %d messages", q, want), 5*time.Millisecond, func() bool {
 			d, err := depth(conn, q)
-			if err == nil && d == want {
-				return nil
+			return err == nil && d == want
+		}, func() string {
+			s := depthOf(q)
+			if state != nil {
+				s += "; " + state()
 			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		return fmt.Errorf("%s never reached %d", q, want)
+			return s
+		})
 	}
 	// Each mover starts from the same state: new queues, the source just
 	// filled, then settle for the broker to finish writing what the fill
@@ -402,36 +573,56 @@ func benchRabbit(ctx context.Context, bin string, n int, kind, fillHow string, f
 		if err := fill(); err != nil {
 			return err
 		}
-		if err := wait(src, int64(n)); err != nil {
+		if err := wait(src, int64(n), nil); err != nil {
 			return err
 		}
-		time.Sleep(settle)
+		select {
+		case <-time.After(settle):
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
 		return nil
 	}
 	// A shovel whose URIs are "amqp://" runs inside the broker over a
 	// direct connection, with no network and no AMQP framing; one given
 	// the broker's address (as a shovel between brokers is) goes over TCP
-	// as dlq does. Both are timed.
+	// as dlq does; one of protocol local (4.2 and later) talks to the
+	// queues inside the broker with no AMQP 0-9-1 channel at all, its URI
+	// naming only the user it acts as. All are timed.
 	netURI := strings.TrimSuffix(amqpURL, "/") + "/%2F"
-	shovelRun := func(uri string) (took, done time.Duration, err error) {
+	localURI := "amqp://" + url.PathEscape(u.User.Username()) + "@"
+	shovelRun := func(how string) (took, done time.Duration, err error) {
 		if err := prepare(); err != nil {
 			return 0, 0, err
 		}
+		protocol, uri, deleteAfter := "amqp091", "amqp://", any("queue-length")
+		switch how {
+		case shovelTCP:
+			uri = netURI
+		case shovelLocal:
+			// A local shovel reads a quorum source's length as 0 when it
+			// starts (measured on 4.3.6): with queue-length it deletes
+			// itself at once, having moved nothing. It is told the count.
+			protocol, uri, deleteAfter = "local", localURI, n
+		}
 		// RabbitMQ's own shovel, with confirms, like dlq.
 		start := time.Now()
-		name := "bench-shovel-" + tag
-		resp, err := m.do("PUT", "/parameters/shovel/%2F/"+name, map[string]any{"value": map[string]any{
-			"src-protocol": "amqp091", "src-uri": uri, "src-queue": src, "src-delete-after": "queue-length",
-			"dest-protocol": "amqp091", "dest-uri": uri, "dest-queue": dst, "ack-mode": "on-confirm"}})
+		name := fmt.Sprintf("bench-shovel-%s-%d", tag, sets)
+		shovels = append(shovels, name)
+		resp, err := m.do(ctx, "PUT", "/parameters/shovel/%2F/"+name, map[string]any{"value": map[string]any{
+			"src-protocol": protocol, "src-uri": uri, "src-queue": src, "src-delete-after": deleteAfter,
+			"dest-protocol": protocol, "dest-uri": uri, "dest-queue": dst, "ack-mode": "on-confirm"}})
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, fmt.Errorf("shovel (%s): %s", how, broker.Redact(err.Error()))
 		}
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		resp.Body.Close()
 		if resp.StatusCode >= 300 {
-			return 0, 0, fmt.Errorf("shovel: HTTP %d", resp.StatusCode)
+			return 0, 0, fmt.Errorf("shovel (%s): HTTP %d %s", how, resp.StatusCode, msg)
 		}
-		if err := wait(dst, int64(n)); err != nil {
-			return 0, 0, err
+		state := func() string { return m.shovelState(ctx, name) }
+		if err := wait(dst, int64(n), state); err != nil {
+			return 0, 0, fmt.Errorf("shovel (%s): %w", how, err)
 		}
 		// Timed to the last message at the destination; the shovel's own
 		// acknowledgements at the source finish after that (counted against
@@ -439,35 +630,44 @@ func benchRabbit(ctx context.Context, bin string, n int, kind, fillHow string, f
 		took = time.Since(start)
 		// Removing the shovel before it acknowledged its last messages would
 		// put them back in the source: wait until it deletes itself.
-		deadline := time.Now().Add(time.Minute)
-		for time.Now().Before(deadline) {
-			resp, err := m.do("GET", "/parameters/shovel/%2F/"+name, nil)
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusNotFound {
-					done = time.Since(start)
-					break
-				}
+		gone := func() bool {
+			resp, err := m.do(ctx, "GET", "/parameters/shovel/%2F/"+name, nil)
+			if err != nil {
+				return false
 			}
-			time.Sleep(10 * time.Millisecond)
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusNotFound
 		}
-		m.do("DELETE", "/parameters/shovel/%2F/"+name, nil)
+		if err := poll(ctx, "shovel "+name+" ("+how+") to delete itself after moving every message", 10*time.Millisecond, gone,
+			func() string { return depthOf(src) + ", " + depthOf(dst) + "; " + state() }); err != nil {
+			return 0, 0, err
+		}
+		done = time.Since(start)
 		return took, done, nil
 	}
-	res = result{what: fmt.Sprintf("rabbitmq %s %d×1KiB %s", kind, n, fillHow), n: n, baseName: "shovel"}
+	res = result{what: fmt.Sprintf("rabbitmq %d.%d %s %d×1KiB %s", major, minor, kind, n, fillHow), n: n, baseName: "shovel"}
 	movers := []func() error{
-		func() (err error) { res.base, res.baseDone, err = shovelRun("amqp://"); return err },
-		func() (err error) { res.net, _, err = shovelRun(netURI); return err },
+		func() (err error) { res.base, res.baseDone, err = shovelRun(shovelInBroker); return err },
+		func() (err error) { res.net, _, err = shovelRun(shovelTCP); return err },
 		func() error {
 			if err := prepare(); err != nil {
 				return err
 			}
-			res.dlq, err = runDLQ(bin, "--broker", amqpURL, "--management-url", m.base, "redrive", src, "--to", "queue:"+dst, "-o", "json")
-			return err
+			if res.dlq, err = runDLQ(ctx, bin, "--broker", amqpURL, "--management-url", m.base, "redrive", src, "--to", "queue:"+dst, "-o", "json"); err != nil {
+				return err
+			}
+			// dlq has returned: every message is at the destination already.
+			if d, err := depth(conn, dst); err != nil || d != int64(n) {
+				return fmt.Errorf("dlq redrive ended with %s, want %d (%v)", depthOf(dst), n, err)
+			}
+			return nil
 		},
 	}
+	if hasLocal {
+		movers = append(movers, func() (err error) { res.local, res.localDone, err = shovelRun(shovelLocal); return err })
+	}
 	// Each run starts with a different mover: each follows each other as
-	// often over three runs.
+	// often over as many runs as there are movers.
 	for i := range movers {
 		if err := movers[(i+first)%len(movers)](); err != nil {
 			return result{}, err
