@@ -20,7 +20,7 @@ import (
 // inner exception of a .NET one. Stack keeps the whole trace.
 type Failure struct {
 	// Framework names the decoder: spring, masstransit, nservicebus,
-	// spring-cloud-aws, lambda, sns, eventbridge.
+	// celery, spring-cloud-aws, lambda, sns, eventbridge.
 	Framework     string `json:"framework"`
 	ExceptionType string `json:"exception_type,omitempty"`
 	Message       string `json:"message,omitempty"`
@@ -34,6 +34,9 @@ type Failure struct {
 	FailedAt    time.Time `json:"failed_at,omitzero"`
 	Consumer    string    `json:"consumer,omitempty"`
 	MessageType string    `json:"message_type,omitempty"`
+	// ID is the framework's own id of the message where it keeps one apart
+	// from the broker's message id (Celery's task id).
+	ID string `json:"id,omitempty"`
 	// Envelope is the kind of envelope the body is (masstransit, sns,
 	// lambda, nservicebus), "" when the body is the payload itself.
 	Envelope string `json:"envelope,omitempty"`
@@ -83,6 +86,7 @@ const (
 	fwLambda
 	fwEventBridge
 	fwSNS
+	fwCelery
 )
 
 // FailureOf decodes the failure record of m, nil when no known framework or
@@ -112,6 +116,7 @@ func (in *failureInput) decode(f *Failure) bool {
 		set&fwLambda != 0 && decodeLambda(in, f),
 		set&fwEventBridge != 0 && decodeEventBridge(in, f),
 		set&fwSpringAWS != 0 && decodeSpringAWS(in, f),
+		set&fwCelery != 0 && decodeCelery(in, f),
 		set&fwSNS != 0 && decodeSNS(in, f):
 		return true
 	}
@@ -312,6 +317,10 @@ func headerFrameworks(k string) frameworkSet {
 	case 'N':
 		if strings.HasPrefix(k, "NServiceBus.") {
 			return fwNServiceBus
+		}
+	case 't':
+		if k == celeryTask {
+			return fwCelery
 		}
 	}
 	return 0
