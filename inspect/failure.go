@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -244,6 +245,36 @@ type failureInput struct {
 	// envHeaders is the raw headers object of a MassTransit envelope or an
 	// NServiceBus-on-SQS body, nil when none.
 	envHeaders []byte
+	// lazy defers the scan of a body that cannot be an envelope until the
+	// reason needs its fields (scanBody); pending is that body.
+	lazy    bool
+	pending []byte
+}
+
+// envelopeKeys are the keys one of which every envelope that init
+// recognises has, quoted as they appear in a body without escapes.
+var envelopeKeys = [...]string{`"messageType"`, `"Headers"`, `"requestContext"`, `"TopicArn"`}
+
+// mayBeEnvelope reports whether b may be an envelope: it holds one of
+// envelopeKeys, or an escape that could spell one.
+func mayBeEnvelope(b []byte) bool {
+	if bytes.IndexByte(b, '\\') >= 0 {
+		return true
+	}
+	for _, k := range envelopeKeys {
+		if bytes.Contains(b, []byte(k)) {
+			return true
+		}
+	}
+	return false
+}
+
+// scanBody scans a body whose scan init deferred.
+func (in *failureInput) scanBody() {
+	if in.pending != nil {
+		in.isObj = in.body.scan(in.pending)
+		in.pending = nil
+	}
 }
 
 // init reads header and attribute names and the body's top level, and
@@ -257,7 +288,11 @@ func (in *failureInput) init(m *broker.Message) bool {
 		in.set |= headerFrameworks(k) | attributeFrameworks(k)
 	}
 	b := jsonBody(m)
-	if len(b) > 0 {
+	switch {
+	case len(b) == 0:
+	case in.lazy && !mayBeEnvelope(b):
+		in.pending = b
+	default:
 		in.isObj = in.body.scan(b)
 	}
 	if in.isObj {
