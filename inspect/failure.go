@@ -478,12 +478,15 @@ func parseTime(s string) time.Time {
 	if s == "" {
 		return time.Time{}
 	}
+	layouts := [...]string{time.RFC3339Nano, nsbTimeLayout, "2006-01-02T15:04:05.9999999"}
 	if len(s) > 20 && s[10] == ' ' && s[19] == ':' {
 		// NServiceBus: yyyy-MM-dd HH:mm:ss:ffffff Z; Go reads a fraction
-		// only after a dot.
+		// only after a dot. Its layout goes first: a failed time.Parse
+		// allocates its error.
 		s = s[:19] + "." + s[20:]
+		layouts[0], layouts[1] = layouts[1], layouts[0]
 	}
-	for _, layout := range [...]string{time.RFC3339Nano, nsbTimeLayout, "2006-01-02T15:04:05.9999999"} {
+	for _, layout := range layouts {
 		if t, err := time.Parse(layout, s); err == nil {
 			return t.UTC()
 		}
