@@ -251,22 +251,41 @@ type failureInput struct {
 	pending []byte
 }
 
-// envelopeKeys are the keys one of which every envelope that init
-// recognises has, quoted as they appear in a body without escapes.
-var envelopeKeys = [...]string{`"messageType"`, `"Headers"`, `"requestContext"`, `"TopicArn"`}
-
-// mayBeEnvelope reports whether b may be an envelope: it holds one of
-// envelopeKeys, or an escape that could spell one.
+// mayBeEnvelope reports whether b may be an envelope that init
+// recognises: it holds one of the keys one of which every such envelope
+// has ("messageType", "Headers", "requestContext", "TopicArn"), or an
+// escape that could spell one. It jumps from quote to quote: one pass
+// over b, without comparing at every byte.
 func mayBeEnvelope(b []byte) bool {
 	if bytes.IndexByte(b, '\\') >= 0 {
 		return true
 	}
-	for _, k := range envelopeKeys {
-		if bytes.Contains(b, []byte(k)) {
+	for i := 0; ; {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return false
+		}
+		i += j + 1
+		if i >= len(b) {
+			return false
+		}
+		var key string
+		switch b[i] {
+		case 'm':
+			key = `messageType"`
+		case 'H':
+			key = `Headers"`
+		case 'r':
+			key = `requestContext"`
+		case 'T':
+			key = `TopicArn"`
+		default:
+			continue
+		}
+		if bytes.HasPrefix(b[i:], []byte(key)) {
 			return true
 		}
 	}
-	return false
 }
 
 // scanBody scans a body whose scan init deferred.

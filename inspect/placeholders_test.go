@@ -24,3 +24,24 @@ func FuzzPlaceholderCount(f *testing.F) {
 		}
 	})
 }
+
+// mayBeEnvelope finds each envelope's key, and answers no only for bodies
+// that have none of them and no escape.
+func TestMayBeEnvelope(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"order_id":"ord-1","note":"xxxx"}`:                  false,
+		`{"messageType":["urn:message:A"],"message":{}}`:      true,
+		`{"Headers":{},"Body":"e30="}`:                        true,
+		`{"version":"1.0","requestContext":{}}`:               true,
+		`{"Type":"Notification","TopicArn":"t","Message":""}`: true,
+		`{"a":"\u0054opicArn"}`:                               true,
+		`{"note":"messageType"}`:                              true,
+		`{"messageTyp":1,"Header":2,"TopicAr":3}`:             false,
+		`[1,2,"`: false,
+		``:       false,
+	} {
+		if got := mayBeEnvelope([]byte(body)); got != want {
+			t.Errorf("mayBeEnvelope(%s) = %v, want %v", body, got, want)
+		}
+	}
+}
