@@ -31,6 +31,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 SIZES=${DLQ_BENCH_GROUPS_N:-"100000 1000000"}
+FW_SIZES=${DLQ_BENCH_FRAMEWORKS_N:-"100000 1000000"}
 DIR=${DLQ_BENCH_DIR:-/tmp/dlq-bench}
 mkdir -p "$DIR"
 BIN="$DIR/dlq-groups"
@@ -104,7 +105,7 @@ echo "== dlq stats vs jq over mixed framework dead letters (Spring, MassTransit,
 echo "   (256-byte payloads; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg))"
 printf '%-9s %-5s %9s %7s %11s %12s %7s\n' messages tool seconds cpu_s msgs/s peak_RSS_MB groups
 fw_first="" fw_last=""
-for n in ${DLQ_BENCH_FRAMEWORKS_N:-"100000 1000000"}; do
+for n in $FW_SIZES; do
   # -v2: with Celery (a cached archive of an older generator is not reused)
   f="$DIR/groups-frameworks-v2-$n.jsonl"
   [ -s "$f" ] || { echo "generating $f…" >&2; "$GEN" -n "$n" -frameworks -size 256 -o "$f"; }
