@@ -37,6 +37,8 @@ app.conf.update(
     task_reject_on_worker_lost=True,
     worker_prefetch_multiplier=1,
     worker_hijack_root_logger=False,
+    # No remote control: it would leave a celery.pidbox exchange behind.
+    worker_enable_remote_control=False,
     broker_connection_retry_on_startup=False,
     broker_connection_max_retries=1,
 )
