@@ -397,8 +397,8 @@ func attributeFrameworks(k string) frameworkSet {
 // text is a header's value as text: an AMQP header, else an SQS attribute
 // of that name, else the envelope's header of that name.
 func (in *failureInput) text(name string) string {
-	if _, ok := in.m.Headers[name]; ok {
-		return headerText(in.m.Headers, name)
+	if v, ok := in.m.Headers[name]; ok {
+		return headerValueText(v)
 	}
 	if a, ok := in.m.Attributes[name]; ok {
 		if a.StringValue != "" {

@@ -90,8 +90,11 @@ func typed(typ, msg string) string {
 }
 
 // headerText returns a header as text when it is a string or byte string.
-func headerText(h map[string]any, k string) string {
-	switch v := h[k].(type) {
+func headerText(h map[string]any, k string) string { return headerValueText(h[k]) }
+
+// headerValueText is a header value as text (headerText).
+func headerValueText(v any) string {
+	switch v := v.(type) {
 	case string:
 		return v
 	case []byte:
