@@ -24,7 +24,7 @@ TEST43ENV = eval "$$(DLQ_BROKERS_INSTANCE=test43 $(BROKERS) env)" && eval "$$(DL
             eval "$$(DLQ_BROKERS_INSTANCE=cluster43 $(BROKERS) env)" && $(RUNENV)
 INSTANCES = test fault test4 fault4 test43 fault43 cluster43 tls tls43
 
-.PHONY: build test unit bench lint demo docs release-check release-snapshot brokers-up brokers-down brokers-status fuzz clean
+.PHONY: build test frameworks unit bench lint demo docs release-check release-snapshot brokers-up brokers-down brokers-status fuzz clean
 
 # Static, as the releases are: no dynamic loader or cgo set-up at start.
 build:
@@ -52,13 +52,18 @@ define faultpass
   grep -aE 'fault tally|^(ok|FAIL|--- FAIL|panic)' $(2); \
   if [ $$rc -ne 0 ]; then tail -n 150 $(2); exit $$rc; fi
 endef
-test: brokers-up build
+test: brokers-up build frameworks
 	$(TESTENV) $(GO) test -race -count=1 -timeout 30m -skip '^TestFault' $(PKGS)
 	$(TEST4ENV) $(GO) test -race -count=1 -timeout 30m -skip '^TestFault' $(RABBITPKGS)
 	$(TEST43ENV) $(GO) test -race -count=1 -timeout 30m -skip '^TestFault' $(RABBITPKGS)
 	$(call faultpass,$(TESTENV),$(FAULTLOG))
 	$(call faultpass,$(TEST43ENV),$(FAULT43LOG),-skip '^TestFaultSQS$$')
 	$(call faultpass,$(TEST4ENV),$(FAULT4LOG),-skip '^TestFault(RabbitMQ|ConcurrentProcesses)$$/classic$$')
+
+# Real framework clients the integration tests run (Celery from Debian's
+# packages, unpacked into a private folder; cached): see scripts/frameworks.
+frameworks:
+	scripts/frameworks celery >/dev/null
 
 # Unit tests only; integration tests skip without the servers.
 unit:

@@ -157,7 +157,7 @@ Output: a table on a terminal (tab-separated without one); --output json
 writes a JSON array of full messages (headers, properties or attributes,
 death record, the failure record that a framework or AWS service left
 (.failure: framework, exception_type, message, stack, origin, attempts,
-failed_at, consumer, message_type), decoded body; the same document that
+failed_at, consumer, message_type, id), decoded body; the same document that
 --filter sees), jsonl one
 such object per line, raw the bodies only, as stored, one per line (with -0
 separated by NUL bytes instead, for bodies that contain newlines). The

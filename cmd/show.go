@@ -221,6 +221,7 @@ func writeFailure(w io.Writer, v any) {
 	item("failed at", f["failed_at"])
 	item("consumer", f["consumer"])
 	item("message type", f["message_type"])
+	item("id", f["id"])
 	stack, _ := f["stack"].(string)
 	if stack = strings.TrimRight(stack, "\n"); stack == "" {
 		return

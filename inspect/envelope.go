@@ -76,6 +76,7 @@ func failureDoc(f *Failure) any {
 		"attempts":       int(f.Attempts),
 		"consumer":       f.Consumer,
 		"message_type":   f.MessageType,
+		"id":             f.ID,
 		"envelope":       f.Envelope,
 		"origin":         nil,
 		"failed_at":      nil,

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -20,7 +21,7 @@ import (
 // inner exception of a .NET one. Stack keeps the whole trace.
 type Failure struct {
 	// Framework names the decoder: spring, masstransit, nservicebus,
-	// spring-cloud-aws, lambda, sns, eventbridge.
+	// celery, spring-cloud-aws, lambda, sns, eventbridge.
 	Framework     string `json:"framework"`
 	ExceptionType string `json:"exception_type,omitempty"`
 	Message       string `json:"message,omitempty"`
@@ -34,6 +35,9 @@ type Failure struct {
 	FailedAt    time.Time `json:"failed_at,omitzero"`
 	Consumer    string    `json:"consumer,omitempty"`
 	MessageType string    `json:"message_type,omitempty"`
+	// ID is the framework's own id of the message where it keeps one apart
+	// from the broker's message id (Celery's task id).
+	ID string `json:"id,omitempty"`
 	// Envelope is the kind of envelope the body is (masstransit, sns,
 	// lambda, nservicebus), "" when the body is the payload itself.
 	Envelope string `json:"envelope,omitempty"`
@@ -83,6 +87,7 @@ const (
 	fwLambda
 	fwEventBridge
 	fwSNS
+	fwCelery
 )
 
 // FailureOf decodes the failure record of m, nil when no known framework or
@@ -112,6 +117,7 @@ func (in *failureInput) decode(f *Failure) bool {
 		set&fwLambda != 0 && decodeLambda(in, f),
 		set&fwEventBridge != 0 && decodeEventBridge(in, f),
 		set&fwSpringAWS != 0 && decodeSpringAWS(in, f),
+		set&fwCelery != 0 && decodeCelery(in, f),
 		set&fwSNS != 0 && decodeSNS(in, f):
 		return true
 	}
@@ -239,6 +245,55 @@ type failureInput struct {
 	// envHeaders is the raw headers object of a MassTransit envelope or an
 	// NServiceBus-on-SQS body, nil when none.
 	envHeaders []byte
+	// lazy defers the scan of a body that cannot be an envelope until the
+	// reason needs its fields (scanBody); pending is that body.
+	lazy    bool
+	pending []byte
+}
+
+// mayBeEnvelope reports whether b may be an envelope that init
+// recognises: it holds one of the keys one of which every such envelope
+// has ("messageType", "Headers", "requestContext", "TopicArn"), or an
+// escape that could spell one. It jumps from quote to quote: one pass
+// over b, without comparing at every byte.
+func mayBeEnvelope(b []byte) bool {
+	if bytes.IndexByte(b, '\\') >= 0 {
+		return true
+	}
+	for i := 0; ; {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return false
+		}
+		i += j + 1
+		if i >= len(b) {
+			return false
+		}
+		var key string
+		switch b[i] {
+		case 'm':
+			key = `messageType"`
+		case 'H':
+			key = `Headers"`
+		case 'r':
+			key = `requestContext"`
+		case 'T':
+			key = `TopicArn"`
+		default:
+			continue
+		}
+		if bytes.HasPrefix(b[i:], []byte(key)) {
+			return true
+		}
+	}
+}
+
+// scanBody scans a body whose scan init deferred.
+func (in *failureInput) scanBody() {
+	if in.pending != nil {
+		in.isObj = in.body.scan(in.pending)
+		in.pending = nil
+	}
 }
 
 // init reads header and attribute names and the body's top level, and
@@ -252,7 +307,11 @@ func (in *failureInput) init(m *broker.Message) bool {
 		in.set |= headerFrameworks(k) | attributeFrameworks(k)
 	}
 	b := jsonBody(m)
-	if len(b) > 0 {
+	switch {
+	case len(b) == 0:
+	case in.lazy && !mayBeEnvelope(b):
+		in.pending = b
+	default:
 		in.isObj = in.body.scan(b)
 	}
 	if in.isObj {
@@ -313,6 +372,10 @@ func headerFrameworks(k string) frameworkSet {
 		if strings.HasPrefix(k, "NServiceBus.") {
 			return fwNServiceBus
 		}
+	case 't':
+		if k == celeryTask {
+			return fwCelery
+		}
 	}
 	return 0
 }
@@ -334,8 +397,8 @@ func attributeFrameworks(k string) frameworkSet {
 // text is a header's value as text: an AMQP header, else an SQS attribute
 // of that name, else the envelope's header of that name.
 func (in *failureInput) text(name string) string {
-	if _, ok := in.m.Headers[name]; ok {
-		return headerText(in.m.Headers, name)
+	if v, ok := in.m.Headers[name]; ok {
+		return headerValueText(v)
 	}
 	if a, ok := in.m.Attributes[name]; ok {
 		if a.StringValue != "" {
@@ -434,12 +497,15 @@ func parseTime(s string) time.Time {
 	if s == "" {
 		return time.Time{}
 	}
+	layouts := [...]string{time.RFC3339Nano, nsbTimeLayout, "2006-01-02T15:04:05.9999999"}
 	if len(s) > 20 && s[10] == ' ' && s[19] == ':' {
 		// NServiceBus: yyyy-MM-dd HH:mm:ss:ffffff Z; Go reads a fraction
-		// only after a dot.
+		// only after a dot. Its layout goes first: a failed time.Parse
+		// allocates its error.
 		s = s[:19] + "." + s[20:]
+		layouts[0], layouts[1] = layouts[1], layouts[0]
 	}
-	for _, layout := range [...]string{time.RFC3339Nano, nsbTimeLayout, "2006-01-02T15:04:05.9999999"} {
+	for _, layout := range layouts {
 		if t, err := time.Parse(layout, s); err == nil {
 			return t.UTC()
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -153,10 +154,21 @@ func FuzzFailureOf(f *testing.F) {
 	f.Add([]byte(`{"Type":"Notification","TopicArn":"t","Message":"{\"a\":1}"}`), "x-exception-stacktrace", "Caused by: \nCaused by: : ", "JavaType")
 	f.Add([]byte(`{"requestContext":{"approximateInvokeCount":"x"},"requestPayload":1,"responsePayload":{"stackTrace":[1,"a",{}]}}`), "x-original-routingKey", "", "ERROR_CODE")
 	f.Add([]byte(`{"messageType":1,"message":2,"Headers":"x","Body":"!!"}`), "MT-Fault-RetryCount", "99999999999999999999", "ErrorCode")
+	f.Add([]byte(`{"dead_reason":"stock \"low\"","note":"x"}`), "x-exception-message", "Listener threw", "other")
+	f.Add([]byte(`{"\u0054ype":"Notification","Top\u0069cArn":"t","Message":"m","error":"e"}`), "a", "b", "c")
+	f.Add([]byte(`{"error":{"message":"card declined"}}`), "MT-Reason", "", "ErrorCode")
 	f.Fuzz(func(t *testing.T, body []byte, header, value, attr string) {
 		m := &broker.Message{Body: body, Headers: map[string]any{header: value},
 			Attributes: map[string]broker.Attribute{attr: {DataType: "String", StringValue: value}}}
 		_ = FailureOf(m)
+		// Deferring the scan of a body that cannot be an envelope changes
+		// neither the reason nor the record.
+		var lazy, eager Failure
+		rl, okl := reasonScan(m, &lazy, true)
+		re, oke := reasonScan(m, &eager, false)
+		if rl != re || okl != oke || !reflect.DeepEqual(lazy, eager) {
+			t.Fatalf("deferred body scan: reason %q (%v) %+v, eager %q (%v) %+v", rl, okl, lazy, re, oke, eager)
+		}
 		if r := Reason(m); strings.ContainsAny(r, "\n\r") || len([]rune(r)) > MaxReasonLen {
 			t.Fatalf("reason %q is not one line of at most %d runes", r, MaxReasonLen)
 		}

@@ -146,7 +146,7 @@ func (s *Stats) value(ctx context.Context, g Grouping, m *broker.Message, t time
 			return r, nil
 		}
 		s.shaper.shape(r)
-		s.shapeOK = len(placeholders(string(s.shaper.out))) == len(s.shaper.vals)
+		s.shapeOK = placeholderCount(s.shaper.out) == len(s.shaper.vals)
 		return s.intern(s.shaper.out), nil
 	case "redrives":
 		return strconv.FormatInt(Redrives(m), 10), nil

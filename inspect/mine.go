@@ -3,6 +3,7 @@
 package inspect
 
 import (
+	"bytes"
 	"sort"
 	"strings"
 )
@@ -166,6 +167,28 @@ func placeholders(template string) []string {
 		i += e + 1
 	}
 	return out
+}
+
+// placeholderCount is len(placeholders(string(shape))), without building
+// the list (stats counts the placeholders of every message's shape).
+func placeholderCount(shape []byte) int {
+	n := 0
+	for i := 0; i < len(shape); {
+		if shape[i] != '<' {
+			i++
+			continue
+		}
+		e := bytes.IndexByte(shape[i:], '>')
+		if e < 0 {
+			break
+		}
+		switch string(shape[i : i+e+1]) {
+		case PhNum, PhUUID, PhHex, PhID, PhTime, PhIP, PhEmail, PhStr, PhAny:
+			n++
+		}
+		i += e + 1
+	}
+	return n
 }
 
 // words splits a shape into its words: Shape separates them by one ASCII

@@ -45,7 +45,15 @@ func reasonAndFailure(m *broker.Message) (string, *Failure) {
 // reasonOf is Reason, filling f with the failure record; ok reports
 // whether there is one.
 func reasonOf(m *broker.Message, f *Failure) (string, bool) {
-	var in failureInput
+	// A body that cannot be an envelope is scanned only when the reason
+	// comes from it.
+	return reasonScan(m, f, true)
+}
+
+// reasonScan is reasonOf, with the body scan deferred when lazy (tests
+// compare both).
+func reasonScan(m *broker.Message, f *Failure, lazy bool) (string, bool) {
+	in := failureInput{lazy: lazy}
 	in.init(m)
 	ok := in.decode(f)
 	if ok {
@@ -53,6 +61,7 @@ func reasonOf(m *broker.Message, f *Failure) (string, bool) {
 			return r, true
 		}
 	}
+	in.scanBody()
 	if in.isObj {
 		for _, k := range [...]bodyKey{bkDeadReason, bkError, bkReason} {
 			if r := reasonValue(in.body[k]); r != "" {
@@ -81,8 +90,11 @@ func typed(typ, msg string) string {
 }
 
 // headerText returns a header as text when it is a string or byte string.
-func headerText(h map[string]any, k string) string {
-	switch v := h[k].(type) {
+func headerText(h map[string]any, k string) string { return headerValueText(h[k]) }
+
+// headerValueText is a header value as text (headerText).
+func headerValueText(v any) string {
+	switch v := v.(type) {
 	case string:
 		return v
 	case []byte:

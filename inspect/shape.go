@@ -66,25 +66,47 @@ func (s *shaper) mask(ph, v string) {
 	}
 }
 
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
-}
+// The byte classes of the shaper, one table lookup each: every byte of
+// every reason is classified several times.
+const (
+	clSpace uint8 = 1 << iota
+	clDelim
+	clDigit
+	clLetter
+	clHex
+)
+
+var byteClass = func() (t [256]uint8) {
+	for c := range 256 {
+		b := byte(c)
+		switch b {
+		case ' ', '\t', '\n', '\r', '\v', '\f':
+			t[c] |= clSpace
+		case '(', ')', '[', ']', '{', '}', ',', ';', '=', '"', '\'', '`', '<', '>', '|':
+			t[c] |= clDelim
+		}
+		if b >= '0' && b <= '9' {
+			t[c] |= clDigit | clHex
+		}
+		if b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= 0x80 {
+			t[c] |= clLetter
+		}
+		if b >= 'a' && b <= 'f' || b >= 'A' && b <= 'F' {
+			t[c] |= clHex
+		}
+	}
+	return t
+}()
+
+func isSpace(c byte) bool { return byteClass[c]&clSpace != 0 }
 
 // isDelim separates atoms inside a word.
-func isDelim(c byte) bool {
-	switch c {
-	case '(', ')', '[', ']', '{', '}', ',', ';', '=', '"', '\'', '`', '<', '>', '|':
-		return true
-	}
-	return false
-}
+func isDelim(c byte) bool { return byteClass[c]&clDelim != 0 }
 
-func isDigit(c byte) bool  { return c >= '0' && c <= '9' }
-func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80 }
-func isAlnum(c byte) bool  { return isDigit(c) || isLetter(c) }
-func isHexDigit(c byte) bool {
-	return isDigit(c) || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
+func isDigit(c byte) bool    { return c-'0' <= 9 }
+func isLetter(c byte) bool   { return byteClass[c]&clLetter != 0 }
+func isAlnum(c byte) bool    { return byteClass[c]&(clDigit|clLetter) != 0 }
+func isHexDigit(c byte) bool { return byteClass[c]&clHex != 0 }
 
 func (s *shaper) shape(r string) {
 	s.reset()

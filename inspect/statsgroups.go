@@ -27,7 +27,9 @@ const (
 )
 
 type hotVal struct {
-	v   string
+	// v is the value, in a buffer of its own that an eviction reuses: the
+	// values of ids and UUIDs are new in nearly every message.
+	v   []byte
 	n   int64 // an upper bound of the value's count
 	err int64 // how much of n it inherited: n-err is a lower bound
 }
@@ -39,23 +41,24 @@ type hotSlot struct {
 
 func (h *hotSlot) add(v string, n int64) {
 	for i := range h.vals {
-		if h.vals[i].v == v {
+		if string(h.vals[i].v) == v {
 			h.vals[i].n += n
 			return
 		}
 	}
 	if len(h.vals) < hotCapacity {
-		h.vals = append(h.vals, hotVal{v: strings.Clone(v), n: n})
+		h.vals = append(h.vals, hotVal{v: []byte(v), n: n})
 		return
 	}
 	// Replace the least counted value; it inherits its count.
 	lo := 0
 	for i := range h.vals {
-		if h.vals[i].n < h.vals[lo].n || h.vals[i].n == h.vals[lo].n && h.vals[i].v > h.vals[lo].v {
+		if h.vals[i].n < h.vals[lo].n || h.vals[i].n == h.vals[lo].n && string(h.vals[i].v) > string(h.vals[lo].v) {
 			lo = i
 		}
 	}
-	h.vals[lo] = hotVal{v: strings.Clone(v), n: h.vals[lo].n + n, err: h.vals[lo].n}
+	old := &h.vals[lo]
+	*old = hotVal{v: append(old.v[:0], v...), n: old.n + n, err: old.n}
 	h.evicted = true
 }
 
@@ -164,7 +167,7 @@ func (s *Stats) mergeOf(members []*group, values []string) *mergedGroup {
 		for i := range min(len(g.hot), len(m.hot)) {
 			for _, v := range g.hot[i].vals {
 				if v.n > v.err {
-					m.hot[i].add(v.v, v.n-v.err)
+					m.hot[i].add(string(v.v), v.n-v.err)
 				}
 			}
 			m.hot[i].evicted = m.hot[i].evicted || g.hot[i].evicted
@@ -206,7 +209,7 @@ func (m *mergedGroup) hotValues(template string) []HotValues {
 				h := HotValues{Placeholder: ph, Position: pos, Approximate: slot.evicted}
 				for _, v := range slot.vals {
 					if c := v.n - v.err; c >= 2 || !slot.evicted && c > 0 {
-						h.Values = append(h.Values, HotValue{v.v, c})
+						h.Values = append(h.Values, HotValue{string(v.v), c})
 					}
 				}
 				out = append(out, h.top())

@@ -167,6 +167,7 @@ func (d *detailView) render() []string {
 		}
 		kv("consumer", f.Consumer)
 		kv("message type", f.MessageType)
+		kv("id", f.ID)
 		if f.Envelope != "" {
 			kv("envelope", f.Envelope+" (the body below is the payload inside it)")
 		}

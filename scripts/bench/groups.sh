@@ -13,7 +13,8 @@
 #     --max-groups (default 10,000; the rest is counted as "(other)").
 #  3. Mixed framework dead letters (Spring with Java traces, MassTransit
 #     envelopes, NServiceBus with .NET inner exceptions, SNS envelopes,
-#     Lambda on-failure records, EventBridge attributes, plain bodies;
+#     Lambda on-failure records, EventBridge attributes, Celery tasks
+#     dead-lettered by RabbitMQ, plain bodies;
 #     256-byte payloads), decoded with no configuration, against jq with
 #     the same rule (root cause of a trace, type and message, the error
 #     inside an envelope), also at 1M: the decoders keep dlq >= 10x jq in
@@ -30,6 +31,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 SIZES=${DLQ_BENCH_GROUPS_N:-"100000 1000000"}
+FW_SIZES=${DLQ_BENCH_FRAMEWORKS_N:-"100000 1000000"}
 DIR=${DLQ_BENCH_DIR:-/tmp/dlq-bench}
 mkdir -p "$DIR"
 BIN="$DIR/dlq-groups"
@@ -75,7 +77,8 @@ done
 # The reason rule of dlq's framework decoders, as far as jq goes: the
 # innermost Caused by: of a Java trace, MassTransit's type and message, the
 # innermost inner exception of a .NET trace, EventBridge's code and
-# message, a Lambda record's errorType and errorMessage, a body's error.
+# message, a Lambda record's errorType and errorMessage, a Celery task's
+# death reason, a body's error.
 # shellcheck disable=SC2016 # a jq program: its $m is jq's
 JQ_FW_PROG='def shape:
   gsub("[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"; "<uuid>")
@@ -89,6 +92,7 @@ def reason:
   elif $h["MT-Fault-Message"] then $h["MT-Fault-ExceptionType"].value + ": " + $h["MT-Fault-Message"].value
   elif $h["NServiceBus.ExceptionInfo.StackTrace"] then [$h["NServiceBus.ExceptionInfo.StackTrace"].value | scan("---> ([^\n]*)")] | last | .[0]
   elif $a["ERROR_MESSAGE"] then $a["ERROR_CODE"].string_value + ": " + $a["ERROR_MESSAGE"].string_value
+  elif $h["task"] and $h["lang"] then .death.reason // "(unknown)"
   else (.body | fromjson? // {}) as $b
     | if ($b | type) != "object" then "(unknown)"
       elif $b.responsePayload then $b.responsePayload.errorType + ": " + $b.responsePayload.errorMessage
@@ -97,11 +101,13 @@ def reason:
 reduce inputs as $m ({}; ($m | reason | shape) as $k | .[$k] += 1)'
 
 echo
-echo "== dlq stats vs jq over mixed framework dead letters (Spring, MassTransit, NServiceBus, SNS, Lambda, EventBridge, plain)"
+echo "== dlq stats vs jq over mixed framework dead letters (Spring, MassTransit, NServiceBus, SNS, Lambda, EventBridge, Celery, plain)"
+echo "   (256-byte payloads; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg))"
 printf '%-9s %-5s %9s %7s %11s %12s %7s\n' messages tool seconds cpu_s msgs/s peak_RSS_MB groups
 fw_first="" fw_last=""
-for n in ${DLQ_BENCH_FRAMEWORKS_N:-"100000 1000000"}; do
-  f="$DIR/groups-frameworks-$n.jsonl"
+for n in $FW_SIZES; do
+  # -v2: with Celery (a cached archive of an older generator is not reused)
+  f="$DIR/groups-frameworks-v2-$n.jsonl"
   [ -s "$f" ] || { echo "generating $f…" >&2; "$GEN" -n "$n" -frameworks -size 256 -o "$f"; }
   median 3 "$BIN" stats "file://$f" --output json
   groups=$(grep -c '"template"' "$DIR/groups-out" || true)

@@ -16,8 +16,10 @@ import (
 // trace whose root cause is the reason, x-original-*), MassTransit (MT-Fault-*
 // headers and the JSON envelope), NServiceBus (NServiceBus.ExceptionInfo.*
 // with a .NET inner exception), an SNS envelope, a Lambda on-failure
-// record, EventBridge target DLQ attributes, and a plain body with an error
-// field. Reasons carry variable parts (ids, numbers).
+// record, EventBridge target DLQ attributes, a Celery task that RabbitMQ
+// dead-lettered (task protocol 2 headers, no failure text: the reason is
+// x-death's), and a plain body with an error field. Reasons carry variable
+// parts (ids, numbers).
 func mixedFrameworks(n int, path string, size int) error {
 	os.Remove(path)
 	w, err := archive.NewWriter(path, archive.WriterOptions{Generator: "inspectgen", Source: archive.Source{System: broker.RabbitMQ, Queue: "bench.dlq"}})
@@ -40,7 +42,7 @@ func mixedFrameworks(n int, path string, size int) error {
 			Timestamp:  ts,
 		}
 		sku := rng.IntN(10000)
-		switch rng.IntN(7) {
+		switch rng.IntN(8) {
 		case 0:
 			m.Headers = map[string]any{
 				"x-exception-message":    "Listener method 'public void com.shop.Orders.handle(Order)' threw exception",
@@ -77,6 +79,17 @@ func mixedFrameworks(n int, path string, size int) error {
 				"ERROR_CODE": str("SDK_CLIENT_ERROR"), "ERROR_MESSAGE": str(fmt.Sprintf("Unable to invoke Lambda function after %d attempts", 180+rng.IntN(10))),
 			}
 			m.Body = []byte(payload(i))
+		case 6:
+			// As Celery 5.2 publishes a task (celery/app/amqp.py as_task_v2).
+			id := fmt.Sprintf("%08x-1a09-42a7-8d1b-%012x", i, rng.Int64N(1<<48))
+			m.Headers = map[string]any{
+				"lang": "py", "task": "shop.charge_card", "id": id, "root_id": id, "parent_id": nil, "group": nil,
+				"retries": int64(rng.IntN(4)), "argsrepr": fmt.Sprintf("(%d, '19.99')", i), "kwargsrepr": "{'currency': 'EUR'}",
+				"origin": "gen1@web-1", "eta": nil, "expires": nil,
+			}
+			m.Properties.CorrelationID, m.Properties.ContentEncoding = id, "utf-8"
+			m.Death = &broker.Death{Reason: "rejected", Queue: "shop.work", Count: 1, First: ts, Last: ts}
+			m.Body = []byte(fmt.Sprintf(`[[%d, "19.99"], {"currency": "EUR", "note": "%s"}, {"callbacks": null, "errbacks": null, "chain": null, "chord": null}]`, i, pad[:max(size-130, 0)]))
 		default:
 			p := payload(i)
 			m.Body = []byte(p[:len(p)-1] + fmt.Sprintf(`,"error":"customer cus_%d not found"}`, rng.IntN(100000)))

@@ -32,7 +32,7 @@ func main() {
 	queue := flag.String("queue", "", "queue to fill (created when missing)")
 	del := flag.Bool("delete", false, "delete -queue instead of filling it")
 	templates := flag.Int("templates", -1, "write an incident archive instead: failure reasons with variable parts from this many templates (0: the five of an incident)")
-	frameworks := flag.Bool("frameworks", false, "write an archive of mixed framework dead letters instead (Spring, MassTransit, NServiceBus, SNS, Lambda, EventBridge, plain)")
+	frameworks := flag.Bool("frameworks", false, "write an archive of mixed framework dead letters instead (Spring, MassTransit, NServiceBus, SNS, Lambda, EventBridge, Celery, plain)")
 	flag.Parse()
 	var err error
 	switch {
