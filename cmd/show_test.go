@@ -217,7 +217,7 @@ func TestShowFailureRecord(t *testing.T) {
 		t.Errorf("peek --filter .failure.exception_type: exit %d %s %s", code, stdout, stderr)
 	}
 	stdout, stderr, code = runDLQ(t, "--broker", broker, "stats", "mixed.dlq", "--group-by", "framework", "-o", "csv")
-	for _, want := range []string{"eventbridge,", "lambda,", "masstransit,", "nservicebus,", "sns,", "spring,"} {
+	for _, want := range []string{"dramatiq,", "eventbridge,", "lambda,", "laravel,", "masstransit,", "nservicebus,", "shoryuken,", "sns,", "spring,"} {
 		if code != ExitOK || !strings.Contains(stdout, "\n"+want) {
 			t.Errorf("stats --group-by framework lacks %q: exit %d %s %s", want, code, stdout, stderr)
 		}

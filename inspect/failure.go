@@ -21,7 +21,8 @@ import (
 // inner exception of a .NET one. Stack keeps the whole trace.
 type Failure struct {
 	// Framework names the decoder: spring, masstransit, nservicebus,
-	// celery, spring-cloud-aws, lambda, sns, eventbridge.
+	// celery, dramatiq, laravel, shoryuken, spring-cloud-aws, lambda, sns,
+	// eventbridge.
 	Framework     string `json:"framework"`
 	ExceptionType string `json:"exception_type,omitempty"`
 	Message       string `json:"message,omitempty"`
@@ -88,6 +89,9 @@ const (
 	fwEventBridge
 	fwSNS
 	fwCelery
+	fwDramatiq
+	fwLaravel
+	fwShoryuken
 )
 
 // FailureOf decodes the failure record of m, nil when no known framework or
@@ -118,6 +122,9 @@ func (in *failureInput) decode(f *Failure) bool {
 		set&fwEventBridge != 0 && decodeEventBridge(in, f),
 		set&fwSpringAWS != 0 && decodeSpringAWS(in, f),
 		set&fwCelery != 0 && decodeCelery(in, f),
+		set&fwDramatiq != 0 && decodeDramatiq(in, f),
+		set&fwLaravel != 0 && decodeLaravel(in, f),
+		set&fwShoryuken != 0 && decodeShoryuken(in, f),
 		set&fwSNS != 0 && decodeSNS(in, f):
 		return true
 	}
@@ -155,6 +162,16 @@ const (
 	bkHeadersNSB
 	bkBodyNSB
 	bkS3BodyKey
+	// Dramatiq
+	bkActorName
+	bkQueueName
+	bkMessageIdDQ
+	bkOptions
+	// Laravel
+	bkDisplayName
+	bkJob
+	bkData
+	bkUUID
 	bkCount
 )
 
@@ -204,6 +221,22 @@ func bodyKeyOf(k string) (bodyKey, bool) {
 		return bkBodyNSB, true
 	case "S3BodyKey":
 		return bkS3BodyKey, true
+	case "actor_name":
+		return bkActorName, true
+	case "queue_name":
+		return bkQueueName, true
+	case "message_id":
+		return bkMessageIdDQ, true
+	case "options":
+		return bkOptions, true
+	case "displayName":
+		return bkDisplayName, true
+	case "job":
+		return bkJob, true
+	case "data":
+		return bkData, true
+	case "uuid":
+		return bkUUID, true
 	}
 	return 0, false
 }
@@ -251,10 +284,10 @@ type failureInput struct {
 	pending []byte
 }
 
-// mayBeEnvelope reports whether b may be an envelope that init
-// recognises: it holds one of the keys one of which every such envelope
-// has ("messageType", "Headers", "requestContext", "TopicArn"), or an
-// escape that could spell one. It jumps from quote to quote: one pass
+// mayBeEnvelope reports whether b may be a body that init recognises: it
+// holds a key that every such envelope or job body has ("messageType",
+// "Headers", "requestContext", "TopicArn"; Dramatiq's "actor_name",
+// Laravel's "displayName"), or an escape that could spell one. It jumps from quote to quote: one pass
 // over b, without comparing at every byte.
 func mayBeEnvelope(b []byte) bool {
 	if bytes.IndexByte(b, '\\') >= 0 {
@@ -279,6 +312,10 @@ func mayBeEnvelope(b []byte) bool {
 			key = `requestContext"`
 		case 'T':
 			key = `TopicArn"`
+		case 'a':
+			key = `actor_name"`
+		case 'd':
+			key = `displayName"`
 		default:
 			continue
 		}
@@ -331,6 +368,10 @@ func (in *failureInput) init(m *broker.Message) bool {
 		case f[bkTopicArn] != nil && f[bkMessageSNS] != nil && string(f[bkType]) == `"Notification"`:
 			in.set |= fwSNS
 			in.envelope = "sns"
+		case f[bkActorName] != nil && f[bkQueueName] != nil:
+			in.set |= fwDramatiq
+		case f[bkDisplayName] != nil && f[bkJob] != nil:
+			in.set |= fwLaravel
 		}
 		if in.envHeaders != nil {
 			objectFields(in.envHeaders, 0, func(key []byte, _ bool, _ []byte) bool {
@@ -390,6 +431,8 @@ func attributeFrameworks(k string) frameworkSet {
 		return fwEventBridge
 	case springAWSJavaType:
 		return fwSpringAWS
+	case shoryukenClass:
+		return fwShoryuken
 	}
 	return 0
 }

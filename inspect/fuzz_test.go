@@ -157,6 +157,8 @@ func FuzzFailureOf(f *testing.F) {
 	f.Add([]byte(`{"dead_reason":"stock \"low\"","note":"x"}`), "x-exception-message", "Listener threw", "other")
 	f.Add([]byte(`{"\u0054ype":"Notification","Top\u0069cArn":"t","Message":"m","error":"e"}`), "a", "b", "c")
 	f.Add([]byte(`{"error":{"message":"card declined"}}`), "MT-Reason", "", "ErrorCode")
+	f.Add([]byte(`{"queue_name":"q.XQ","actor_name":"a","message_id":"m","options":{"retries":"x","traceback":"Traceback (most recent call last):\nE: m\n\nDuring handling of the above exception"}}`), "task", "t", "shoryuken_class")
+	f.Add([]byte(`{"displayName":["x"],"job":{},"data":null,"uuid":1}`), "lang", "py", "JavaType")
 	f.Fuzz(func(t *testing.T, body []byte, header, value, attr string) {
 		m := &broker.Message{Body: body, Headers: map[string]any{header: value},
 			Attributes: map[string]broker.Attribute{attr: {DataType: "String", StringValue: value}}}

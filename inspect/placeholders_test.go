@@ -29,16 +29,19 @@ func FuzzPlaceholderCount(f *testing.F) {
 // that have none of them and no escape.
 func TestMayBeEnvelope(t *testing.T) {
 	for body, want := range map[string]bool{
-		`{"order_id":"ord-1","note":"xxxx"}`:                  false,
-		`{"messageType":["urn:message:A"],"message":{}}`:      true,
-		`{"Headers":{},"Body":"e30="}`:                        true,
-		`{"version":"1.0","requestContext":{}}`:               true,
-		`{"Type":"Notification","TopicArn":"t","Message":""}`: true,
-		`{"a":"\u0054opicArn"}`:                               true,
-		`{"note":"messageType"}`:                              true,
-		`{"messageTyp":1,"Header":2,"TopicAr":3}`:             false,
-		`[1,2,"`: false,
-		``:       false,
+		`{"order_id":"ord-1","note":"xxxx"}`:                   false,
+		`{"messageType":["urn:message:A"],"message":{}}`:       true,
+		`{"Headers":{},"Body":"e30="}`:                         true,
+		`{"version":"1.0","requestContext":{}}`:                true,
+		`{"Type":"Notification","TopicArn":"t","Message":""}`:  true,
+		`{"a":"\u0054opicArn"}`:                                true,
+		`{"note":"messageType"}`:                               true,
+		`{"messageTyp":1,"Header":2,"TopicAr":3}`:              false,
+		`{"queue_name":"q","actor_name":"a","message_id":"m"}`: true,
+		`{"displayName":"App\\Jobs\\X","job":"h","data":{}}`:   true,
+		`{"actor":"a","display":"d","amount":1}`:               false,
+		`[1,2,"`:                                               false,
+		``:                                                     false,
 	} {
 		if got := mayBeEnvelope([]byte(body)); got != want {
 			t.Errorf("mayBeEnvelope(%s) = %v, want %v", body, got, want)
