@@ -3,7 +3,6 @@
 package inspect
 
 import (
-	"bytes"
 	"sort"
 	"strings"
 )
@@ -150,45 +149,51 @@ func MatchTemplate(template, shape string) bool {
 // (as Shape's values are ordered) and <*> words.
 func placeholders(template string) []string {
 	var out []string
-	for i := 0; i < len(template); {
-		if template[i] != '<' {
-			i++
-			continue
+	for i := 0; ; {
+		start, end := nextPlaceholder(template, i)
+		if start < 0 {
+			return out
 		}
-		e := strings.IndexByte(template[i:], '>')
-		if e < 0 {
-			break
-		}
-		ph := template[i : i+e+1]
-		switch ph {
-		case PhNum, PhUUID, PhHex, PhID, PhTime, PhIP, PhEmail, PhStr, PhAny:
-			out = append(out, ph)
-		}
-		i += e + 1
+		out = append(out, template[start:end])
+		i = end
 	}
-	return out
 }
 
 // placeholderCount is len(placeholders(string(shape))), without building
 // the list (stats counts the placeholders of every message's shape).
 func placeholderCount(shape []byte) int {
 	n := 0
-	for i := 0; i < len(shape); {
-		if shape[i] != '<' {
+	for i := 0; ; n++ {
+		start, end := nextPlaceholder(shape, i)
+		if start < 0 {
+			return n
+		}
+		i = end
+	}
+}
+
+// nextPlaceholder finds the first placeholder of s at or after i, a typed
+// one or <*>: s[start:end]; start is -1 when there is none.
+func nextPlaceholder[S ~string | ~[]byte](s S, i int) (start, end int) {
+	for i < len(s) {
+		if s[i] != '<' {
 			i++
 			continue
 		}
-		e := bytes.IndexByte(shape[i:], '>')
-		if e < 0 {
+		e := i + 1
+		for e < len(s) && s[e] != '>' {
+			e++
+		}
+		if e == len(s) {
 			break
 		}
-		switch string(shape[i : i+e+1]) {
+		switch string(s[i : e+1]) {
 		case PhNum, PhUUID, PhHex, PhID, PhTime, PhIP, PhEmail, PhStr, PhAny:
-			n++
+			return i, e + 1
 		}
-		i += e + 1
+		i = e + 1
 	}
-	return n
+	return -1, len(s)
 }
 
 // words splits a shape into its words: Shape separates them by one ASCII
