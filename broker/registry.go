@@ -95,8 +95,8 @@ type Adapter struct {
 	// broker that sets one is refused.
 	Lists map[string]string
 	// Files: its references are a scheme and a local file's path
-	// (file://PATH), taken as they are typed: completion offers the paths
-	// after the scheme, and a front end checks the file one names.
+	// (file://PATH, read by LocalPath): completion offers the paths after
+	// the scheme, and a front end checks the file one names.
 	Files bool
 	// Target opens a reference of its own as a destination to write to
 	// (an archive file) and returns the destination as it is recorded; nil:
