@@ -280,6 +280,11 @@ func (b *Broker) TakeUnreadable(ctx context.Context, queue string, opts broker.T
 	first := v
 	first.SrcQueue, first.DestQueue = queue, hold
 	if err := b.shovelN(ctx, first, pos, hold, pos, op); err != nil {
+		// A shovel that could not start (a user who may not declare
+		// one) took nothing: its empty queue goes.
+		if b.deleteQueue(context.WithoutCancel(ctx), hold, true) == nil {
+			return nil, fmt.Errorf("%w; nothing was removed", err)
+		}
 		return nil, fmt.Errorf("%w (the messages taken are in queue `%s`, the others still in `%s`)", err, hold, queue)
 	}
 

@@ -341,3 +341,61 @@ func TestTakeUnreadable(t *testing.T) {
 		}
 	}
 }
+
+// TestTakeUnreadableHostile: a take that may not finish removes nothing
+// and leaves nothing behind: a user with read permission only is refused
+// before anything moves; a user who may write but not declare a shovel
+// (no policymaker tag) is refused at the first shovel; evidence that
+// cannot be kept (a full disk) puts the message back. Every message is
+// still in the queue once, and no queue of dlq's is left.
+func TestTakeUnreadableHostile(t *testing.T) {
+	b, env := openTest(t)
+	ctx := context.Background()
+	q := brokertest.Name(t, "take-hostile")
+	declareQueue(t, b, q, amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int32(5)})
+	publishN(t, b, q, "a", 4, nil)
+	publishN(t, b, q, "p", 1, amqp.Table{"deep": deepTable(40)})
+	publishN(t, b, q, "b", 3, nil)
+	before := append(append(seq("a", 0, 4), "p-0"), seq("b", 0, 3)...)
+	leftBehind := func() (names []string) {
+		var qs []mgmtQueue
+		if err := b.mgmtDo(ctx, "GET", "/queues/"+b.vhostPath()+"?columns=name", nil, &qs); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range qs {
+			if strings.HasPrefix(q.Name, "dlq-unreadable") {
+				names = append(names, q.Name)
+			}
+		}
+		return names
+	}
+
+	monitor := openMonitoring(t, env)
+	if _, err := monitor.TakeUnreadable(ctx, q, broker.TakeOptions{Position: 5}, nil); !errors.Is(err, broker.ErrAccessDenied) {
+		t.Errorf("take as the monitoring user: err = %v, want access denied", err)
+	}
+	writer := env.User(t, "writer", "management", ".*", ".*", ".*")
+	w, err := Open(ctx, Config{URL: writer, ManagementURL: env.MgmtURL, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close() })
+	if _, err := w.TakeUnreadable(ctx, q, broker.TakeOptions{Position: 5}, nil); err == nil || !strings.Contains(err.Error(), "nothing was removed") {
+		t.Errorf("take by a user who may not declare a shovel: err = %v, want a refusal that removed nothing", err)
+	}
+	full := errors.New("write /var/dlq/evidence.jsonl: no space left on device")
+	if _, err := b.TakeUnreadable(ctx, q, broker.TakeOptions{Position: 5}, func(*broker.Message) error { return full }); err == nil ||
+		!strings.Contains(err.Error(), "keeping it failed") || !strings.Contains(err.Error(), "nothing was removed") {
+		t.Errorf("take with evidence that cannot be kept: err = %v, want it put back", err)
+	}
+	waitDepth(t, b, q, int64(len(before)))
+	got := mgmtIDs(t, b, q)
+	n, lost, dup := tally(before, got)
+	t.Logf("hostile tally: attack=take-unreadable-denied-and-full-disk queue=quorum limit=5 version=%s before=%d after=%d lost=%d duplicated=%d", env.Version, len(before), n, lost, dup)
+	if lost != 0 || dup != 0 || n != len(before) {
+		t.Errorf("after the refused takes the queue holds %v, want each of %v once", got, before)
+	}
+	if names := leftBehind(); len(names) > 0 {
+		t.Errorf("queues of dlq's left behind: %v", names)
+	}
+}
