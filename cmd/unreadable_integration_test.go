@@ -21,7 +21,8 @@ import (
 // position; discard --position archives it and removes it; then every read
 // works, and no message was lost or duplicated. It runs on a classic queue,
 // and on a quorum queue with a delivery limit, where below RabbitMQ 4.3 the
-// peek needs --get-unreadable (the management API's get counts there).
+// peek needs --get-unreadable (the management API's get counts there). On
+// a 4.3 quorum queue the take may be refused; it must then remove nothing.
 func TestUnreadableMessageEndToEnd(t *testing.T) {
 	for _, kind := range []string{"classic", "quorum"} {
 		t.Run(kind, func(t *testing.T) { testUnreadableEndToEnd(t, kind) })
@@ -78,6 +79,14 @@ func testUnreadableEndToEnd(t *testing.T, kind string) {
 
 	path := filepath.Join(t.TempDir(), "unreadable.jsonl")
 	_, stderr, code = runDLQ(t, append(r.args, "discard", q, "--position", pos, "--archive-to", "file://"+path, "--yes")...)
+	if code != ExitOK && kind == "quorum" && brokertest.RabbitMQ(t).RequeueFree() && strings.Contains(stderr, "nothing was removed") {
+		// On a 4.3 quorum queue the broker's shovel does not always take
+		// the unreadable message where it is: the take is refused, and
+		// every message must still be there.
+		r.waitDepth(q, 10)
+		t.Logf("hostile tally: attack=deep-headers-end-to-end queue=%s version=%s before=10 after=10 refused: %s", kind, brokertest.RabbitMQ(t).Version, stderr)
+		return
+	}
 	if code != ExitOK {
 		t.Fatalf("discard --position %s: exit %d: %s", pos, code, stderr)
 	}

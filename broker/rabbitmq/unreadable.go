@@ -221,20 +221,23 @@ const takeWait = time.Minute
 //  1. a shovel that takes exactly Position messages (src-delete-after,
 //     ack-mode on-confirm, prefetch 1) moves the head of the queue, up to
 //     the message, into a classic queue of dlq's own;
-//  2. a second shovel moves all but the last of them back to the end of
-//     the queue (where a rotation would put them);
-//  3. the management API reads dlq's queue (a classic queue keeps what it
-//     returns in place): it must hold one message, one the client refuses,
-//     or it goes back to the source by a shovel and dlq refuses;
+//  2. the management API reads that queue (a classic queue keeps what it
+//     returns in place) and finds the message the client refuses: the one
+//     at the position, else the only one among those taken; with none, or
+//     several and none at the position, they all go back to the end of the
+//     queue and dlq refuses;
+//  3. shovels move the messages before it back to the end of the queue,
+//     it into a queue of its own, and the messages after it back too;
 //  4. keep gets it, as the API returned it, and makes it durable;
 //  5. it is removed (the queue of its own is deleted) or moved on to To by
-//     a third shovel.
+//     one more shovel.
 //
-// No AMQP delivery of the queue is ever returned by a closed channel, so
-// the position stays true on every queue type and version: a shovel holds
-// one delivery at a time, and the one delivery past the last it takes goes
-// back to the head of the queue (on a quorum queue below RabbitMQ 4.3,
-// with its x-delivery-count +1, the whole cost of the take).
+// dlq's client never holds a delivery of the queue. A shovel holds one at
+// a time; the one past the last it takes is returned when it stops: below
+// RabbitMQ 4.3 to its place (on a quorum queue with x-delivery-count +1,
+// the whole cost of the take), on a 4.3 quorum queue to the back, as a
+// failed delivery. A delivery returned by a restarting shovel moves the
+// same way, which step 2 allows for.
 func (b *Broker) TakeUnreadable(ctx context.Context, queue string, opts broker.TakeOptions, keep func(*broker.Message) error) (*broker.Message, error) {
 	pos := opts.Position
 	op := fmt.Sprintf("take the message at position %d of `%s`", pos, queue)
@@ -288,43 +291,88 @@ func (b *Broker) TakeUnreadable(ctx context.Context, queue string, opts broker.T
 		return nil, fmt.Errorf("%w (the messages taken are in queue `%s`, the others still in `%s`)", err, hold, queue)
 	}
 
-	// 2. The messages before it go behind the others.
-	if pos > 1 {
+	// 2. Which of them is it? dlq's queue is classic: the get returns what
+	// it reads in place. A delivery the shovel got twice (its worker
+	// restarted) went to the back of a quorum queue on RabbitMQ 4.3, so the
+	// message may sit a place off: take the one at the position, else the
+	// only unreadable one of those taken.
+	allBack := func(n int64, why string) error {
 		back := v
 		back.SrcQueue, back.DestQueue = hold, queue
-		if err := b.shovelN(ctx, back, pos-1, hold, 1, op); err != nil {
+		if err := b.shovelN(ctx, back, n, hold, 0, op); err != nil {
+			return broker.Errorf(broker.ErrConflict, op, "%s; they are in queue `%s`, and moving them back failed: %v; nothing was removed", why, hold, err)
+		}
+		_ = b.deleteQueue(ctx, hold, true)
+		return broker.Errorf(broker.ErrConflict, op, "%s: they are back at the end of `%s`; nothing was removed", why, queue)
+	}
+	taken, err := b.mgmtGet(ctx, hold, pos+1)
+	if err != nil {
+		return nil, fmt.Errorf("%s: read queue `%s`, which holds the %d messages taken: %w", op, hold, pos, err)
+	}
+	if int64(len(taken)) != pos {
+		return nil, broker.Errorf(broker.ErrConflict, op, "queue `%s`, which dlq declared to hold the %d messages taken, holds %d: nothing was removed", hold, pos, len(taken))
+	}
+	at, why, found := -1, "", 0
+	for i := range taken {
+		h, _ := taken[i].Properties["headers"].(map[string]any)
+		if w := unreadableWhy(h); w != "" {
+			found++
+			if at < 0 || int64(i) == pos-1 {
+				at, why = i, w
+			}
+		}
+	}
+	switch {
+	case found == 0:
+		return nil, allBack(pos, fmt.Sprintf("each of the first %d messages is one dlq can read (the queue changed since the position was named)", pos))
+	case found > 1 && int64(at) != pos-1:
+		return nil, allBack(pos, fmt.Sprintf("the message at position %d is one dlq can read, and %d before it are not (the queue changed since the position was named)", pos, found))
+	}
+	m, err := fromMgmt(queue, &taken[at])
+	if err != nil {
+		return nil, allBack(pos, fmt.Sprintf("the management API's copy of it could not be read (%v)", err))
+	}
+	m.Position = strconv.Itoa(at + 1)
+	m.Unreadable = why + "; read through the management API, which gives header types approximately"
+
+	// 3. The messages before it go behind the others, it goes into a
+	// queue of its own, then the messages after it go back too.
+	back := v
+	back.SrcQueue, back.DestQueue = hold, queue
+	before, after := int64(at), pos-int64(at)-1
+	if before > 0 {
+		if err := b.shovelN(ctx, back, before, hold, pos-before, op); err != nil {
 			return nil, fmt.Errorf("%w (the first %d messages of `%s` are in queue `%s` or at the end of `%s`; nothing was removed)", err, pos, queue, hold, queue)
 		}
 	}
-
-	// 3. Is it the unreadable message?
-	putBack := func(why string) error {
-		back := v
-		back.SrcQueue, back.DestQueue = hold, queue
-		if err := b.shovelN(ctx, back, 1, hold, 0, op); err != nil {
-			return broker.Errorf(broker.ErrConflict, op, "%s; it is in queue `%s`, and moving it back failed: %v; nothing was removed", why, hold, err)
+	one := hold
+	if after > 0 {
+		one = newTag("dlq-unreadable")
+		if err := b.withChannel(ctx, func(ch *amqp.Channel) error {
+			_, err := ch.QueueDeclare(one, true, false, false, false, nil)
+			return err
+		}); err != nil {
+			return nil, translateErr(fmt.Sprintf("%s: declare a queue to hold it (it and the %d after it are in queue `%s`)", op, after, hold), err)
+		}
+		alone := v
+		alone.SrcQueue, alone.DestQueue = hold, one
+		if err := b.shovelN(ctx, alone, 1, one, 1, op); err != nil {
+			return nil, fmt.Errorf("%w (it and the %d after it are in queues `%s` and `%s`; nothing was removed)", err, after, hold, one)
+		}
+		if err := b.shovelN(ctx, back, after, hold, 0, op); err != nil {
+			return nil, fmt.Errorf("%w (the %d messages after it are in queue `%s` or at the end of `%s`; it is in `%s`; nothing was removed)", err, after, hold, queue, one)
 		}
 		_ = b.deleteQueue(ctx, hold, true)
+	}
+	putBack := func(why string) error {
+		back := v
+		back.SrcQueue, back.DestQueue = one, queue
+		if err := b.shovelN(ctx, back, 1, one, 0, op); err != nil {
+			return broker.Errorf(broker.ErrConflict, op, "%s; it is in queue `%s`, and moving it back failed: %v; nothing was removed", why, one, err)
+		}
+		_ = b.deleteQueue(ctx, one, true)
 		return broker.Errorf(broker.ErrConflict, op, "%s: it went back to the end of `%s`; nothing was removed", why, queue)
 	}
-	got, err := b.mgmtGet(ctx, hold, 2)
-	if err != nil {
-		return nil, fmt.Errorf("%s: read queue `%s`, which holds the message taken: %w", op, hold, err)
-	}
-	if len(got) != 1 {
-		return nil, broker.Errorf(broker.ErrConflict, op, "queue `%s`, which dlq declared to hold the message, holds %d: nothing was removed", hold, len(got))
-	}
-	h, _ := got[0].Properties["headers"].(map[string]any)
-	why := unreadableWhy(h)
-	if why == "" {
-		return nil, putBack("the head of the queue was a message dlq can read when dlq took it (another consumer or publisher came between)")
-	}
-	m, err := fromMgmt(queue, &got[0])
-	if err != nil {
-		return nil, putBack(fmt.Sprintf("the management API's copy of it could not be read (%v)", err))
-	}
-	m.Position = strconv.FormatInt(pos, 10)
-	m.Unreadable = why + "; read through the management API, which gives header types approximately"
 
 	// 4. Evidence first.
 	if keep != nil {
@@ -335,17 +383,17 @@ func (b *Broker) TakeUnreadable(ctx context.Context, queue string, opts broker.T
 
 	// 5. Removed, or moved on.
 	if opts.To == nil {
-		if err := b.deleteQueue(ctx, hold, false); err != nil {
-			return m, fmt.Errorf("%s: it is kept, and in queue `%s`, which could not be deleted: %w", op, hold, err)
+		if err := b.deleteQueue(ctx, one, false); err != nil {
+			return m, fmt.Errorf("%s: it is kept, and in queue `%s`, which could not be deleted: %w", op, one, err)
 		}
 		return m, nil
 	}
-	onward.SrcQueue = hold
-	if err := b.shovelN(ctx, onward, 1, hold, 0, op); err != nil {
-		return m, fmt.Errorf("%w (it is in queue `%s`)", err, hold)
+	onward.SrcQueue = one
+	if err := b.shovelN(ctx, onward, 1, one, 0, op); err != nil {
+		return m, fmt.Errorf("%w (it is in queue `%s`)", err, one)
 	}
-	if err := b.deleteQueue(ctx, hold, true); err != nil {
-		return m, fmt.Errorf("%s: moved; queue `%s`, which held it, could not be deleted: %w", op, hold, err)
+	if err := b.deleteQueue(ctx, one, true); err != nil {
+		return m, fmt.Errorf("%s: moved; queue `%s`, which held it, could not be deleted: %w", op, one, err)
 	}
 	return m, nil
 }
