@@ -189,6 +189,7 @@ real run would.`,
 			return runF(opts)
 		}
 		if to != nil {
+			opts.Take.AllowDrop = opts.AllowDrop
 			return takeUnreadableRun(opts.ctx, f, "redrive", opts.Source, opts.Take, to, opts.To, nil, opts.format)
 		}
 		return redriveRun(opts.ctx, opts)

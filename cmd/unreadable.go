@@ -19,6 +19,8 @@ import (
 // unreadableFlags are --position of discard and redrive.
 type unreadableFlags struct {
 	Position int64
+	// AllowDrop is redrive's --allow-drop: move into a queue that drops.
+	AllowDrop bool
 }
 
 func (u *unreadableFlags) register(c *cobra.Command, verb string) {
@@ -53,6 +55,11 @@ func takeUnreadableRun(ctx context.Context, f *Factory, verb, ref string, u unre
 		return err
 	}
 	defer src.Close()
+	if to != nil && !u.AllowDrop {
+		if err := redrive.CheckDrop(ctx, src, *to, "nothing was moved"); err != nil {
+			return err
+		}
+	}
 	if err := needYes(f, verb); err != nil {
 		return err
 	}

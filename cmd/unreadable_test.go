@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,6 +24,14 @@ type takerBroker struct {
 	archived []string // IDs in the archive when the message was removed
 	taken    bool
 	refuse   error
+	dest     *broker.Queue // the destination queue's settings, when known
+}
+
+func (b *takerBroker) Queue(ctx context.Context, name string) (broker.Queue, error) {
+	if b.dest == nil || b.dest.Name != name {
+		return broker.Queue{}, broker.Errorf(broker.ErrNotFound, "queue "+name, "no such queue")
+	}
+	return *b.dest, nil
 }
 
 func (b *takerBroker) TakeUnreadable(ctx context.Context, queue string, opts broker.TakeOptions, keep func(*broker.Message) error) (*broker.Message, error) {
@@ -164,5 +173,31 @@ func TestRedriveByPosition(t *testing.T) {
 	cmd.SetArgs([]string{"orders.dlq", "--position", "3", "--to", "queue:x"})
 	if err := cmd.ExecuteContext(context.Background()); err == nil || !strings.Contains(err.Error(), "nothing was removed") {
 		t.Errorf("refused take: err %v", err)
+	}
+}
+
+// TestRedriveByPositionIntoADroppingQueue: --position moves into a queue
+// that drops its oldest messages past its limit only with --allow-drop, as
+// every other redrive; without it nothing is taken.
+func TestRedriveByPositionIntoADroppingQueue(t *testing.T) {
+	limit := int64(10)
+	dest := &broker.Queue{Name: "orders.small", Depth: 10, MaxLength: &limit, Overflow: broker.OverflowDropHead}
+	b := &takerBroker{dest: dest}
+	f, _ := takerFactory(t, b)
+	cmd := newCmdRedrive(f, nil)
+	cmd.SetArgs([]string{"orders.dlq", "--position", "3", "--to", "queue:orders.small"})
+	err := cmd.ExecuteContext(context.Background())
+	if !errors.Is(err, broker.ErrUnsafe) || !strings.Contains(err.Error(), "drop-head") || !strings.Contains(err.Error(), "nothing was moved") {
+		t.Errorf("redrive --position into a drop-head queue: err = %v, want the drop refused", err)
+	}
+	if b.taken || b.opts.Position != 0 {
+		t.Errorf("the take ran (%+v) although the destination drops", b.opts)
+	}
+	b = &takerBroker{dest: dest}
+	f, _ = takerFactory(t, b)
+	cmd = newCmdRedrive(f, nil)
+	cmd.SetArgs([]string{"orders.dlq", "--position", "3", "--to", "queue:orders.small", "--allow-drop"})
+	if err := cmd.ExecuteContext(context.Background()); err != nil || !b.taken {
+		t.Errorf("redrive --position --allow-drop: err %v, taken %v; want it moved", err, b.taken)
 	}
 }

@@ -146,17 +146,26 @@ func (e *engine) checkDest(ctx context.Context) error {
 }
 
 // checkDrop refuses, before a message is taken, a destination queue that
-// drops its oldest messages past a length limit (overflow drop-head, the
-// default once a queue has one): each message moved in beyond the limit
-// would drop (or dead-letter) one already there, and the broker confirms
-// the publish all the same. Opts.AllowDrop accepts it. A queue that
-// refuses publishes past its limit (reject-publish) needs no check: a
-// refused message stays in the source. A check that fails leaves it to
-// the publishes.
+// drops (CheckDrop), unless Opts.AllowDrop accepts it.
 func (e *engine) checkDrop(ctx context.Context) error {
-	d := e.opts.Dest
-	qi, ok := e.dst.(broker.QueueInspector)
-	if d.Kind != broker.ToQueue || !ok || e.opts.AllowDrop {
+	if e.opts.AllowDrop {
+		return nil
+	}
+	return CheckDrop(ctx, e.dst, e.opts.Dest, e.nothingDone())
+}
+
+// CheckDrop refuses a destination queue d on dst that drops its oldest
+// messages past a length limit (overflow drop-head, the default once a
+// queue has one): each message moved in beyond the limit would drop (or
+// dead-letter) one already there, and the broker confirms the publish all
+// the same. A queue that refuses publishes past its limit (reject-publish)
+// needs no check: a refused message stays in the source. A check that
+// fails leaves it to the publishes. nothing ends the refusal ("nothing
+// was moved"). Every move into a queue asks it first, unless the user
+// accepted the drop (--allow-drop).
+func CheckDrop(ctx context.Context, dst broker.Broker, d broker.Destination, nothing string) error {
+	qi, ok := dst.(broker.QueueInspector)
+	if d.Kind != broker.ToQueue || !ok {
 		return nil
 	}
 	q, err := qi.Queue(ctx, d.Queue)
@@ -176,7 +185,7 @@ func (e *engine) checkDrop(ctx context.Context) error {
 	}
 	return &broker.Error{Kind: broker.ErrUnsafe, Op: "redrive",
 		Msg: fmt.Sprintf("destination queue `%s` has %s with overflow drop-head: past its limit it %s its oldest messages to take new ones, and the broker confirms every publish; %s",
-			d.Queue, strings.Join(limits, ", "), dropped, e.nothingDone()),
+			d.Queue, strings.Join(limits, ", "), dropped, nothing),
 		Hint: broker.Hintf("%v, or give the queue overflow reject-publish (a refused message stays in the source)",
 			broker.OptAllowDrop.Or("move with %s to accept that", "raise its limit"))}
 }
