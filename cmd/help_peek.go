@@ -94,10 +94,16 @@ RabbitMQ reads that would write: read-only users and --read-only
 RabbitMQ messages dlq cannot decode
   dlq's AMQP client refuses headers that nest tables or arrays more than 32
   deep or hold more than 8,192 entries in one (a guard against hostile
-  input; RabbitMQ accepts both), and closes the connection: every delivery
-  dlq held goes back to the queue. A rotation never leaves a message twice
+  input; RabbitMQ accepts both), and would close the connection. dlq checks
+  each message's headers before its client reads them, and keeps the
+  connection: a read stops at such a message, stops consuming, and gives
+  back every delivery it held with an explicit nack (on a classic queue, and
+  on a quorum queue of RabbitMQ 4.3 and later, each in its place and with
+  its x-delivery-count unchanged). A rotation never leaves a message twice
   then (nothing of the window that holds it was copied), and on a quorum
-  queue with a delivery limit at most 8 deliveries get x-delivery-count +1.
+  queue with a delivery limit below 4.3 at most 8 deliveries get
+  x-delivery-count +1. A redrive stops at it the same way, after moving the
+  messages before it. A stream shows it, marked, among the others.
   The peek then reads the head of the queue through the management API's
   get, which returns messages as JSON however deep, and shows the message
   with what could be read (header types approximate: integers int64,
@@ -121,8 +127,9 @@ RabbitMQ messages dlq cannot decode
   third shovel; otherwise it goes back to the end of the queue by a shovel
   and dlq refuses, having removed nothing. No delivery is returned by a
   closed channel, so the position holds on quorum queues too; the one
-  delivery past the last a shovel takes goes back to the head (on a quorum
-  queue below 4.3, with its x-delivery-count +1).
+  delivery past the last a shovel takes goes back to its place (on a quorum
+  queue below 4.3 with its x-delivery-count +1; on a 4.3 quorum queue to the
+  back, with x-delivery-count +1, as a failed delivery).
 
 RabbitMQ streams: --mode stream (the default)
   Streams are read, not consumed: dlq attaches with basic.qos and an

@@ -105,6 +105,9 @@ func redriveOutcome(s redrive.Summary, err error, dry, removal bool) (string, er
 		return "cancelled", WithExitCode(ExitCancelled, fmt.Errorf("cancelled before any message was %s; in-flight messages were settled", moved))
 	case err != nil && s.Hidden > 0:
 		return "partial", Partial(fmt.Errorf("%s %d messages, but %w", moved, s.Moved, err))
+	case err != nil && s.Moved > 0 && errors.Is(err, broker.ErrUnsupported):
+		// Running it again meets the same message: its error says what to do.
+		return "partial", Partial(fmt.Errorf("stopped after %s %d messages: %w", moving, s.Moved, err))
 	case err != nil && s.Moved > 0:
 		return "partial", Partial(broker.Hintf("stopped after %s %d messages: %w; %v", moving, s.Moved, err, again))
 	case err != nil:

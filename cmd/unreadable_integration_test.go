@@ -22,7 +22,9 @@ import (
 // works, and no message was lost or duplicated. It runs on a classic queue,
 // and on a quorum queue with a delivery limit, where below RabbitMQ 4.3 the
 // peek needs --get-unreadable (the management API's get counts there). On
-// a 4.3 quorum queue the take may be refused; it must then remove nothing.
+// a 4.3 quorum queue, where a requeue does not count, neither stats nor
+// peek changes a count or the order: both stop at the message and give back
+// what they hold with an explicit nack, the connection kept.
 func TestUnreadableMessageEndToEnd(t *testing.T) {
 	for _, kind := range []string{"classic", "quorum"} {
 		t.Run(kind, func(t *testing.T) { testUnreadableEndToEnd(t, kind) })
@@ -75,18 +77,23 @@ func testUnreadableEndToEnd(t *testing.T, kind string) {
 	if !strings.Contains(stderr, "position "+pos) {
 		t.Errorf("peek's error does not name --position %s: %s", pos, stderr)
 	}
+	if kind == "classic" || brokertest.RabbitMQ(t).RequeueFree() {
+		// What stats and peek read went back in its place, uncounted.
+		var got []string
+		for _, d := range docs {
+			got = append(got, fmt.Sprint(d["id"]))
+			if n, _ := d["delivery_count"].(float64); n != 0 {
+				t.Errorf("after stats and peek %v has x-delivery-count %v, want 0", d["id"], n)
+			}
+		}
+		if want := "a-0,a-1,a-2,a-3,a-4,a-5,p-0"; strings.Join(got, ",") != want || pos != "7" {
+			t.Errorf("after stats, peek read %s with p-0 at position %s, want %s at 7", strings.Join(got, ","), pos, want)
+		}
+	}
 	r.waitDepth(q, 10)
 
 	path := filepath.Join(t.TempDir(), "unreadable.jsonl")
 	_, stderr, code = runDLQ(t, append(r.args, "discard", q, "--position", pos, "--archive-to", "file://"+path, "--yes")...)
-	if code != ExitOK && kind == "quorum" && brokertest.RabbitMQ(t).RequeueFree() && strings.Contains(stderr, "nothing was removed") {
-		// On a 4.3 quorum queue the broker's shovel does not always take
-		// the unreadable message where it is: the take is refused, and
-		// every message must still be there.
-		r.waitDepth(q, 10)
-		t.Logf("hostile tally: attack=deep-headers-end-to-end queue=%s version=%s before=10 after=10 refused: %s", kind, brokertest.RabbitMQ(t).Version, stderr)
-		return
-	}
 	if code != ExitOK {
 		t.Fatalf("discard --position %s: exit %d: %s", pos, code, stderr)
 	}
@@ -124,5 +131,62 @@ func testUnreadableEndToEnd(t *testing.T, kind string) {
 		kind, brokertest.RabbitMQ(t).Version, len(left)+len(archived), len(left), len(archived), lost, dup)
 	if lost != 0 || dup != 0 || strings.Join(archived, ",") != "p-0" || len(left) != 9 {
 		t.Fatalf("after the discard the queue holds %v and the archive %v", left, archived)
+	}
+}
+
+// TestRedriveStopsAtAnUnreadableMessage: a redrive moves the messages
+// before a message dlq's client cannot read, stops at it with exit code 3
+// and an error that names --position (not --resume, which would meet it
+// again), and leaves it and the messages after it in the source, in their
+// order, the connection kept; on a classic queue and on a quorum queue
+// where a requeue does not count, no count was raised.
+func TestRedriveStopsAtAnUnreadableMessage(t *testing.T) {
+	for _, kind := range []string{"classic", "quorum"} {
+		t.Run(kind, func(t *testing.T) {
+			r := newRIRabbit(t)
+			var args amqp.Table
+			if kind == "quorum" {
+				args = amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int32(20)}
+			}
+			src := r.queue(brokertest.Name(t, "unreadable-src"), args)
+			dst := r.queue(brokertest.Name(t, "unreadable-dst"), nil)
+			deep := amqp.Table{"leaf": "x"}
+			for range 40 {
+				deep = amqp.Table{"n": deep}
+			}
+			for _, id := range []string{"a-0", "a-1", "a-2", "p-0", "b-0", "b-1"} {
+				p := amqp.Publishing{MessageId: id, Body: []byte(id), DeliveryMode: amqp.Persistent}
+				if id == "p-0" {
+					p.Headers = amqp.Table{"deep": deep}
+				}
+				r.publish("", src, p)
+			}
+			_, stderr, code := runDLQ(t, append(r.args, "redrive", src, "--to", "queue:"+dst, "--yes")...)
+			if code != ExitPartial || !strings.Contains(stderr, "--position N") || strings.Contains(stderr, "--resume") {
+				t.Fatalf("redrive: exit %d, want %d naming --position and not --resume: %s", code, ExitPartial, stderr)
+			}
+			r.waitDepth(dst, 3)
+			r.waitDepth(src, 3)
+			var moved []string
+			for _, d := range r.drain(dst) {
+				moved = append(moved, d.MessageId)
+			}
+			if strings.Join(moved, ",") != "a-0,a-1,a-2" {
+				t.Errorf("the destination holds %v, want a-0,a-1,a-2", moved)
+			}
+			stdout, stderr, code := runDLQ(t, append(r.args, "peek", src, "-o", "json", "--get-unreadable")...)
+			var docs []map[string]any
+			if err := json.Unmarshal([]byte(stdout), &docs); err != nil || code != ExitError || len(docs) != 1 {
+				t.Fatalf("peek of the source: exit %d, %v:\n%s\n%s", code, err, stdout, stderr)
+			}
+			if docs[0]["id"] != "p-0" || docs[0]["position"] != "1" {
+				t.Errorf("the source's head is %v at position %v, want p-0 at 1", docs[0]["id"], docs[0]["position"])
+			}
+			if n, _ := docs[0]["delivery_count"].(float64); n != 0 && (kind == "classic" || brokertest.RabbitMQ(t).RequeueFree()) {
+				t.Errorf("p-0 has x-delivery-count %v after the redrive, want 0", n)
+			}
+			left := r.depth(src)
+			t.Logf("hostile tally: attack=deep-headers-redrive queue=%s version=%s before=6 after=%d (moved %d, left %d)", kind, brokertest.RabbitMQ(t).Version, len(moved)+left, len(moved), left)
+		})
 	}
 }

@@ -206,6 +206,16 @@ func (s *Subscription) Next(ctx context.Context) (*broker.Delivery, error) {
 		return nil, io.EOF
 	}
 	s.w.received++
+	if why, bad := unreadableMark(d.Headers); bad {
+		// Never handed on: its headers are not the message's. It stays
+		// unsettled, and Close returns it with the rest, once the
+		// consumer is cancelled.
+		s.done = true
+		if err := s.w.cancel(); err != nil {
+			return nil, translateErr("consume queue `"+s.queue+"`", err)
+		}
+		return nil, unreadableDelivery(s.queue, "consume queue `"+s.queue+"`", why)
+	}
 	s.handed++
 	s.unsettled[d.DeliveryTag] = true
 	s.lastTag = max(s.lastTag, d.DeliveryTag)
@@ -398,6 +408,12 @@ func (s *Subscription) Close() error {
 		err = s.finishLocked()
 		if err == nil {
 			err = s.sendAcksLocked(true)
+		}
+		if err == nil {
+			// What is still unsettled goes back with an explicit nack: a
+			// closed channel returns it too, but RabbitMQ 4.3 counts that
+			// as a failed delivery on a quorum queue, and a nack not.
+			err = translateErr("release deliveries of `"+s.queue+"`", returnAll(s.ch))
 		}
 		if cerr := s.ch.Close(); cerr != nil && !errors.Is(cerr, amqp.ErrClosed) && err == nil {
 			err = translateErr("close subscription to `"+s.queue+"`", cerr)

@@ -2,6 +2,7 @@ package rabbitmq
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -101,11 +102,17 @@ func (b *Broker) dial(ctx context.Context, n node, deadline time.Time) (*amqp.Co
 			ncMu.Lock()
 			nc = c
 			ncMu.Unlock()
-			return coalesceWrites(c), nil
+			conn := coalesceWrites(c)
+			if n.tls != nil {
+				t := tls.Client(conn, n.tls.Clone())
+				if err := t.HandshakeContext(dctx); err != nil {
+					_ = conn.Close()
+					return nil, err
+				}
+				conn = t
+			}
+			return guardFrames(conn), nil
 		},
-	}
-	if n.tls != nil {
-		cfg.TLSClientConfig = n.tls.Clone()
 	}
 	if b.external {
 		cfg.SASL = []amqp.Authentication{&amqp.ExternalAuth{}}

@@ -57,11 +57,12 @@
 // on a quorum queue with a delivery limit): every delivery of a window is
 // received before any copy of it is published, and the window's originals
 // are acked once all its copies are confirmed, before the next window is
-// delivered. A message the client cannot read closes the connection while
-// its window is received, so no copy of that window exists, and every
-// message is in the queue once; the deliveries held (at most a window) are
-// returned, on a quorum queue with their x-delivery-count +1 (see
-// unreadable.go for how such a message is then shown). Rotation stops after
+// delivered. A message the client cannot read (see guardFrames) ends the
+// rotation while its window is received, so no copy of that window exists,
+// and every message is in the queue once; the deliveries held (at most a
+// window) are returned with an explicit nack, on a quorum queue below
+// RabbitMQ 4.3 with their x-delivery-count +1 (see unreadable.go for how
+// such a message is then shown). Rotation stops after
 // the number of messages the queue held when it started, so the queue ends in its original order (messages published
 // meanwhile by others end up between them). A crash mid-way may leave a
 // message twice (copy confirmed, original not yet acked), never lose one.

@@ -94,7 +94,7 @@ func translateAMQP(op string, ae *amqp.Error) error {
 		// headers amqp091-go will not read (tables nested deeper than 32,
 		// or a table or array of more than 8,192 entries; RabbitMQ takes
 		// both), or a corrupt frame. Its reader closes the connection.
-		e.Kind, e.Err = broker.ErrUnsupported, &unreadableFrame{ae}
+		e.Kind, e.Err = broker.ErrUnsupported, &unreadableFrame{err: ae}
 		e.Msg = "dlq's AMQP client could not read what the broker sent (" + reason + "), most likely a message whose headers nest tables deeper than 32 levels or hold more than 8,192 entries, and closed the connection: every message dlq held went back to its queue"
 		return e
 	}
@@ -163,8 +163,24 @@ func translateAMQP(op string, ae *amqp.Error) error {
 	return e
 }
 
-// unreadableFrame is a frame the client refused to read (translateAMQP).
-type unreadableFrame struct{ err *amqp.Error }
+// unreadableFrame is a frame the client refused to read (translateAMQP), or
+// (held) a delivery whose headers the frame guard replaced because the
+// client would refuse them: then the connection stays, and whoever stopped
+// at it returned what it held with an explicit nack.
+type unreadableFrame struct {
+	err  *amqp.Error
+	held bool
+}
+
+// unreadableDelivery is the error of a consumer of queue that stopped at a
+// delivery the frame guard marked (see guardFrames), why its reason.
+func unreadableDelivery(queue, op, why string) error {
+	return &broker.Error{Kind: broker.ErrUnsupported, Op: op,
+		Err: &unreadableFrame{err: &amqp.Error{Code: amqp.SyntaxError, Reason: why}, held: true},
+		Msg: "dlq's AMQP client cannot read the headers of a message (" + why + "): dlq stopped at it, and every message it held and had not settled went back to its queue, explicitly, the connection kept",
+		Hint: broker.Hintf("%s names its position N; take it out with %s (archived first) or %s, or let the broker move the queue with %s; then run this again",
+			broker.Cmd("peek "+queue), broker.Cmd("discard "+queue+" --position N --archive-to file://PATH.jsonl"), broker.Cmd("redrive "+queue+" --position N --to queue:NAME"), broker.OptServerSide)}
+}
 
 func (u *unreadableFrame) Error() string { return u.err.Error() }
 func (u *unreadableFrame) Unwrap() error { return u.err }

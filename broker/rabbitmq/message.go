@@ -42,7 +42,10 @@ func fromDelivery(queue string, d *amqp.Delivery) *broker.Message {
 	if !d.Timestamp.IsZero() {
 		m.Properties.Timestamp = d.Timestamp.UTC()
 	}
-	if len(d.Headers) > 0 {
+	if why, ok := unreadableMark(d.Headers); ok {
+		// The frame guard replaced headers the client would refuse.
+		m.Unreadable = why + "; its headers were not read"
+	} else if len(d.Headers) > 0 {
 		m.Headers = fromTable(d.Headers)
 	}
 	m.Timestamp = m.Properties.Timestamp

@@ -29,7 +29,7 @@ import (
 // to reach its management API.
 type node struct {
 	addr     string // host:port, as dialled and printed
-	uri      string // for amqp.DialConfig; holds the password: never printed
+	uri      string // amqp:// for amqp.DialConfig (TLS or not); holds the password: never printed
 	redacted string // amqp://user@host:port/vhost, safe to print
 	tls      *tls.Config
 	mgmt     *url.URL // management API base, without credentials
@@ -201,7 +201,12 @@ func parseNode(raw string, cfg Config) (node, *amqp.URI, error) {
 	if err != nil {
 		return node{}, nil, broker.Hintf("malformed broker URL: %s: check %s", safeURIError(err), broker.OptBroker)
 	}
-	n := node{addr: net.JoinHostPort(uri.Host, strconv.Itoa(uri.Port)), uri: u.String()}
+	n := node{addr: net.JoinHostPort(uri.Host, strconv.Itoa(uri.Port))}
+	// dial speaks TLS itself (below the frame guard): amqp091-go gets
+	// amqp:// with the port made explicit.
+	plain := *u
+	plain.Scheme, plain.Host = "amqp", n.addr
+	n.uri = plain.String()
 	red := url.URL{Scheme: uri.Scheme, Host: n.addr, Path: "/" + uri.Vhost, User: url.User(uri.Username)}
 	if uri.Vhost == "/" {
 		red.Path = "/"

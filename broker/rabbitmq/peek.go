@@ -159,8 +159,9 @@ func (b *Broker) Peek(ctx context.Context, queue string, opts broker.PeekOptions
 
 // unreadableAt names, in an error of a message the client could not read,
 // where the message is, what the failure changed and what to do about it.
-// Deliveries arrive in queue order, but the client's reader drops those it
-// had not yet handed over when it closes the connection: without the
+// Deliveries arrive in queue order, but (without the frame guard) the
+// client's reader drops those it had not yet handed over when it closes the
+// connection: without the
 // management API's read (shown), the message comes after the ones read, at
 // that position or later.
 func unreadableAt(info peekInfo, rep broker.PeekReport, err error, shown *broker.Message, why *broker.Hint) error {
@@ -168,21 +169,30 @@ func unreadableAt(info peekInfo, rep broker.PeekReport, err error, shown *broker
 	if !errors.As(err, &be) {
 		return err
 	}
+	uf, _ := errors.AsType[*unreadableFrame](err)
+	held := uf != nil && uf.held
 	cost := "classic queues keep their order; the messages only carry the redelivered flag"
-	if info.kind == broker.KindQuorum {
+	switch {
+	case info.kind == broker.KindQuorum && held && info.requeueFree:
+		cost = "each went back in its place with an explicit nack, its x-delivery-count unchanged"
+	case info.kind == broker.KindQuorum && rep.Mode == broker.PeekRotate:
+		cost = fmt.Sprintf("on a quorum queue the x-delivery-count of the at most %d messages held went up by 1", rotateWindowFor(info))
+	case info.kind == broker.KindQuorum:
 		cost = "on a quorum queue each held message's x-delivery-count went up by 1"
-		if rep.Mode == broker.PeekRotate {
-			cost = fmt.Sprintf("on a quorum queue the x-delivery-count of the at most %d messages held went up by 1", rotateWindowFor(info))
-		}
 	}
 	if rep.Mode == broker.PeekRotate {
 		cost += "; no message is in the queue twice: nothing of the window that holds it had been copied"
 	}
 	where := fmt.Sprintf("a message at position %d or later could not be read (%d were read before the connection closed): %s (%s)", rep.Read+1, rep.Read, be.Msg, cost)
+	stopped := "which closed the connection"
+	if held {
+		where = fmt.Sprintf("the message after the %d read could not be read: %s (%s)", rep.Read, be.Msg, cost)
+		stopped = "which stopped at it, the connection kept"
+	}
 	fix := broker.Hintf("move the queue's messages broker-side without reading them (a server-side redrive runs a shovel)")
 	if shown != nil {
 		fix = broker.Hintf("take it out by its position without reading it (%s: a discard archives it first, a redrive moves it), or move the queue's messages broker-side (a server-side redrive runs a shovel)", broker.OptPosition.With(shown.Position))
-		where = fmt.Sprintf("the message at position %s (ID %s) could not be read by dlq's AMQP client, which closed the connection: %s; every message dlq held went back to its queue (%s)", shown.Position, shown.ID, shown.Unreadable, cost)
+		where = fmt.Sprintf("the message at position %s (ID %s) could not be read by dlq's AMQP client, %s: %s; every message dlq held went back to its queue (%s)", shown.Position, shown.ID, stopped, shown.Unreadable, cost)
 	}
 	return &broker.Error{Kind: broker.ErrUnsupported, Op: "peek queue `" + info.name + "`", Err: be.Err,
 		Hint: broker.Hintf("%s: %s; %s", where, why, fix)}
@@ -231,15 +241,20 @@ func needsWrite(info peekInfo, mode broker.PeekMode, opts broker.PeekOptions) bo
 // receiving (and then returning, which on a quorum queue raises the count)
 // messages beyond the snapshot, such as its own rotated copies.
 type windowedConsumer struct {
-	ch        *amqp.Channel
-	tag       string
-	ds        <-chan amqp.Delivery
-	closed    chan *amqp.Error
-	target    int64
-	prefetch  int64
-	received  int64
-	settled   int64
-	cancelled bool
+	ch    *amqp.Channel
+	queue string
+	// passUnreadable hands on a delivery the frame guard marked, rather
+	// than stopping at it with an error (a stream, whose reads change
+	// nothing).
+	passUnreadable bool
+	tag            string
+	ds             <-chan amqp.Delivery
+	closed         chan *amqp.Error
+	target         int64
+	prefetch       int64
+	received       int64
+	settled        int64
+	cancelled      bool
 }
 
 func newTag(prefix string) string {
@@ -262,7 +277,7 @@ func startWindowed(ch *amqp.Channel, queue string, target, window int64, args am
 	if err := ch.Qos(int(prefetch), 0, false); err != nil {
 		return nil, err
 	}
-	w := &windowedConsumer{ch: ch, tag: newTag("dlq-peek"), target: target, prefetch: prefetch,
+	w := &windowedConsumer{ch: ch, queue: queue, tag: newTag("dlq-peek"), target: target, prefetch: prefetch,
 		closed: ch.NotifyClose(make(chan *amqp.Error, 1))}
 	ds, err := ch.Consume(queue, w.tag, false, false, false, false, args)
 	if err != nil {
@@ -294,6 +309,16 @@ func (w *windowedConsumer) next(ctx context.Context, wait time.Duration) (*amqp.
 			return nil, w.closeErr()
 		}
 		w.received++
+		if why, bad := unreadableMark(d.Headers); bad && !w.passUnreadable {
+			// It stays unsettled, and the caller returns it with the
+			// rest; first the consumer stops, or the broker would deliver
+			// the returned messages again at once (and on RabbitMQ 4.3
+			// count them as failed when the channel closes).
+			if err := w.cancel(); err != nil {
+				return nil, err
+			}
+			return nil, unreadableDelivery(w.queue, "read queue `"+w.queue+"`", why)
+		}
 		return &d, nil
 	case <-timeout:
 		return nil, nil

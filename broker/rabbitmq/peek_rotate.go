@@ -215,8 +215,8 @@ func (b *Broker) peekRotate(ctx context.Context, info peekInfo, opts broker.Peek
 		// rotateBatch publishes the copies of a whole window, waits for
 		// every confirm, and acks the originals whose copies are confirmed.
 		// Nothing of a window is published before all of it was received:
-		// a delivery the client cannot read closes the connection while
-		// it is being received, and then no copy of its window exists, so
+		// a delivery the client cannot read ends the read while its window
+		// is being received, and then no copy of that window exists, so
 		// every message is in the queue once (the copies of the windows
 		// before are confirmed and their originals acked).
 		rotateBatch := func(batch []*amqp.Delivery) error {

@@ -101,6 +101,9 @@ func (b *Broker) peekStream(ctx context.Context, info peekInfo, opts broker.Peek
 		if err != nil {
 			return err
 		}
+		// Reading a stream changes nothing: a message whose headers the
+		// client cannot read is shown with the rest, marked.
+		w.passUnreadable = true
 		// A stream delivers from its segments at once; a time offset past
 		// the last message, or a count that is unknown, only has the idle
 		// timeout to end on.

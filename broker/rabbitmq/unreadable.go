@@ -17,7 +17,8 @@ import (
 
 // A message whose headers amqp091-go refuses to read (tables nested deeper
 // than clientMaxDepth, or a table or array of more than clientMaxEntries)
-// closes the connection of whoever receives it. The management API reads it
+// would close the connection of whoever receives it; dlq's frame guard
+// (guardFrames) marks it instead, and a read stops at it. The management API reads it
 // (its get returns messages as JSON, nested however deep), so dlq shows it
 // from there, marked as unreadable, at its position in the queue.
 
@@ -182,8 +183,9 @@ func (b *Broker) showUnreadable(ctx context.Context, info peekInfo, opts broker.
 	if info.kind == broker.KindQuorum && info.limited && !opts.GetUnreadable && b.requeueCounts() {
 		return rep, unreadableAt(info, rep, err, nil, broker.Hintf("to see it, pass %s: the management API's get reads the first %d messages and adds 1 to each one's x-delivery-count (RabbitMQ below 4.3; the queue's delivery limit is %d)", broker.OptGetUnreadable, count, info.deliveryLimit))
 	}
-	// RabbitMQ returns the deliveries of the closed connection
-	// asynchronously: wait until they are back, so that the get sees them.
+	// RabbitMQ returns the deliveries given back (or those of a closed
+	// connection) asynchronously: wait until they are back, so that the
+	// get sees them.
 	b.awaitReturned(ctx, info.name, info.depth)
 	msgs, gerr := b.mgmtGet(ctx, info.name, count)
 	if gerr != nil {

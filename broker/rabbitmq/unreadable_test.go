@@ -153,9 +153,8 @@ func TestFromMgmt(t *testing.T) {
 func TestUnreadableOnALimitedQuorumQueue(t *testing.T) {
 	b, env := openTest(t)
 	if !b.requeueCounts() {
-		// RabbitMQ 4.3 reads a quorum queue by holding it, not rotating;
-		// where it puts the deliveries of a dropped connection back, and so
-		// at which position the get finds the message, is not settled yet.
+		// RabbitMQ 4.3 reads a quorum queue by holding it, not rotating:
+		// TestUnreadableKeepsTheConnection covers it.
 		t.Skipf("RabbitMQ %s holds a quorum queue to read it; this test is of the rotation", env.Version)
 	}
 	q := brokertest.Name(t, "unreadable-quorum")
@@ -397,5 +396,93 @@ func TestTakeUnreadableHostile(t *testing.T) {
 	}
 	if names := leftBehind(); len(names) > 0 {
 		t.Errorf("queues of dlq's left behind: %v", names)
+	}
+}
+
+// TestUnreadableKeepsTheConnection: the frame guard lets dlq's client read
+// a message with headers 32 levels deep as any other (the client's limit,
+// met exactly), and stops at one 33 deep or with a table of 8,193 entries
+// without losing the connection: a peek gives back what it held with an
+// explicit nack. On a classic queue, and on a quorum queue where a requeue
+// does not count (RabbitMQ 4.3), two peeks and a stats-like full read then
+// change no message's place or x-delivery-count. (Without the guard the
+// client closed the connection, and on 4.3 every held delivery came back
+// at the end of the queue with x-delivery-count +1.)
+func TestUnreadableKeepsTheConnection(t *testing.T) {
+	b, env := openTest(t)
+	kinds := []string{"classic"}
+	if !b.requeueCounts() {
+		kinds = append(kinds, "quorum")
+	}
+	wide := amqp.Table{}
+	for i := range clientMaxEntries + 1 {
+		wide[fmt.Sprintf("k%d", i)] = int32(i)
+	}
+	bad := []struct {
+		name    string
+		headers amqp.Table
+	}{{"deep", amqp.Table{"deep": deepTable(32)}}, {"wide", amqp.Table{"wide": wide}}}
+	for _, kind := range kinds {
+		for _, v := range bad {
+			t.Run(kind+"/"+v.name, func(t *testing.T) { testUnreadableKeepsTheConnection(t, b, env, kind, v.name, v.headers) })
+		}
+	}
+}
+
+func testUnreadableKeepsTheConnection(t *testing.T, b *Broker, env brokertest.RabbitEnv, kind, name string, bad amqp.Table) {
+	q := brokertest.Name(t, "unreadable-guard")
+	var args amqp.Table
+	if kind == "quorum" {
+		args = amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int32(5)}
+	}
+	declareQueue(t, b, q, args)
+	publishN(t, b, q, "a", 3, nil)
+	publishN(t, b, q, "edge", 1, amqp.Table{"deep": deepTable(31)})
+	publishN(t, b, q, "p", 1, bad)
+	publishN(t, b, q, "b", 3, nil)
+	before := append(append(seq("a", 0, 3), "edge-0", "p-0"), seq("b", 0, 3)...)
+	for i := range 2 {
+		var read []string
+		var shown *broker.Message
+		_, err := b.Peek(context.Background(), q, broker.PeekOptions{}, func(m *broker.Message) error {
+			read = append(read, m.ID)
+			switch {
+			case m.Unreadable != "":
+				shown = m.Clone()
+			case m.ID == "edge-0":
+				if _, ok := m.Headers["deep"]; !ok {
+					t.Errorf("peek %d: the message 32 levels deep was read without its headers", i+1)
+				}
+			}
+			return nil
+		})
+		if !errors.Is(err, broker.ErrUnsupported) || !strings.Contains(err.Error(), "the connection kept") {
+			t.Fatalf("peek %d: err = %v, want the unreadable error of a kept connection", i+1, err)
+		}
+		if shown == nil || shown.ID != "p-0" || shown.Position != "5" {
+			t.Errorf("peek %d read %v and showed %+v; want p-0 at position 5", i+1, read, shown)
+		}
+	}
+	waitDepth(t, b, q, int64(len(before)))
+	var msgs []mgmtMessage
+	body := map[string]any{"count": 100, "ackmode": "ack_requeue_true", "encoding": "auto"}
+	if err := b.mgmtDo(context.Background(), "POST", "/queues/"+b.vhostPath()+"/"+url.PathEscape(q)+"/get", body, &msgs); err != nil {
+		t.Fatal(err)
+	}
+	var after []string
+	counted := 0
+	for _, mm := range msgs {
+		id, _ := mm.Properties["message_id"].(string)
+		after = append(after, id)
+		h, _ := mm.Properties["headers"].(map[string]any)
+		if _, ok := h["x-delivery-count"]; ok {
+			counted++
+		}
+	}
+	n, lost, dup := tally(before, after)
+	t.Logf("hostile tally: attack=%s-headers-connection-kept queue=%s version=%s before=%d after=%d lost=%d duplicated=%d counts-raised=%d",
+		name, kind, env.Version, len(before), n, lost, dup, counted)
+	if strings.Join(after, ",") != strings.Join(before, ",") || counted != 0 {
+		t.Errorf("after two peeks the queue holds %v with %d counts raised, want %v and none", after, counted, before)
 	}
 }
