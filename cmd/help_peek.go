@@ -65,7 +65,14 @@ RabbitMQ quorum queues, 4.3 and later: --mode hold (the default)
   message keeps its position, its exchange and routing key; the trace left is
   the redelivered flag and x-acquired-count +1 ("20 messages now carry the
   redelivered flag and x-acquired-count +1 (x-delivery-count unchanged, each
-  in its place)"). --mode requeue does the same. A read of more messages
+  in its place)"). --mode requeue does the same. Such a queue delivers the
+  messages returned to it before the others, and puts a returned message at
+  the end of those: a read of the first 3 after a read of all 10 would put
+  those 3 behind the other 7. So a read there holds on past what it shows
+  until it holds a message never delivered before (or the whole queue), and
+  gives back each consumer's messages in turn; the report counts every
+  message it held. Past the hold bound it says that the order changed.
+  A read of more messages
   than the hold bound (--max-unacked, default 5000; stats, export and a dry
   run read the whole queue) is a rotation, as before 4.3, and the report
   says so. Read-only users and --read-only read these queues in hold mode.
@@ -117,7 +124,13 @@ RabbitMQ messages dlq cannot decode
   1), naming the message, its position and what to do: dlq discard QUEUE
   --position N --archive-to file://… archives it (as the management API
   returned it) and then removes it; dlq redrive QUEUE --position N --to
-  queue:NAME moves it; neither has dlq's client read it. A shovel that takes
+  queue:NAME moves it. On a classic queue, and on a quorum queue of 4.3 and
+  later, a discard keeps the queue's order and every count: the management
+  API reads the messages up to the position, dlq's client holds them (its
+  frame check marks the one it cannot read), archives the API's copy,
+  acknowledges that message alone and gives the others back in their
+  places. Otherwise (a move, or a quorum queue below 4.3) dlq's client
+  never reads it: a shovel that takes
   exactly N messages (each acknowledged once its destination confirmed it,
   one delivery held at a time) moves the head of the queue, up to the
   message, into a classic queue of dlq's own; a second moves all but the

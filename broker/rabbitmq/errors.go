@@ -170,13 +170,18 @@ func translateAMQP(op string, ae *amqp.Error) error {
 type unreadableFrame struct {
 	err  *amqp.Error
 	held bool
+	// n is how many deliveries the read held and gave back (0: unknown).
+	n int64
 }
 
 // unreadableDelivery is the error of a consumer of queue that stopped at a
 // delivery the frame guard marked (see guardFrames), why its reason.
-func unreadableDelivery(queue, op, why string) error {
+func unreadableDelivery(queue, op, why string) error { return unreadableHeld(queue, op, why, 0) }
+
+// unreadableHeld is unreadableDelivery of a read that held n deliveries.
+func unreadableHeld(queue, op, why string, n int64) error {
 	return &broker.Error{Kind: broker.ErrUnsupported, Op: op,
-		Err: &unreadableFrame{err: &amqp.Error{Code: amqp.SyntaxError, Reason: why}, held: true},
+		Err: &unreadableFrame{err: &amqp.Error{Code: amqp.SyntaxError, Reason: why}, held: true, n: n},
 		Msg: "dlq's AMQP client cannot read the headers of a message (" + why + "): dlq stopped at it, and every message it held and had not settled went back to its queue, explicitly, the connection kept",
 		Hint: broker.Hintf("%s names its position N; take it out with %s (archived first) or %s, or let the broker move the queue with %s; then run this again",
 			broker.Cmd("peek "+queue), broker.Cmd("discard "+queue+" --position N --archive-to file://PATH.jsonl"), broker.Cmd("redrive "+queue+" --position N --to queue:NAME"), broker.OptServerSide)}

@@ -18,13 +18,7 @@ import (
 // Past the bound it names what the user can do instead; canRotate (asked
 // only then) says whether rotate mode, which needs to write, is one of them.
 func holdTarget(info peekInfo, opts broker.PeekOptions, mode broker.PeekMode, canRotate func() error) (int64, error) {
-	maxUnacked := int64(opts.MaxUnacked)
-	if maxUnacked <= 0 {
-		maxUnacked = DefaultMaxUnacked
-	}
-	if maxUnacked > 65535 {
-		maxUnacked = 65535 // the largest prefetch AMQP can express
-	}
+	maxUnacked := holdBound(opts)
 	want := int64(opts.Limit)
 	if want == 0 || want > info.depth {
 		want = info.depth
@@ -72,12 +66,24 @@ func quorumRefusal(info peekInfo, mode broker.PeekMode) error {
 			info.name, info.deliveryLimit, mode, broker.OptMode.With("rotate"), broker.OptForce, mode)}
 }
 
-// peekHold implements hold mode (all deliveries held, returned at the end by
-// closing the channel) and, with requeue, requeue mode (all held, then each
-// returned with an explicit nack-requeue after the consumer is cancelled:
-// returning one while consuming gets it delivered again at once, on classic
-// and on quorum queues alike). On quorum queues with a delivery limit it needs
-// Force and rescues messages near their limit by rotating them.
+// peekHold implements hold mode (all deliveries held, returned at the end
+// with one explicit nack) and, with requeue, requeue mode (all held, then
+// each returned with an explicit nack-requeue after the consumer is
+// cancelled: returning one while consuming gets it delivered again at
+// once, on classic and on quorum queues alike). On quorum queues with a
+// delivery limit it needs Force and rescues messages near their limit by
+// rotating them.
+//
+// A quorum queue of RabbitMQ 4.3 keeps the messages returned to it in a
+// list of their own that it delivers before the others, and a return goes
+// to the end of that list: a read of the first k messages, returned, puts
+// them behind the other messages returned earlier (by an earlier, longer
+// read, say). Measured on 4.3.6: after a peek of 10 messages, a peek of 3
+// moved those 3 behind the other 7. So there the hold goes on past what is
+// shown until it holds a delivery that was never delivered before (every
+// message returned earlier came before it) or the whole queue, in windows
+// that double, up to the hold bound; the nack then returns everything
+// held, in order, to a list that holds nothing else.
 func (b *Broker) peekHold(ctx context.Context, info peekInfo, opts broker.PeekOptions, requeue bool, visit func(*broker.Message) error) (broker.PeekReport, error) {
 	mode := broker.PeekHold
 	if requeue {
@@ -94,17 +100,27 @@ func (b *Broker) peekHold(ctx context.Context, info peekInfo, opts broker.PeekOp
 	if err != nil || target == 0 {
 		return rep, err
 	}
-	window := target
+	bound := holdBound(opts)
 	var (
 		rescued  int64
 		returned int64
+		held     int64 // deliveries received, all consumers
 		visitErr error
+		marked   string // why the guard marked the first unreadable delivery
+		// covered: everything held can go back without passing a message
+		// returned earlier (see above); short of it at the bound, uncovered.
+		covered   = !info.requeueFree
+		uncovered bool
 	)
 	op := "peek queue `" + info.name + "`"
+	// ends are the last delivery tags of each consumer's deliveries: one
+	// nack for all of them would let RabbitMQ 4.3 return the consumers'
+	// deliveries in any order, so each consumer's go back in turn.
+	var ends []uint64
 	err = b.withChannel(ctx, func(ch *amqp.Channel) (err error) {
 		defer func() {
 			if err != nil {
-				_ = returnAll(ch)
+				_ = returnInTurn(ch, ends)
 			}
 		}()
 		var rot *rotator
@@ -115,10 +131,6 @@ func (b *Broker) peekHold(ctx context.Context, info peekInfo, opts broker.PeekOp
 			}
 			defer rot.close()
 		}
-		w, err := startWindowed(ch, info.name, target, window, nil)
-		if err != nil {
-			return err
-		}
 		// requeue: the nacks, sent after the cancel (a message returned
 		// while the consumer is active would be delivered again at once).
 		var deferred []uint64
@@ -126,6 +138,17 @@ func (b *Broker) peekHold(ctx context.Context, info peekInfo, opts broker.PeekOp
 		visiting := true
 		wait := firstWait
 		handle := func(d *amqp.Delivery) error {
+			held++
+			if !d.Redelivered {
+				covered = true
+			}
+			why, bad := unreadableMark(d.Headers)
+			if bad && visiting {
+				// Shown through the management API afterwards: the
+				// reads stop here, the hold goes on as it must. (Past
+				// what is shown, it is only held.)
+				marked, visiting = why, false
+			}
 			if visiting {
 				m := fromDelivery(info.name, d)
 				rep.Read++
@@ -134,9 +157,11 @@ func (b *Broker) peekHold(ctx context.Context, info peekInfo, opts broker.PeekOp
 					if !errors.Is(err, broker.ErrStop) {
 						visitErr = err
 					}
+				} else if rep.Read >= target {
+					visiting = false
 				}
 			}
-			if quorumLimit {
+			if quorumLimit && !bad {
 				if n, _ := rabbitrules.Int(d.Headers["x-delivery-count"]); n+2 > info.deliveryLimit {
 					// One more return would bring it within 1 of its limit
 					// (or over it): rotate it instead.
@@ -148,40 +173,66 @@ func (b *Broker) peekHold(ctx context.Context, info peekInfo, opts broker.PeekOp
 					return nil
 				}
 			}
+			// Returned, not rescued (acknowledged).
+			ends[len(ends)-1] = d.DeliveryTag
 			if requeue {
 				deferred = append(deferred, d.DeliveryTag)
 			}
 			return nil
 		}
-		for visiting {
-			d, err := w.next(ctx, wait)
-			if err != nil {
-				return err
-			}
-			if d == nil {
-				break
-			}
-			wait = idleWait
-			if err := handle(d); err != nil {
-				return err
-			}
-		}
-		if err := w.cancel(); err != nil {
-			return err
+		// One consumer a window; the deliveries of a cancelled one stay
+		// held (unacknowledged) while the next takes the messages after
+		// them. One more than is shown tells whether the hold covers.
+		size := target
+		if !covered && size < info.depth {
+			size++
 		}
 		for {
-			d, err := w.next(ctx, 0)
+			w, err := startWindowed(ch, info.name, size, size, nil)
 			if err != nil {
 				return err
 			}
-			if d == nil {
-				break
+			w.passUnreadable = true
+			ends = append(ends, 0)
+			for visiting || !covered {
+				d, err := w.next(ctx, wait)
+				if err != nil {
+					return err
+				}
+				if d == nil {
+					break
+				}
+				wait = idleWait
+				if err := handle(d); err != nil {
+					return err
+				}
 			}
-			// Delivered before the cancel took effect: handled like the
-			// others but not visited (visiting stopped).
-			if err := handle(d); err != nil {
+			dry := w.received < size
+			if err := w.cancel(); err != nil {
 				return err
 			}
+			for {
+				d, err := w.next(ctx, 0)
+				if err != nil {
+					return err
+				}
+				if d == nil {
+					break
+				}
+				// Delivered before the cancel took effect: handled like the
+				// others but not visited (visiting stopped).
+				if err := handle(d); err != nil {
+					return err
+				}
+			}
+			if covered || dry || held >= info.depth {
+				break
+			}
+			if held >= bound {
+				uncovered = true
+				break
+			}
+			size = min(2*size, bound-held)
 		}
 		if rot != nil {
 			// Rescued messages: ack only what was confirmed.
@@ -201,12 +252,12 @@ func (b *Broker) peekHold(ctx context.Context, info peekInfo, opts broker.PeekOp
 			}
 		}
 		if !requeue {
-			returned = w.received - rescued
+			returned = held - rescued
 			// Every held delivery back, explicitly: a nack with requeue
 			// (each in its place on a classic queue). A closed channel
 			// would return them too, but RabbitMQ 4.3 counts that as a
 			// failed delivery on a quorum queue, and a nack not.
-			if err := returnAll(ch); err != nil {
+			if err := returnInTurn(ch, ends); err != nil {
 				return err
 			}
 		}
@@ -220,15 +271,19 @@ func (b *Broker) peekHold(ctx context.Context, info peekInfo, opts broker.PeekOp
 	}
 	var changed []string
 	if returned > 0 {
-		if info.requeueFree {
+		switch {
+		case info.requeueFree && uncovered:
+			changed = append(changed, fmt.Sprintf("%s the redelivered flag and x-acquired-count +1 (x-delivery-count unchanged), and went back behind messages returned to the queue earlier, which RabbitMQ 4.3 delivers first: %d were held, the bound (%s); a larger bound keeps the order",
+				plural(returned, "message now carries", "messages now carry"), held, broker.OptMaxUnacked))
+		case info.requeueFree:
 			// Measured on 4.3.6: each returned message keeps its place,
 			// its x-delivery-count and its exchange and routing key.
 			changed = append(changed, plural(returned, "message now carries", "messages now carry")+" the redelivered flag and x-acquired-count +1 (x-delivery-count unchanged, each in its place)")
-		} else if info.kind == broker.KindQuorum && requeue {
+		case info.kind == broker.KindQuorum && requeue:
 			changed = append(changed, plural(returned, "message", "messages")+" moved to the back of the queue with x-delivery-count +1 and the redelivered flag")
-		} else if info.kind == broker.KindQuorum {
+		case info.kind == broker.KindQuorum:
 			changed = append(changed, plural(returned, "message", "messages")+" returned with x-delivery-count +1 and the redelivered flag (some RabbitMQ versions also move them to the back)")
-		} else {
+		default:
 			changed = append(changed, plural(returned, "message now carries", "messages now carry")+" the redelivered flag")
 		}
 	}
@@ -236,7 +291,36 @@ func (b *Broker) peekHold(ctx context.Context, info peekInfo, opts broker.PeekOp
 		changed = append(changed, plural(rescued, "message", "messages")+" near the delivery limit rotated to the back instead (count reset)")
 	}
 	rep.Changed = strings.Join(changed, "; ")
+	if marked != "" {
+		return rep, unreadableHeld(info.name, op, marked, held)
+	}
 	return rep, visitErr
+}
+
+// holdBound is the most deliveries a hold read keeps at once.
+func holdBound(opts broker.PeekOptions) int64 {
+	maxUnacked := int64(opts.MaxUnacked)
+	if maxUnacked <= 0 {
+		maxUnacked = DefaultMaxUnacked
+	}
+	return min(maxUnacked, 65535) // the largest prefetch AMQP can express
+}
+
+// returnInTurn returns the deliveries still unsettled on ch up to each of
+// ends in turn (one nack with multiple set each), then any others.
+func returnInTurn(ch *amqp.Channel, ends []uint64) error {
+	if ch.IsClosed() {
+		return nil
+	}
+	for _, tag := range ends {
+		if tag == 0 {
+			continue
+		}
+		if err := ch.Nack(tag, true, true); err != nil {
+			return err
+		}
+	}
+	return returnAll(ch)
 }
 
 // returnAll returns every delivery still unsettled on ch to its queue with

@@ -1,6 +1,7 @@
 package rabbitmq
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -179,6 +180,12 @@ func (b *Broker) showUnreadable(ctx context.Context, info peekInfo, opts broker.
 	if rep.Mode != broker.PeekRotate {
 		count += rep.Read
 	}
+	if uf, ok := errors.AsType[*unreadableFrame](err); ok && info.requeueFree {
+		// The read gave back, in order, the n deliveries it held, to the
+		// list of returned messages that RabbitMQ 4.3 delivers first: a
+		// get of fewer would put them behind the rest (see peekHold).
+		count = max(count, uf.n)
+	}
 	count = min(count, max(info.depth, 1))
 	if info.kind == broker.KindQuorum && info.limited && !opts.GetUnreadable && b.requeueCounts() {
 		return rep, unreadableAt(info, rep, err, nil, broker.Hintf("to see it, pass %s: the management API's get reads the first %d messages and adds 1 to each one's x-delivery-count (RabbitMQ below 4.3; the queue's delivery limit is %d)", broker.OptGetUnreadable, count, info.deliveryLimit))
@@ -234,6 +241,11 @@ const takeWait = time.Minute
 //  5. it is removed (the queue of its own is deleted) or moved on to To by
 //     one more shovel.
 //
+// A discard from a classic queue, or from a quorum queue of RabbitMQ 4.3,
+// needs no shovel (discardHeld): dlq's client holds the messages up to it
+// (the frame guard marks it), acknowledges it alone and gives the others
+// back in place.
+//
 // dlq's client never holds a delivery of the queue. A shovel holds one at
 // a time; the one past the last it takes is returned when it stops: below
 // RabbitMQ 4.3 to its place (on a quorum queue with x-delivery-count +1,
@@ -258,6 +270,9 @@ func (b *Broker) TakeUnreadable(ctx context.Context, queue string, opts broker.T
 	}
 	if err := b.canWrite(ctx); err != nil {
 		return nil, translateErr(op, err)
+	}
+	if opts.To == nil && (info.kind == broker.KindClassic && pos <= maxHeldTake || info.requeueFree && info.depth <= maxHeldTake) {
+		return b.discardHeld(ctx, info, pos, op, keep)
 	}
 	v := shovelValue{SrcProtocol: "amqp091", SrcURI: b.localURI(), SrcPrefetchCount: 1,
 		DestProtocol: "amqp091", DestURI: b.localURI(), AckMode: "on-confirm", ReconnectDelay: 5}
@@ -396,6 +411,135 @@ func (b *Broker) TakeUnreadable(ctx context.Context, queue string, opts broker.T
 	}
 	if err := b.deleteQueue(ctx, one, true); err != nil {
 		return m, fmt.Errorf("%s: moved; queue `%s`, which held it, could not be deleted: %w", op, one, err)
+	}
+	return m, nil
+}
+
+// maxHeldTake bounds the deliveries discardHeld holds at once (the
+// consumer's prefetch).
+const maxHeldTake = 10_000
+
+// discardHeld removes the unreadable message at pos of a queue where a
+// delivery returned with a nack keeps its place and its count (a classic
+// queue; a quorum queue of RabbitMQ 4.3), and nothing else changes:
+//
+//  1. the management API reads the first pos messages (in place there) and
+//     finds the one at pos unreadable, else dlq refuses;
+//  2. dlq's client holds the first pos deliveries (the frame guard marks
+//     the one it cannot read): the last must be that message, marked, with
+//     the API's message-id and body, and none before it marked, else they
+//     all go back and dlq refuses;
+//
+// On a 4.3 quorum queue both read the whole queue instead of the first
+// pos: a return goes behind the messages returned earlier (see peekHold),
+// and only a read of all of them gives them back in their order.
+//  3. the consumer is cancelled, keep gets the API's copy and makes it
+//     durable, the message is acknowledged alone, and the others go back
+//     in their places with one explicit nack.
+//
+// The queue keeps its order, and no count changes.
+func (b *Broker) discardHeld(ctx context.Context, info peekInfo, pos int64, op string, keep func(*broker.Message) error) (*broker.Message, error) {
+	n := pos
+	if info.requeueFree {
+		n = max(pos, info.depth)
+	}
+	msgs, err := b.mgmtGet(ctx, info.name, n)
+	if err != nil {
+		return nil, fmt.Errorf("%s: read it through the management API: %w", op, err)
+	}
+	if int64(len(msgs)) < pos {
+		return nil, broker.Errorf(broker.ErrConflict, op, "`%s` holds %d ready messages: nothing was removed", info.name, len(msgs))
+	}
+	mm := &msgs[pos-1]
+	h, _ := mm.Properties["headers"].(map[string]any)
+	why := unreadableWhy(h)
+	if why == "" {
+		return nil, broker.Errorf(broker.ErrConflict, op, "the message at position %d is one dlq can read (the queue changed since the position was named): nothing was removed", pos)
+	}
+	m, err := fromMgmt(info.name, mm)
+	if err != nil {
+		return nil, broker.Errorf(broker.ErrConflict, op, "the management API's copy of it could not be read (%v): nothing was removed", err)
+	}
+	m.Position = strconv.FormatInt(pos, 10)
+	m.Unreadable = why + "; read through the management API, which gives header types approximately"
+	id, _ := mm.Properties["message_id"].(string)
+	// The get returns what it read asynchronously: the client must find
+	// every message back in its place.
+	b.awaitReturned(ctx, info.name, info.depth)
+
+	var keepErr error
+	acked := false
+	err = b.withChannel(ctx, func(ch *amqp.Channel) (err error) {
+		defer func() {
+			if err != nil {
+				_ = returnAll(ch)
+			}
+		}()
+		w, err := startWindowed(ch, info.name, n, n, nil)
+		if err != nil {
+			return err
+		}
+		w.passUnreadable = true
+		// Every one of the n is held before anything is decided, so that
+		// a refusal gives them all back, in order.
+		var last *amqp.Delivery
+		changed := ""
+		wait := firstWait
+		for i := int64(1); i <= n; i++ {
+			d, err := w.next(ctx, wait)
+			if err != nil {
+				return err
+			}
+			wait = idleWait
+			if d == nil {
+				if i <= pos {
+					changed = fmt.Sprintf("dlq received %d of the first %d messages (another consumer holds some)", i-1, pos)
+				}
+				break
+			}
+			if i > pos || changed != "" {
+				continue
+			}
+			if _, marked := unreadableMark(d.Headers); marked != (i == pos) || i == pos && (d.MessageId != id || !bytes.Equal(d.Body, m.Body)) {
+				changed = fmt.Sprintf("the message at position %d is not the one the management API read there (the queue changed)", pos)
+			}
+			last = d
+		}
+		// Nothing more is delivered; what was sent before the cancel
+		// stays unsettled and goes back with the rest.
+		if err := w.cancel(); err != nil {
+			return err
+		}
+		for {
+			d, err := w.next(ctx, 0)
+			if err != nil {
+				return err
+			}
+			if d == nil {
+				break
+			}
+		}
+		if changed != "" {
+			return broker.Errorf(broker.ErrConflict, op, "%s: nothing was removed", changed)
+		}
+		if keep != nil {
+			if keepErr = keep(m); keepErr != nil {
+				return keepErr
+			}
+		}
+		if err := ch.Ack(last.DeliveryTag, false); err != nil {
+			return err
+		}
+		acked = true
+		return returnAll(ch)
+	})
+	switch {
+	case keepErr != nil:
+		return m, broker.Errorf(broker.ErrConflict, op, "keeping it failed (%v): it is still in its place; nothing was removed", keepErr)
+	case err != nil && acked:
+		return m, fmt.Errorf("%s: it is kept, and was acknowledged, but the messages before it went back only when the channel closed: %w", op, translateErr("", err))
+	case err != nil:
+		return nil, translateErr(op, err)
 	}
 	return m, nil
 }
