@@ -50,7 +50,7 @@ define faultpass
 @echo "fault tests: $(2)"
 @$(1) $(GO) test -race -count=1 -timeout 20m -v -run '^TestFault' $(3) ./redrive/ >$(2) 2>&1; rc=$$?; \
   grep -aE 'fault tally|^(ok|FAIL|--- FAIL|panic)' $(2); \
-  if [ $$rc -ne 0 ]; then tail -n 150 $(2); exit $$rc; fi
+  if [ $$rc -ne 0 ]; then tail -n 100 $(2); scripts/test-failures $(2) 60; exit $$rc; fi
 endef
 test: brokers-up build frameworks
 	$(TESTENV) $(GO) test -race -count=1 -timeout 30m -skip '^TestFault' $(PKGS)

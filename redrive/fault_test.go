@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -326,7 +328,14 @@ func newSQS(t testing.TB, name, endpoint string) *sqsBackend {
 	}
 	c := sqs.NewFromConfig(cfg, dlqsqs.OwnRequestBodies, func(o *sqs.Options) {
 		o.BaseEndpoint = aws.String(endpoint)
-		o.RetryMaxAttempts = 10 // the emulator may be restarting
+		// The emulator may be restarting, and the trials poll its counts
+		// every millisecond: every attempt is retried, up to 10, without
+		// the client's retry quota (which a burst of failed polls would
+		// exhaust, failing the test on the harness's own read).
+		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+			so.MaxAttempts = 10
+			so.RateLimiter = ratelimit.None
+		})
 	})
 	return &sqsBackend{name: name, endpoint: endpoint, c: c, wire: brokertest.NewSQSWire(t, endpoint)}
 }
@@ -393,6 +402,14 @@ func (s *sqsBackend) attrs(t testing.TB, q string) (visible, hidden int) {
 	}
 	return a(sqstypes.QueueAttributeNameApproximateNumberOfMessages) + a(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed),
 		a(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
+}
+
+// Held is what SQS hides of q: messages received and not yet deleted, or
+// whose receive's answer was lost.
+func (s *sqsBackend) Held(t testing.TB, q string) int {
+	t.Helper()
+	_, h := s.attrs(t, q)
+	return h
 }
 
 // Settled: SQS counts hidden messages; nothing to wait for.

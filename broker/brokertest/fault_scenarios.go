@@ -79,6 +79,9 @@ type killTally struct {
 	// beyondReport are duplicates the resume report did not account for
 	// (in flight, or acknowledged in the run's last moments).
 	beyondReport int
+	// rerunHidden are finishing runs that reported messages still hidden
+	// and were followed by the --resume they advised.
+	rerunHidden int
 }
 
 // killTrials kills dlq redrive at ten or more random moments of a redrive of
@@ -193,10 +196,33 @@ func killTrials(t *testing.T, b FaultHarness, n int) {
 	}
 	for _, tr := range trials {
 		r := tr.finish
-		if code := r.wait(t, 4*time.Minute); code != exitOK {
+		code := r.wait(t, 4*time.Minute)
+		if code == exitPartial && r.summary(t).Hidden > 0 {
+			// The finishing run moved everything it could see and said
+			// that the source still hides messages (a receive whose
+			// answer an emulator lost under load hides them for the
+			// visibility timeout) and that --resume moves them once
+			// they are back: do as it says, once.
+			t.Logf("trial %d: finishing run exit 3: %s", tr.n, strings.TrimSpace(r.errOut.String()))
+			tl.rerunHidden++
+			poll(t, 5*time.Minute, "the hidden messages to come back", func() bool {
+				if h, ok := b.(HeldCounter); ok {
+					return h.Held(t, tr.src) == 0
+				}
+				return b.Settled(t, tr.src)
+			})
+			again := startDLQ(t, tr.state, append(redriveArgs(b, tr.src, tr.dst), "--resume")...)
+			if code = again.wait(t, 4*time.Minute); code != exitOK {
+				t.Fatalf("trial %d (kill %s): finishing run exit 3, then --resume exit %d\n%s\n%s", tr.n, tr.at, code, r.errOut.String(), again.errOut.String())
+			}
+			r = again
+		}
+		if code != exitOK {
 			t.Fatalf("trial %d (kill %s): finishing run exit %d\n%s", tr.n, tr.at, code, r.errOut.String())
 		}
-		sum := r.summary(t)
+		// The resume report is the first finishing run's: it resumed the
+		// killed run.
+		sum := tr.finish.summary(t)
 		inFlight, maybe := 0, 0
 		if sum.Resumed != nil {
 			inFlight, maybe = sum.Resumed.InFlight, sum.Resumed.MaybeNotAcked
@@ -226,8 +252,8 @@ func killTrials(t *testing.T, b FaultHarness, n int) {
 		}
 	}
 	wired := b.Wire().Check(t)
-	t.Logf("fault tally: scenario=sigkill %s backend=%s messages=%d trials=%d lost=%d duplicates=%d resumed=%d in_flight=%d maybe_not_acked=%d acked_on_sight=%d duplicates_beyond_report=%d finished_before_kill=%d removals_checked_on_wire=%d took=%s",
-		b.Server(), b.Name(), n, tl.trials, tl.lost, tl.duplicates, tl.resumed, tl.inFlight, tl.maybeNotAcked, tl.ackedOnSight, tl.beyondReport, tl.early, wired, time.Since(started).Round(time.Second))
+	t.Logf("fault tally: scenario=sigkill %s backend=%s messages=%d trials=%d lost=%d duplicates=%d resumed=%d in_flight=%d maybe_not_acked=%d acked_on_sight=%d duplicates_beyond_report=%d finished_before_kill=%d reran_after_hidden=%d removals_checked_on_wire=%d took=%s",
+		b.Server(), b.Name(), n, tl.trials, tl.lost, tl.duplicates, tl.resumed, tl.inFlight, tl.maybeNotAcked, tl.ackedOnSight, tl.beyondReport, tl.early, tl.rerunHidden, wired, time.Since(started).Round(time.Second))
 }
 
 func ackedOnSight(s runSummary) int64 {
