@@ -201,36 +201,26 @@ var (
 // client would refuse it ("" when it would not). It is at least as strict
 // as the client: a table with more than clientMaxEntries entries is refused
 // even where repeated keys would keep the client's map within the limit.
-func checkTable(b []byte, depth int) string {
-	if depth > clientMaxDepth {
-		return whyDeep
-	}
-	entries := 0
-	for len(b) > 0 {
-		k := 1 + int(b[0])
-		if k > len(b) {
-			return whyMalformed
-		}
-		rest, why := checkField(b[k:], depth)
-		if why != "" {
-			return why
-		}
-		if entries++; entries > clientMaxEntries {
-			return whyEntries
-		}
-		b = rest
-	}
-	return ""
-}
+func checkTable(b []byte, depth int) string { return checkContainer(b, depth, true) }
 
 // checkArray checks the content of a field array at depth, as
 // readArrayDepth reads it.
-func checkArray(b []byte, depth int) string {
+func checkArray(b []byte, depth int) string { return checkContainer(b, depth, false) }
+
+// checkContainer checks the entries of a table (keyed) or an array.
+func checkContainer(b []byte, depth int, keyed bool) string {
 	if depth > clientMaxDepth {
 		return whyDeep
 	}
 	entries := 0
 	for len(b) > 0 {
+		if keyed {
+			k := 1 + int(b[0])
+			if k > len(b) {
+				return whyMalformed
+			}
+			b = b[k:]
+		}
 		rest, why := checkField(b, depth)
 		if why != "" {
 			return why

@@ -343,6 +343,25 @@ func (w *windowedConsumer) canSettle(n int64) bool {
 	return w.cancelled || w.settled+n+w.prefetch <= w.target
 }
 
+// cancelAndDrain cancels the consumer and hands each delivery the broker
+// sent before the cancel took effect to each (nil: they stay unsettled).
+func (w *windowedConsumer) cancelAndDrain(ctx context.Context, each func(*amqp.Delivery) error) error {
+	if err := w.cancel(); err != nil {
+		return err
+	}
+	for {
+		d, err := w.next(ctx, 0)
+		if err != nil || d == nil {
+			return err
+		}
+		if each != nil {
+			if err := each(d); err != nil {
+				return err
+			}
+		}
+	}
+}
+
 // cancel stops deliveries; next then drains what the broker sent before the
 // cancel took effect.
 func (w *windowedConsumer) cancel() error {

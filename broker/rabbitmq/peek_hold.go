@@ -208,22 +208,10 @@ func (b *Broker) peekHold(ctx context.Context, info peekInfo, opts broker.PeekOp
 				}
 			}
 			dry := w.received < size
-			if err := w.cancel(); err != nil {
+			// Delivered before the cancel took effect: handled like the
+			// others but not visited (visiting stopped).
+			if err := w.cancelAndDrain(ctx, handle); err != nil {
 				return err
-			}
-			for {
-				d, err := w.next(ctx, 0)
-				if err != nil {
-					return err
-				}
-				if d == nil {
-					break
-				}
-				// Delivered before the cancel took effect: handled like the
-				// others but not visited (visiting stopped).
-				if err := handle(d); err != nil {
-					return err
-				}
 			}
 			if covered || dry || held >= info.depth {
 				break

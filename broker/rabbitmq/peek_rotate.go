@@ -300,19 +300,12 @@ func (b *Broker) peekRotate(ctx context.Context, info peekInfo, opts broker.Peek
 				if w.received >= n || drained || cancelled || partial && !visiting {
 					// The consumer's last window: cancel, then take what
 					// the broker sent before the cancel took effect.
-					if err := w.cancel(); err != nil {
-						return err
-					}
-					for {
-						d, err := w.next(work, 0)
-						if err != nil {
-							return err
-						}
-						if d == nil {
-							break
-						}
+					if err := w.cancelAndDrain(work, func(d *amqp.Delivery) error {
 						visiting = false
 						batch = append(batch, d)
+						return nil
+					}); err != nil {
+						return err
 					}
 					drained = true
 				}

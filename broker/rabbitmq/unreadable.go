@@ -507,17 +507,8 @@ func (b *Broker) discardHeld(ctx context.Context, info peekInfo, pos int64, op s
 		}
 		// Nothing more is delivered; what was sent before the cancel
 		// stays unsettled and goes back with the rest.
-		if err := w.cancel(); err != nil {
+		if err := w.cancelAndDrain(ctx, nil); err != nil {
 			return err
-		}
-		for {
-			d, err := w.next(ctx, 0)
-			if err != nil {
-				return err
-			}
-			if d == nil {
-				break
-			}
 		}
 		if changed != "" {
 			return broker.Errorf(broker.ErrConflict, op, "%s: nothing was removed", changed)
